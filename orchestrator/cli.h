@@ -1,0 +1,126 @@
+/* Command line, config file and environment, compatible with gProfiler's agent
+ * (../shared/spec/gprofiler-compat.md §6). Precedence: command line > environment
+ * (POLYPROF_<OPTION>, then GPROFILER_<OPTION>) > config file (--config, default
+ * /etc/polyprof/config.ini) > defaults. */
+#ifndef PP_CLI_H
+#define PP_CLI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define PP_VERSION "0.1.0"
+/* The gProfiler agent version polyprof is compatible with (reported as agent_version). */
+#define PP_GPROFILER_COMPAT_VERSION "1.57.1"
+
+typedef enum {
+    PP_PERF_BPF = 0,   /* eBPF sampler, falls back to perf-event when it does not load */
+    PP_PERF_EVENT,     /* perf_event mmap ring buffers, no BPF */
+    PP_PERF_DISABLED,  /* no system sampler: runtime stacks concatenated unscaled */
+} pp_perf_mode;
+
+typedef enum { PP_CMD_PROFILE = 0, PP_CMD_UPLOAD_FILE } pp_command;
+
+/* Runtimes polyprof knows. Order is stable: used to index pp_config.runtime_mode. */
+typedef enum {
+    PP_RT_JAVA = 0,
+    PP_RT_PYTHON,
+    PP_RT_RUBY,
+    PP_RT_PHP,
+    PP_RT_DOTNET,
+    PP_RT_NODEJS,
+    PP_RT_COUNT
+} pp_runtime_id;
+
+typedef struct pp_config {
+    pp_command command;
+
+    /* output and session */
+    char *output_dir;         /* -o/--output-dir, NULL if not given */
+    int duration;             /* -d/--profiling-duration, seconds, default 60 */
+    int frequency;            /* -f/--profiling-frequency, Hz, default 11, 1..1000 */
+    bool continuous;          /* -c/--continuous */
+    bool rotating_output;     /* --rotating-output */
+    int *pids;                /* --pids (comma lists, repeatable), NULL if none */
+    size_t npids;
+    int min_duration;         /* --min-duration, seconds, default 0 */
+    bool insert_dso_name;     /* --insert-dso-name */
+    bool flamegraph;          /* --flamegraph / --no-flamegraph (default true) */
+    char *profiling_mode;     /* --mode: "cpu" (default), "allocation", "none" */
+    pp_perf_mode perf_mode;   /* --perf-mode */
+    char *perf_mode_given;    /* the --perf-mode text as given (e.g. "fp"), NULL if default */
+
+    /* runtimes: mode strings after alias mapping ("none" -> "disabled"); --no-<rt> sets
+     * "disabled". Defaults: java "auto", python "auto", ruby "auto", php "disabled",
+     * dotnet "disabled", nodejs "disabled". */
+    char *runtime_mode[PP_RT_COUNT];
+    bool python_versions;     /* --no-python-versions clears it (default true) */
+    char *php_proc_filter;    /* --php-proc-filter, default "php-fpm" */
+
+    /* identity, metadata */
+    bool disable_container_names;
+    bool disable_application_identifiers;
+    bool disable_application_metadata;
+    bool disable_metadata_collection;
+    bool disable_metrics_collection;
+    char *profile_api_version; /* --profile-api-version, only "v1" accepted, NULL if not given */
+    char *external_metadata;   /* --external-metadata PATH */
+    char **app_id_args_filter; /* --app-id-args-filter REGEX (repeatable) */
+    size_t napp_id_args_filter;
+
+    /* process */
+    int verbose;              /* -v/--verbose */
+    char *log_file;           /* --log-file, default /var/log/polyprof/polyprof.log */
+    char *pid_file;           /* --pid-file, default /var/run/polyprof.pid */
+    char *config_file;        /* --config, NULL if none given */
+    bool disable_pidns_check; /* --disable-pidns-check */
+    bool rootless;            /* --rootless */
+    int controller_pid;       /* --controller-pid, 0 if none */
+    char *heartbeat_file;     /* --heartbeat-file */
+    bool dont_disable_core_files;
+
+    /* uploads (issue 6 wires these) */
+    bool upload;              /* -u/--upload-results */
+    char *token;              /* --token, or --token-file contents, or env; never logged */
+    char *token_file;         /* --token-file PATH */
+    char *service_name;       /* --service-name */
+    char *server_host;        /* --server-host, default https://profiler.granulate.io */
+    char *api_server;         /* --api-server / --glogger-server */
+    int server_upload_timeout; /* --server-upload-timeout, default 120 */
+    bool no_verify;           /* --no-verify */
+    char *ca_bundle;          /* --ca-bundle PATH */
+    bool dont_send_logs;      /* --dont-send-logs */
+    char *spool_dir;          /* --spool-dir, default /var/lib/polyprof/spool */
+    char *pyroscope_server;   /* --pyroscope-server URL */
+    char *pyroscope_tenant_id; /* --pyroscope-tenant-id (X-Scope-OrgID) */
+    char *pyroscope_auth_file; /* --pyroscope-basic-auth-file PATH ("user:password") */
+
+    /* upload-file subcommand */
+    char *file_path;          /* --file-path */
+} pp_config;
+
+enum {
+    PP_CLI_OK = 0,        /* proceed with *cfg */
+    PP_CLI_EXIT_OK = 100, /* --help / --version printed: exit 0 */
+    PP_CLI_USAGE = 2,     /* usage error: message in err, exit 2 */
+    PP_CLI_FAIL = 1,      /* runtime failure (e.g. unreadable --config / --token-file): exit 1 */
+};
+
+/* Parses argv (argv[0] is the program name), environment envp (NULL-terminated, may be NULL)
+ * and the config file. On PP_CLI_USAGE/PP_CLI_FAIL a one-line message (what is wrong and what
+ * to do) is written to err. --help and --version print to out. cfg must be freed with
+ * pp_config_free in every case. */
+int pp_cli_parse(int argc, char **argv, char **envp, FILE *out, pp_config *cfg, char *err,
+                 size_t errlen);
+void pp_config_free(pp_config *cfg);
+
+/* The run_arguments object for the profile header: every option by its gProfiler dest name
+ * (e.g. "output_dir", "frequency", "duration", "perf_mode", "java_mode"...), with the token and
+ * any credential replaced by null. New reference. */
+json_t *pp_config_run_arguments(const pp_config *cfg);
+
+/* Runtime names as used in flags: "java", "python", "ruby", "php", "dotnet", "nodejs". */
+const char *pp_runtime_name(pp_runtime_id rt);
+
+#endif

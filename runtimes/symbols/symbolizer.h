@@ -1,0 +1,52 @@
+/* Symbolizer: turns sampled instruction pointers into frame names, the way gProfiler's perf
+ * pipeline names them (see ../shared/spec/gprofiler-compat.md §5.2).
+ *
+ * User frames:   "<symbol>"              (demangled C++/Rust, as perf shows them)
+ *                "(<dso path>)"          address inside a mapped file with no symbol for it
+ *                "(/tmp/perf-<pid>.map)" anonymous executable memory with no perf-map entry
+ *                "(vdso)"                unresolved [vdso] address
+ *                "[unknown]"             address in no mapping at all
+ * Kernel frames: "<symbol>_[k]" (modules too), "[unknown]_[k]" when unnamed.
+ *
+ * Symbol tables are cached per binary identity (build-id, else dev+inode+mtime+size), bounded by
+ * count; per-process mappings are cached per pid and re-read at most once per pass when an address
+ * falls outside the cached mappings. Files of containerized processes are read through
+ * /proc/<pid>/root; deleted files through /proc/<pid>/map_files. Nothing here ever aborts: an
+ * unreadable or malformed file just leaves its addresses unnamed. */
+#ifndef PP_SYMBOLIZER_H
+#define PP_SYMBOLIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pp_symbolizer pp_symbolizer;
+
+typedef struct pp_symbolizer_stats {
+    uint64_t binaries_loaded;  /* symbol tables read from disk */
+    uint64_t binaries_cached;  /* lookups answered by an already loaded table */
+    uint64_t binaries_evicted; /* tables dropped by the cache bound */
+    uint64_t maps_reads;       /* /proc/<pid>/maps reads */
+    uint64_t unknown_frames;   /* addresses that could not be named by symbol */
+} pp_symbolizer_stats;
+
+/* max_binaries: bound of the symbol-table cache (0 = default 256). Returns NULL on OOM. */
+pp_symbolizer *pp_symbolizer_new(size_t max_binaries);
+void pp_symbolizer_free(pp_symbolizer *s);
+
+/* Marks the start of a drain pass: allows each pid's maps to be re-read once more if needed,
+ * and re-reads /tmp/perf-<pid>.map files that changed. */
+void pp_symbolizer_begin_pass(pp_symbolizer *s);
+
+/* Names user address ip of process pid (a host pid). Writes a NUL-terminated frame (see above)
+ * into buf and returns its length (truncated to bufsz-1). Never fails. */
+size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size_t bufsz);
+
+/* Names kernel address ip from /proc/kallsyms (loaded once, lazily): "<symbol>_[k]". */
+size_t pp_symbolize_kernel(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz);
+
+/* Drops the cached mappings of a pid that is gone (binaries stay cached). */
+void pp_symbolizer_forget_pid(pp_symbolizer *s, int pid);
+
+void pp_symbolizer_get_stats(const pp_symbolizer *s, pp_symbolizer_stats *out);
+
+#endif
