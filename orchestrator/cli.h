@@ -33,6 +33,12 @@ typedef enum {
     PP_RT_COUNT
 } pp_runtime_id;
 
+/* A gProfiler option polyprof accepts for compatibility but does not implement. */
+typedef struct pp_cli_noop {
+    char *name;  /* long option name without dashes, e.g. "perf-dwarf-stack-size" */
+    char *value; /* value as given (comma-joined when repeated), NULL for flags */
+} pp_cli_noop;
+
 typedef struct pp_config {
     pp_command command;
 
@@ -98,7 +104,15 @@ typedef struct pp_config {
 
     /* upload-file subcommand */
     char *file_path;          /* --file-path */
+
+    /* gProfiler options given that have no effect in polyprof, in option-table order. */
+    pp_cli_noop *noop_options;
+    size_t nnoop_options;
 } pp_config;
+
+/* Default config file read when --config is not given and the file exists. Tests may point it
+ * elsewhere. */
+extern const char *pp_cli_default_config_path;
 
 enum {
     PP_CLI_OK = 0,        /* proceed with *cfg */
