@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -18,6 +19,14 @@ int pp_log_init(int verbose, const char *path)
     stderr_level = verbose ? PP_LOG_DEBUG : PP_LOG_INFO;
     if (!path || !*path)
         return 0;
+    /* Create the log file's directory (one level, like /var/log/polyprof). */
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        mkdir(dir, 0755);
+    }
     FILE *f = fopen(path, "ae");
     if (!f)
         return -1;

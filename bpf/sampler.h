@@ -1,0 +1,44 @@
+/* Definitions shared by the BPF sampler program and its user-space loader. */
+#ifndef PP_BPF_SAMPLER_DEFS_H
+#define PP_BPF_SAMPLER_DEFS_H
+
+#define PP_TASK_COMM_LEN 16
+#define PP_MAX_STACK_DEPTH 127
+#define PP_COUNTS_ENTRIES 16384
+#define PP_STACKS_ENTRIES 16384
+#define PP_THREADS_ENTRIES 16384
+
+/* Aggregation key: identical (pid, user stack, kernel stack) samples share one entry. */
+struct pp_sample_key {
+    unsigned int pid; /* tgid, in the sampler's pid namespace */
+    int user_stack;   /* stack id, or negative errno when unavailable */
+    int kernel_stack; /* stack id, or negative errno */
+    unsigned int pad;
+};
+
+struct pp_sample_val {
+    unsigned long long count;
+    char comm[PP_TASK_COMM_LEN]; /* the thread group leader's comm */
+};
+
+/* Per-thread activity, for runtime samplers that need to know which threads ran on a CPU. */
+struct pp_thread_val {
+    unsigned int pid;
+    unsigned int pad;
+    unsigned long long count;
+    unsigned long long last_ns;
+};
+
+/* Index of the drop counters (per-CPU array). */
+enum pp_counter {
+    PP_CNT_SAMPLES = 0,      /* samples seen */
+    PP_CNT_MAP_FULL,         /* counts map full: sample dropped */
+    PP_CNT_USTACK_COLLISION, /* user stack hash collision: user stack lost */
+    PP_CNT_KSTACK_COLLISION, /* kernel stack hash collision: kernel stack lost */
+    PP_CNT_USTACK_ERROR,     /* other user stack errors (no user stack: kernel threads, idle) */
+    PP_CNT_THREADS_FULL,     /* threads map full */
+    PP_CNT_FILTERED,         /* samples of pids outside --pids */
+    PP_CNT_MAX
+};
+
+#endif

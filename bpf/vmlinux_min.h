@@ -1,0 +1,45 @@
+/* The few kernel types the sampler reads, hand-written for CO-RE: field offsets are relocated by
+ * libbpf against the running kernel's BTF, so only the names and types used must match. */
+#ifndef PP_VMLINUX_MIN_H
+#define PP_VMLINUX_MIN_H
+
+typedef unsigned char __u8;
+typedef unsigned short __u16;
+typedef unsigned int __u32;
+typedef unsigned long long __u64;
+typedef signed int __s32;
+typedef signed long long __s64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+
+enum bpf_map_type {
+    BPF_MAP_TYPE_HASH = 1,
+    BPF_MAP_TYPE_ARRAY = 2,
+    BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+    BPF_MAP_TYPE_STACK_TRACE = 7,
+};
+
+enum {
+    BPF_ANY = 0,
+    BPF_NOEXIST = 1,
+    BPF_EXIST = 2,
+};
+
+enum {
+    BPF_F_USER_STACK = 256,
+};
+
+struct task_struct {
+    int pid;
+    int tgid;
+    struct task_struct *group_leader;
+    char comm[16];
+} __attribute__((preserve_access_index));
+
+struct bpf_pidns_info {
+    __u32 pid;
+    __u32 tgid;
+};
+
+#endif

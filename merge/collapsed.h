@@ -1,0 +1,39 @@
+/* The gProfiler collapsed format (.col): a "# {json}" header line, then one line per stack:
+ * "<app index>;<container>;<comm>[;appid: <id>];<frame>;...;<leaf> <count>", root first,
+ * no trailing newline (../shared/spec/gprofiler-compat.md §2). */
+#ifndef PP_COLLAPSED_H
+#define PP_COLLAPSED_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "merge/profile.h"
+
+typedef struct pp_render_opts {
+    bool v1;                   /* --profile-api-version v1: no index and container frames */
+    bool app_metadata_enabled; /* emit the app-metadata index frame */
+    bool appids_enabled;       /* emit "appid: ..." frames */
+} pp_render_opts;
+
+/* Renders the whole .col text. header is the top-level header object; its
+ * "application_metadata" (index 0 null, then each pid's metadata, deduplicated by equality) and
+ * "containers" (distinct non-empty container names) values are set from the profile, keeping
+ * their position. Pids are written in profile order, stacks in first-seen order; stacks with
+ * count 0 are skipped. Returns malloc'd text (len set), or NULL on OOM. */
+char *pp_col_render(const pp_profile *p, json_t *header, const pp_render_opts *o, size_t *len);
+
+/* Serializes a header object as gProfiler does (Python json.dumps defaults: ", " and ": "
+ * separators, ASCII only, insertion order). Returns malloc'd text. */
+char *pp_header_dump(const json_t *header);
+
+/* Writes s[0..len) into f with every ';' replaced by '|' and every control character
+ * (including newline) by '?', so that a frame never breaks the line format. */
+void pp_write_frame(FILE *f, const char *s, size_t len);
+
+/* Parses one stack line "a;b;c <count>" (count = last space-separated token, >= 0). On success
+ * sets *stack_len to the length of the part before the last space and *count, returns 0;
+ * returns -1 if the line has no valid count. */
+int pp_col_split_count(const char *line, size_t len, size_t *stack_len, unsigned long long *count);
+
+#endif

@@ -1,0 +1,312 @@
+#include "merge/profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint32_t off, len;
+    uint64_t count;
+} stack_ent;
+
+struct pp_stack_table {
+    uint32_t *frames; /* all stacks' frame ids, concatenated */
+    size_t nframes, frames_cap;
+    stack_ent *ents;
+    size_t n, cap;
+    uint32_t *index; /* slot -> entry+1 */
+    size_t index_cap;
+    uint64_t total;
+};
+
+struct pp_profile {
+    pp_strtab *strings;
+    pp_pid_profile **pids;
+    size_t n, cap;
+    uint32_t *index; /* slot -> pid entry+1 */
+    size_t index_cap;
+};
+
+static uint64_t hash_stack(const uint32_t *f, size_t n)
+{
+    return pp_hash_bytes(f, n * sizeof(*f), n);
+}
+
+static void table_free(pp_stack_table *t)
+{
+    if (!t)
+        return;
+    free(t->frames);
+    free(t->ents);
+    free(t->index);
+    free(t);
+}
+
+static int table_reindex(pp_stack_table *t, size_t ncap)
+{
+    uint32_t *idx = calloc(ncap, sizeof(*idx));
+    if (!idx)
+        return -1;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t slot = hash_stack(t->frames + t->ents[i].off, t->ents[i].len) & (ncap - 1);
+        while (idx[slot])
+            slot = (slot + 1) & (ncap - 1);
+        idx[slot] = (uint32_t)i + 1;
+    }
+    free(t->index);
+    t->index = idx;
+    t->index_cap = ncap;
+    return 0;
+}
+
+static int table_add(pp_stack_table *t, const uint32_t *f, size_t n, uint64_t count)
+{
+    if (t->n * 2 >= t->index_cap && table_reindex(t, t->index_cap ? t->index_cap * 2 : 64) < 0)
+        return -1;
+    size_t mask = t->index_cap - 1;
+    size_t slot = hash_stack(f, n) & mask;
+    while (t->index[slot]) {
+        stack_ent *e = &t->ents[t->index[slot] - 1];
+        if (e->len == n && memcmp(t->frames + e->off, f, n * sizeof(*f)) == 0) {
+            e->count += count;
+            t->total += count;
+            return 0;
+        }
+        slot = (slot + 1) & mask;
+    }
+    if (t->nframes + n > UINT32_MAX || t->n >= UINT32_MAX - 1)
+        return -1;
+    if (t->nframes + n > t->frames_cap) {
+        size_t nc = t->frames_cap ? t->frames_cap * 2 : 256;
+        while (nc < t->nframes + n)
+            nc *= 2;
+        uint32_t *nf = realloc(t->frames, nc * sizeof(*nf));
+        if (!nf)
+            return -1;
+        t->frames = nf;
+        t->frames_cap = nc;
+    }
+    if (t->n == t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : 16;
+        stack_ent *ne = realloc(t->ents, nc * sizeof(*ne));
+        if (!ne)
+            return -1;
+        t->ents = ne;
+        t->cap = nc;
+    }
+    if (n)
+        memcpy(t->frames + t->nframes, f, n * sizeof(*f));
+    t->ents[t->n] = (stack_ent){(uint32_t)t->nframes, (uint32_t)n, count};
+    t->nframes += n;
+    t->index[slot] = (uint32_t)++t->n;
+    t->total += count;
+    return 0;
+}
+
+pp_profile *pp_profile_new(void)
+{
+    pp_profile *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->strings = pp_strtab_new();
+    if (!p->strings) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void pid_free(pp_pid_profile *pp)
+{
+    if (!pp)
+        return;
+    json_decref(pp->app_metadata);
+    table_free(pp->stacks);
+    free(pp);
+}
+
+void pp_profile_free(pp_profile *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        pid_free(p->pids[i]);
+    free(p->pids);
+    free(p->index);
+    pp_strtab_free(p->strings);
+    free(p);
+}
+
+pp_strtab *pp_profile_strings(pp_profile *p)
+{
+    return p->strings;
+}
+
+const char *pp_profile_str(const pp_profile *p, uint32_t id)
+{
+    return pp_strtab_get(p->strings, id);
+}
+
+uint32_t pp_profile_intern(pp_profile *p, const char *s)
+{
+    return pp_strtab_intern_cstr(p->strings, s ? s : "");
+}
+
+static size_t pid_slot(int pid, size_t cap)
+{
+    return pp_hash_bytes(&pid, sizeof(pid), 7) & (cap - 1);
+}
+
+static int profile_reindex(pp_profile *p, size_t ncap)
+{
+    uint32_t *idx = calloc(ncap, sizeof(*idx));
+    if (!idx)
+        return -1;
+    for (size_t i = 0; i < p->n; i++) {
+        size_t s = pid_slot(p->pids[i]->pid, ncap);
+        while (idx[s])
+            s = (s + 1) & (ncap - 1);
+        idx[s] = (uint32_t)i + 1;
+    }
+    free(p->index);
+    p->index = idx;
+    p->index_cap = ncap;
+    return 0;
+}
+
+pp_pid_profile *pp_profile_get(pp_profile *p, int pid, bool create)
+{
+    if (p->index_cap) {
+        size_t s = pid_slot(pid, p->index_cap);
+        while (p->index[s]) {
+            pp_pid_profile *pp = p->pids[p->index[s] - 1];
+            if (pp->pid == pid)
+                return pp;
+            s = (s + 1) & (p->index_cap - 1);
+        }
+    }
+    if (!create)
+        return NULL;
+    if (p->n * 2 >= p->index_cap && profile_reindex(p, p->index_cap ? p->index_cap * 2 : 64) < 0)
+        return NULL;
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? p->cap * 2 : 32;
+        pp_pid_profile **np = realloc(p->pids, nc * sizeof(*np));
+        if (!np)
+            return NULL;
+        p->pids = np;
+        p->cap = nc;
+    }
+    pp_pid_profile *pp = calloc(1, sizeof(*pp));
+    if (!pp)
+        return NULL;
+    pp->stacks = calloc(1, sizeof(*pp->stacks));
+    if (!pp->stacks) {
+        free(pp);
+        return NULL;
+    }
+    pp->pid = pid;
+    p->pids[p->n++] = pp;
+    size_t s = pid_slot(pid, p->index_cap);
+    while (p->index[s])
+        s = (s + 1) & (p->index_cap - 1);
+    p->index[s] = (uint32_t)p->n;
+    return pp;
+}
+
+size_t pp_profile_npids(const pp_profile *p)
+{
+    return p->n;
+}
+
+pp_pid_profile *pp_profile_at(const pp_profile *p, size_t i)
+{
+    return i < p->n ? p->pids[i] : NULL;
+}
+
+void pp_profile_remove(pp_profile *p, int pid)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->pids[i]->pid != pid)
+            continue;
+        pid_free(p->pids[i]);
+        memmove(p->pids + i, p->pids + i + 1, (p->n - i - 1) * sizeof(*p->pids));
+        p->n--;
+        profile_reindex(p, p->index_cap); /* same size: cannot need more memory than before */
+        return;
+    }
+}
+
+int pp_pid_add(pp_pid_profile *pp, const uint32_t *frames, size_t n, uint64_t count)
+{
+    return table_add(pp->stacks, frames, n, count);
+}
+
+size_t pp_pid_nstacks(const pp_pid_profile *pp)
+{
+    return pp->stacks->n;
+}
+
+const uint32_t *pp_pid_stack(const pp_pid_profile *pp, size_t i, size_t *n, uint64_t *count)
+{
+    const stack_ent *e = &pp->stacks->ents[i];
+    *n = e->len;
+    if (count)
+        *count = e->count;
+    return pp->stacks->frames + e->off;
+}
+
+void pp_pid_set_count(pp_pid_profile *pp, size_t i, uint64_t count)
+{
+    stack_ent *e = &pp->stacks->ents[i];
+    pp->stacks->total = pp->stacks->total - e->count + count;
+    e->count = count;
+}
+
+uint64_t pp_pid_total(const pp_pid_profile *pp)
+{
+    return pp->stacks->total;
+}
+
+void pp_pid_clear(pp_pid_profile *pp)
+{
+    pp_stack_table *t = pp->stacks;
+    t->nframes = 0;
+    t->n = 0;
+    t->total = 0;
+    if (t->index)
+        memset(t->index, 0, t->index_cap * sizeof(*t->index));
+}
+
+int pp_pid_add_all(pp_profile *dst_profile, pp_pid_profile *dst, const pp_profile *src_profile,
+                   const pp_pid_profile *src)
+{
+    uint32_t buf[512];
+    for (size_t i = 0; i < pp_pid_nstacks(src); i++) {
+        size_t n;
+        uint64_t count;
+        const uint32_t *f = pp_pid_stack(src, i, &n, &count);
+        uint32_t *ids = n <= 512 ? buf : malloc(n * sizeof(*ids));
+        if (!ids)
+            return -1;
+        for (size_t k = 0; k < n; k++)
+            ids[k] = pp_profile_intern(dst_profile, pp_profile_str(src_profile, f[k]));
+        int rc = pp_pid_add(dst, ids, n, count);
+        if (ids != buf)
+            free(ids);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+size_t pp_profile_bytes(const pp_profile *p)
+{
+    size_t b =
+        pp_strtab_bytes(p->strings) + p->cap * sizeof(*p->pids) + p->index_cap * sizeof(*p->index);
+    for (size_t i = 0; i < p->n; i++) {
+        const pp_stack_table *t = p->pids[i]->stacks;
+        b += sizeof(*p->pids[i]) + t->frames_cap * sizeof(*t->frames) + t->cap * sizeof(*t->ents) +
+             t->index_cap * sizeof(*t->index);
+    }
+    return b;
+}

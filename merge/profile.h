@@ -1,0 +1,60 @@
+/* A profile: for each pid, its comm, container name, appid, application metadata and a table of
+ * distinct stacks (sequences of interned frame ids, root first, without the comm) with counts.
+ * Every profile owns its string table, so profiles built in different threads never share
+ * state; merging re-interns frames. */
+#ifndef PP_PROFILE_H
+#define PP_PROFILE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "merge/strtab.h"
+
+typedef struct pp_stack_table pp_stack_table;
+
+typedef struct pp_pid_profile {
+    int pid;
+    uint32_t comm;        /* string id */
+    uint32_t container;   /* string id; 0 ("") when not in a container */
+    uint32_t appid;       /* string id; 0 when none (without the "appid: " prefix) */
+    json_t *app_metadata; /* owned reference; NULL means null (index 0) */
+    const char *runtime;  /* static name of the profiler that produced the stacks, NULL = system */
+    pp_stack_table *stacks;
+} pp_pid_profile;
+
+typedef struct pp_profile pp_profile;
+
+pp_profile *pp_profile_new(void);
+void pp_profile_free(pp_profile *p);
+pp_strtab *pp_profile_strings(pp_profile *p);
+const char *pp_profile_str(const pp_profile *p, uint32_t id);
+uint32_t pp_profile_intern(pp_profile *p, const char *s);
+
+/* The pid's entry; with create, added (in insertion order) when absent. NULL if absent/OOM. */
+pp_pid_profile *pp_profile_get(pp_profile *p, int pid, bool create);
+size_t pp_profile_npids(const pp_profile *p);
+pp_pid_profile *pp_profile_at(const pp_profile *p, size_t i);
+/* Removes a pid's entry (keeps the order of the others). */
+void pp_profile_remove(pp_profile *p, int pid);
+
+/* Adds count to the stack frames[0..n) (root first). Returns 0, or -1 on OOM. */
+int pp_pid_add(pp_pid_profile *pp, const uint32_t *frames, size_t n, uint64_t count);
+size_t pp_pid_nstacks(const pp_pid_profile *pp);
+/* The i-th distinct stack, in first-insertion order. */
+const uint32_t *pp_pid_stack(const pp_pid_profile *pp, size_t i, size_t *n, uint64_t *count);
+/* Replaces the count of the i-th stack (0 drops it from output). */
+void pp_pid_set_count(pp_pid_profile *pp, size_t i, uint64_t count);
+uint64_t pp_pid_total(const pp_pid_profile *pp);
+void pp_pid_clear(pp_pid_profile *pp);
+
+/* Copies every stack of src (another profile's pid entry) into dst, re-interning frames from
+ * src_strings into dst's profile, multiplying nothing. Returns 0 or -1 on OOM. */
+int pp_pid_add_all(pp_profile *dst_profile, pp_pid_profile *dst, const pp_profile *src_profile,
+                   const pp_pid_profile *src);
+
+/* Total bytes held (strings, tables), for memory accounting. */
+size_t pp_profile_bytes(const pp_profile *p);
+
+#endif

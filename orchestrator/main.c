@@ -1,0 +1,87 @@
+/* polyprof entry point: parse the command line, check preconditions, run the sessions. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "orchestrator/cli.h"
+#include "orchestrator/log.h"
+#include "orchestrator/output.h"
+#include "orchestrator/precond.h"
+#include "orchestrator/session.h"
+
+extern char **environ;
+
+static bool all_runtimes_disabled(const pp_config *cfg)
+{
+    for (int i = 0; i < PP_RT_COUNT; i++)
+        if (cfg->runtime_mode[i] && strcmp(cfg->runtime_mode[i], "disabled") != 0)
+            return false;
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    pp_config cfg;
+    char err[1024] = "";
+    int rc = pp_cli_parse(argc, argv, environ, stdout, &cfg, err, sizeof(err));
+    if (rc == PP_CLI_EXIT_OK) {
+        pp_config_free(&cfg);
+        return 0;
+    }
+    if (rc != PP_CLI_OK) {
+        fprintf(stderr, "polyprof: error: %s\n", err);
+        if (rc == PP_CLI_USAGE)
+            fprintf(stderr, "usage: polyprof [-o DIR | -u --token T --service-name S] [options]; "
+                            "see polyprof --help\n");
+        pp_config_free(&cfg);
+        return rc == PP_CLI_USAGE ? 2 : 1;
+    }
+
+    if (pp_log_init(cfg.verbose, cfg.log_file) < 0)
+        fprintf(stderr, "polyprof: warning: cannot open log file %s (%s); logging to stderr only\n",
+                cfg.log_file, strerror(errno));
+
+    int exit_code = 1;
+    if (strcmp(cfg.profiling_mode, "none") == 0 ||
+        (cfg.perf_mode == PP_PERF_DISABLED && all_runtimes_disabled(&cfg))) {
+        pp_critical("All profilers are disabled!");
+        goto out;
+    }
+    if (strcmp(cfg.profiling_mode, "cpu") != 0) {
+        pp_critical("--mode %s is not supported by polyprof yet; use --mode cpu",
+                    cfg.profiling_mode);
+        goto out;
+    }
+    if (cfg.command == PP_CMD_UPLOAD_FILE || cfg.upload) {
+        pp_critical("uploading (-u / upload-file) is not available in this polyprof build yet; "
+                    "use -o DIR");
+        goto out;
+    }
+    if (pp_check_root(&cfg) < 0 || pp_check_pidns(&cfg) < 0 || pp_grab_lock("polyprof_lock") < 0)
+        goto out;
+    if (cfg.output_dir && pp_output_prepare(cfg.output_dir, err, sizeof(err)) < 0) {
+        pp_critical("%s", err);
+        goto out;
+    }
+
+    /* Signals are read through a signalfd in the session loop. */
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    pp_process_setup(&cfg);
+    pp_info("polyprof %s starting", PP_VERSION);
+    exit_code = pp_run_sessions(&cfg);
+    if (cfg.pid_file && *cfg.pid_file)
+        unlink(cfg.pid_file);
+out:
+    pp_log_close();
+    pp_config_free(&cfg);
+    return exit_code;
+}

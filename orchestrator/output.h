@@ -1,0 +1,20 @@
+/* Local output: DIR/profile_<UTC end time>.col written atomically (temp file, fsync, rename),
+ * DIR/last_profile.col symlink replaced atomically, optional rotation
+ * (../shared/spec/gprofiler-compat.md §2.1). */
+#ifndef PP_OUTPUT_H
+#define PP_OUTPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+/* Creates DIR (and parents) if needed and removes temp files left by a crashed run. Fails when
+ * the path exists and is not a directory, or cannot be created/written. */
+int pp_output_prepare(const char *dir, char *err, size_t errlen);
+
+/* Writes text as DIR/profile_<end>.col and updates last_profile.col. With rotate, the file the
+ * link pointed to before is deleted. path_out receives the new file's path. */
+int pp_output_write(const char *dir, time_t end, const char *text, size_t len, bool rotate,
+                    char *path_out, size_t plen, char *err, size_t errlen);
+
+#endif

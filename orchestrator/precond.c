@@ -1,0 +1,124 @@
+#include "orchestrator/precond.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "orchestrator/log.h"
+
+int pp_check_root(const pp_config *cfg)
+{
+    bool root = geteuid() == 0;
+    if (root == cfg->rootless) {
+        fprintf(stderr, "Not running as root, rerun with --rootless or as root.\n");
+        return -1;
+    }
+    return 0;
+}
+
+int pp_check_pidns(const pp_config *cfg)
+{
+    if (cfg->disable_pidns_check)
+        return 0;
+    char comm[32] = "";
+    FILE *f = fopen("/proc/2/comm", "re");
+    if (f) {
+        if (!fgets(comm, sizeof(comm), f))
+            comm[0] = '\0';
+        fclose(f);
+    }
+    if (strncmp(comm, "kthreadd", 8) != 0) {
+        fprintf(stderr, "Please run me in the init PID namespace! In Docker, make sure you pass "
+                        "'--pid=host'. In Kubernetes, add 'hostPID: true' in the Pod spec.\n"
+                        "You can disable this check with --disable-pidns-check.\n");
+        return -1;
+    }
+    return 0;
+}
+
+struct lock_job {
+    const char *name;
+    int fd;
+    int err;
+};
+
+/* Runs in its own thread so that entering PID 1's network namespace affects only it. */
+static void *lock_thread(void *arg)
+{
+    struct lock_job *j = arg;
+    int ns = open("/proc/1/ns/net", O_RDONLY | O_CLOEXEC);
+    if (ns >= 0) {
+        if (setns(ns, CLONE_NEWNET) < 0)
+            pp_debug("cannot enter PID 1's network namespace for the lock: %s", strerror(errno));
+        close(ns);
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        j->err = errno;
+        return NULL;
+    }
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    size_t n = strlen(j->name);
+    if (n > sizeof(a.sun_path) - 1)
+        n = sizeof(a.sun_path) - 1;
+    memcpy(a.sun_path + 1, j->name, n);
+    if (bind(fd, (struct sockaddr *)&a,
+             (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0) {
+        j->err = errno;
+        close(fd);
+        return NULL;
+    }
+    j->fd = fd;
+    return NULL;
+}
+
+int pp_grab_lock(const char *name)
+{
+    struct lock_job j = {name, -1, 0};
+    pthread_t t;
+    if (pthread_create(&t, NULL, lock_thread, &j) != 0) {
+        j.err = errno;
+    } else {
+        pthread_join(t, NULL);
+    }
+    if (j.fd >= 0)
+        return 0;
+    if (j.err == EADDRINUSE)
+        fprintf(stderr,
+                "Could not acquire polyprof's lock. Is it already running? Try 'sudo ss "
+                "-xp | grep %s' to see which process holds the lock.\n",
+                name);
+    else
+        fprintf(stderr,
+                "Could not acquire polyprof's lock due to an error (%s). Are you running "
+                "polyprof in privileged mode?\n",
+                strerror(j.err));
+    return -1;
+}
+
+void pp_process_setup(const pp_config *cfg)
+{
+    umask(022);
+    if (!cfg->dont_disable_core_files) {
+        struct rlimit r = {0, 0};
+        setrlimit(RLIMIT_CORE, &r);
+    }
+    if (cfg->pid_file && *cfg->pid_file) {
+        FILE *f = fopen(cfg->pid_file, "we");
+        if (!f) {
+            pp_debug("cannot write pid file %s: %s", cfg->pid_file, strerror(errno));
+            return;
+        }
+        fprintf(f, "%d", (int)getpid());
+        fclose(f);
+    }
+}

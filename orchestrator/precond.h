@@ -1,0 +1,17 @@
+/* Start-up preconditions, as gProfiler checks them (../shared/spec/gprofiler-compat.md §6.7,
+ * §9.1): root, init PID namespace, single instance. Each returns 0, or -1 after printing the
+ * message to stderr (the caller exits 1). */
+#ifndef PP_PRECOND_H
+#define PP_PRECOND_H
+
+#include "orchestrator/cli.h"
+
+int pp_check_root(const pp_config *cfg);
+int pp_check_pidns(const pp_config *cfg);
+/* Binds the abstract unix socket "\0<name>" in PID 1's network namespace; the socket is kept
+ * open for the life of the process (the kernel frees the lock when it dies). */
+int pp_grab_lock(const char *name);
+/* umask 022, RLIMIT_CORE 0 (unless --dont-disable-core-files), pid file (failure logged). */
+void pp_process_setup(const pp_config *cfg);
+
+#endif

@@ -1,0 +1,16 @@
+/* eBPF backend of the system sampler (see sampler.h). */
+#ifndef PP_BPF_SAMPLER_H
+#define PP_BPF_SAMPLER_H
+
+#include "runtimes/system/emit.h"
+#include "runtimes/system/sampler.h"
+
+typedef struct pp_bpf_sampler pp_bpf_sampler;
+
+pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sym, char *err,
+                                     size_t errlen);
+int pp_bpf_sampler_drain(pp_bpf_sampler *s, pp_profile *out);
+void pp_bpf_sampler_get_stats(pp_bpf_sampler *s, pp_sampler_stats *st);
+void pp_bpf_sampler_stop(pp_bpf_sampler *s);
+
+#endif

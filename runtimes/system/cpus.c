@@ -1,0 +1,48 @@
+#include "runtimes/system/cpus.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int pp_online_cpus(int *cpus, int max)
+{
+    FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+    if (!f)
+        return -1;
+    char buf[4096];
+    int n = 0;
+    if (fgets(buf, sizeof(buf), f)) {
+        char *save = NULL;
+        for (char *tok = strtok_r(buf, ",\n", &save); tok; tok = strtok_r(NULL, ",\n", &save)) {
+            int a, b;
+            if (sscanf(tok, "%d-%d", &a, &b) == 2) {
+            } else if (sscanf(tok, "%d", &a) == 1) {
+                b = a;
+            } else {
+                continue;
+            }
+            for (int c = a; c <= b && n < max; c++)
+                cpus[n++] = c;
+        }
+    }
+    fclose(f);
+    return n > 0 ? n : -1;
+}
+
+int pp_open_cpu_clock(int cpu, int frequency, unsigned long long sample_type, int flags_comm)
+{
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.size = sizeof(attr);
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_CPU_CLOCK;
+    attr.freq = 1;
+    attr.sample_freq = (unsigned long long)frequency;
+    attr.sample_type = sample_type;
+    attr.comm = flags_comm ? 1 : 0;
+    attr.comm_exec = flags_comm ? 1 : 0;
+    attr.wakeup_events = 8;
+    return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}

@@ -1,0 +1,21 @@
+/* Turns one aggregated raw sample (pid, comm, user and kernel instruction pointers, count) into
+ * a symbolized stack of a profile. Shared by both sampler backends. Caches (pid, ip) -> frame id
+ * for the profile being filled. */
+#ifndef PP_EMIT_H
+#define PP_EMIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "merge/profile.h"
+#include "runtimes/symbols/symbolizer.h"
+
+typedef struct pp_emitter pp_emitter;
+
+pp_emitter *pp_emitter_new(pp_symbolizer *sym);
+void pp_emitter_free(pp_emitter *e);
+/* user[0] and kernel[0] are the leaf-most addresses (as the kernel reports callchains). */
+int pp_emit_sample(pp_emitter *e, pp_profile *out, int pid, const char *comm, const uint64_t *user,
+                   size_t nuser, const uint64_t *kernel, size_t nkernel, uint64_t count);
+
+#endif

@@ -1,0 +1,425 @@
+#include "runtimes/system/perf_sampler.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "merge/strtab.h"
+#include "orchestrator/log.h"
+#include "runtimes/system/cpus.h"
+
+#define MAX_CPUS 1024
+#define RING_PAGES 64 /* data pages per CPU (256 KiB) */
+#define MAX_CHAIN 256
+#define MAX_ENTRIES 65536 /* distinct raw stacks kept between drains */
+#define COMM_LEN 16
+
+/* One aggregated raw stack: ips[] holds the kernel part then the user part, leaf first. */
+typedef struct raw_stack {
+    struct raw_stack *next;
+    uint64_t hash, count;
+    int pid;
+    uint16_t nk, nu;
+    uint64_t ips[];
+} raw_stack;
+
+typedef struct comm_ent {
+    struct comm_ent *next;
+    int pid;
+    char comm[COMM_LEN + 1];
+} comm_ent;
+
+typedef struct {
+    raw_stack **buckets;
+    size_t nbuckets, n;
+} raw_table;
+
+struct pp_perf_sampler {
+    int ncpus;
+    int *fds;
+    void **rings;
+    size_t ring_size, page_size;
+    int wake_fd;
+    pthread_t thread;
+    bool thread_started;
+    pthread_mutex_t lock;
+    raw_table table; /* filled by the reader thread, swapped out by drain */
+    comm_ent *comms[1024];
+    const int *pids;
+    size_t npids;
+    pp_emitter *emit;
+    uint64_t samples, lost, map_full, filtered, drains, ustack_errors;
+};
+
+static uint64_t hash_raw(int pid, const uint64_t *ips, size_t n, uint16_t nk)
+{
+    return pp_hash_bytes(ips, n * sizeof(*ips), ((uint64_t)(unsigned)pid << 16) | nk);
+}
+
+static bool pid_wanted(const pp_perf_sampler *s, int pid)
+{
+    if (!s->npids)
+        return true;
+    for (size_t i = 0; i < s->npids; i++)
+        if (s->pids[i] == pid)
+            return true;
+    return false;
+}
+
+static void remember_comm(pp_perf_sampler *s, int pid, const char *comm)
+{
+    size_t b = (unsigned)pid % 1024;
+    for (comm_ent *c = s->comms[b]; c; c = c->next)
+        if (c->pid == pid) {
+            snprintf(c->comm, sizeof(c->comm), "%s", comm);
+            return;
+        }
+    comm_ent *c = calloc(1, sizeof(*c));
+    if (!c)
+        return;
+    c->pid = pid;
+    snprintf(c->comm, sizeof(c->comm), "%s", comm);
+    c->next = s->comms[b];
+    s->comms[b] = c;
+}
+
+/* The process's comm: from PERF_RECORD_COMM of its leader, else /proc/<pid>/comm. */
+static void lookup_comm(pp_perf_sampler *s, int pid, char *out, size_t len)
+{
+    for (comm_ent *c = s->comms[(unsigned)pid % 1024]; c; c = c->next)
+        if (c->pid == pid) {
+            snprintf(out, len, "%s", c->comm);
+            return;
+        }
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    out[0] = '\0';
+    if (fd >= 0) {
+        ssize_t r = read(fd, out, len - 1);
+        close(fd);
+        if (r > 0) {
+            out[r] = '\0';
+            out[strcspn(out, "\n")] = '\0';
+        }
+    }
+    if (!out[0])
+        snprintf(out, len, "[unknown]");
+    remember_comm(s, pid, out);
+}
+
+static void add_raw(pp_perf_sampler *s, int pid, const uint64_t *kips, size_t nk,
+                    const uint64_t *uips, size_t nu)
+{
+    uint64_t ips[MAX_CHAIN];
+    size_t n = 0;
+    for (size_t i = 0; i < nk && n < MAX_CHAIN; i++)
+        ips[n++] = kips[i];
+    nk = n;
+    for (size_t i = 0; i < nu && n < MAX_CHAIN; i++)
+        ips[n++] = uips[i];
+    uint64_t h = hash_raw(pid, ips, n, (uint16_t)nk);
+    raw_table *t = &s->table;
+    size_t b = h & (t->nbuckets - 1);
+    for (raw_stack *r = t->buckets[b]; r; r = r->next) {
+        if (r->hash == h && r->pid == pid && r->nk == nk && r->nu + r->nk == n &&
+            memcmp(r->ips, ips, n * sizeof(*ips)) == 0) {
+            r->count++;
+            return;
+        }
+    }
+    if (t->n >= MAX_ENTRIES) {
+        s->map_full++;
+        return;
+    }
+    raw_stack *r = malloc(sizeof(*r) + n * sizeof(*ips));
+    if (!r) {
+        s->map_full++;
+        return;
+    }
+    r->hash = h;
+    r->count = 1;
+    r->pid = pid;
+    r->nk = (uint16_t)nk;
+    r->nu = (uint16_t)(n - nk);
+    memcpy(r->ips, ips, n * sizeof(*ips));
+    r->next = t->buckets[b];
+    t->buckets[b] = r;
+    t->n++;
+}
+
+static void handle_sample(pp_perf_sampler *s, const unsigned char *rec, size_t len)
+{
+    /* PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN: u32 pid, tid; u64 nr; u64 ips[nr] */
+    if (len < 16)
+        return;
+    uint32_t pid;
+    uint64_t nr;
+    memcpy(&pid, rec, 4);
+    memcpy(&nr, rec + 8, 8);
+    if (nr > (len - 16) / 8)
+        return;
+    s->samples++;
+    if (!pid_wanted(s, (int)pid) || (s->npids && pid == 0)) {
+        s->filtered++;
+        return;
+    }
+    uint64_t kips[MAX_CHAIN], uips[MAX_CHAIN];
+    size_t nk = 0, nu = 0;
+    enum { NONE, KERNEL, USER } ctx = NONE;
+    for (uint64_t i = 0; i < nr; i++) {
+        uint64_t ip;
+        memcpy(&ip, rec + 16 + i * 8, 8);
+        if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+            if (ip == (uint64_t)PERF_CONTEXT_KERNEL)
+                ctx = KERNEL;
+            else if (ip == (uint64_t)PERF_CONTEXT_USER)
+                ctx = USER;
+            else
+                ctx = NONE;
+            continue;
+        }
+        if (ctx == KERNEL && nk < MAX_CHAIN)
+            kips[nk++] = ip;
+        else if (ctx == USER && nu < MAX_CHAIN)
+            uips[nu++] = ip;
+    }
+    if (nu == 0 && pid != 0)
+        s->ustack_errors++;
+    add_raw(s, (int)pid, kips, nk, uips, nu);
+}
+
+/* Consumes one CPU's ring buffer. Called with s->lock held. */
+static void read_ring(pp_perf_sampler *s, int i)
+{
+    struct perf_event_mmap_page *meta = s->rings[i];
+    unsigned char *data = (unsigned char *)s->rings[i] + s->page_size;
+    uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = meta->data_tail;
+    size_t size = s->ring_size;
+    unsigned char buf[sizeof(struct perf_event_header) + 16 + MAX_CHAIN * 8 + 4096];
+    while (tail < head) {
+        struct perf_event_header hdr;
+        for (size_t k = 0; k < sizeof(hdr); k++)
+            ((unsigned char *)&hdr)[k] = data[(tail + k) % size];
+        if (hdr.size < sizeof(hdr) || hdr.size > head - tail)
+            break;
+        size_t body = hdr.size - sizeof(hdr);
+        if (body <= sizeof(buf)) {
+            for (size_t k = 0; k < body; k++)
+                buf[k] = data[(tail + sizeof(hdr) + k) % size];
+            if (hdr.type == PERF_RECORD_SAMPLE) {
+                handle_sample(s, buf, body);
+            } else if (hdr.type == PERF_RECORD_LOST && body >= 16) {
+                uint64_t lost;
+                memcpy(&lost, buf + 8, 8);
+                s->lost += lost;
+            } else if (hdr.type == PERF_RECORD_COMM && body >= 9) {
+                uint32_t pid, tid;
+                memcpy(&pid, buf, 4);
+                memcpy(&tid, buf + 4, 4);
+                char comm[COMM_LEN + 1];
+                size_t cl = strnlen((const char *)buf + 8, body - 8);
+                if (cl > COMM_LEN)
+                    cl = COMM_LEN;
+                memcpy(comm, buf + 8, cl);
+                comm[cl] = '\0';
+                if (pid == tid) /* the process's (leader's) comm, as gProfiler's perf */
+                    remember_comm(s, (int)pid, comm);
+            }
+        }
+        tail += hdr.size;
+    }
+    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+static void *reader_main(void *arg)
+{
+    pp_perf_sampler *s = arg;
+    struct pollfd pfd[MAX_CPUS + 1];
+    for (int i = 0; i < s->ncpus; i++)
+        pfd[i] = (struct pollfd){.fd = s->fds[i], .events = POLLIN};
+    pfd[s->ncpus] = (struct pollfd){.fd = s->wake_fd, .events = POLLIN};
+    for (;;) {
+        int r = poll(pfd, (nfds_t)s->ncpus + 1, 1000);
+        if (r < 0 && errno != EINTR)
+            break;
+        if (pfd[s->ncpus].revents & POLLIN)
+            break;
+        pthread_mutex_lock(&s->lock);
+        for (int i = 0; i < s->ncpus; i++)
+            read_ring(s, i);
+        pthread_mutex_unlock(&s->lock);
+    }
+    return NULL;
+}
+
+static void table_free(raw_table *t)
+{
+    if (!t->buckets)
+        return;
+    for (size_t b = 0; b < t->nbuckets; b++) {
+        raw_stack *r = t->buckets[b];
+        while (r) {
+            raw_stack *n = r->next;
+            free(r);
+            r = n;
+        }
+    }
+    free(t->buckets);
+    t->buckets = NULL;
+    t->n = 0;
+}
+
+static int table_init(raw_table *t)
+{
+    t->nbuckets = 8192;
+    t->n = 0;
+    t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
+    return t->buckets ? 0 : -1;
+}
+
+void pp_perf_sampler_stop(pp_perf_sampler *s)
+{
+    if (!s)
+        return;
+    if (s->thread_started) {
+        uint64_t one = 1;
+        if (write(s->wake_fd, &one, sizeof(one)) < 0) {
+            /* eventfd write cannot fail here; the poll timeout ends the thread anyway */
+        }
+        pthread_join(s->thread, NULL);
+    }
+    for (int i = 0; i < s->ncpus; i++) {
+        if (s->rings && s->rings[i] && s->rings[i] != MAP_FAILED)
+            munmap(s->rings[i], s->ring_size + s->page_size);
+        if (s->fds && s->fds[i] >= 0)
+            close(s->fds[i]);
+    }
+    if (s->wake_fd >= 0)
+        close(s->wake_fd);
+    table_free(&s->table);
+    for (size_t b = 0; b < 1024; b++) {
+        comm_ent *c = s->comms[b];
+        while (c) {
+            comm_ent *n = c->next;
+            free(c);
+            c = n;
+        }
+    }
+    free(s->fds);
+    free(s->rings);
+    pp_emitter_free(s->emit);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sym, char *err,
+                                       size_t errlen)
+{
+    pp_perf_sampler *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    s->wake_fd = -1;
+    s->pids = o->pids;
+    s->npids = o->npids;
+    s->page_size = (size_t)sysconf(_SC_PAGESIZE);
+    s->ring_size = RING_PAGES * s->page_size;
+    int cpus[MAX_CPUS];
+    int n = pp_online_cpus(cpus, MAX_CPUS);
+    if (n <= 0) {
+        snprintf(err, errlen, "cannot read the online CPU list");
+        goto fail;
+    }
+    s->fds = calloc((size_t)n, sizeof(*s->fds));
+    s->rings = calloc((size_t)n, sizeof(*s->rings));
+    s->emit = pp_emitter_new(sym);
+    s->wake_fd = eventfd(0, EFD_CLOEXEC);
+    if (!s->fds || !s->rings || !s->emit || s->wake_fd < 0 || table_init(&s->table) < 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < n; i++) {
+        s->fds[i] = -1;
+        int fd =
+            pp_open_cpu_clock(cpus[i], o->frequency, PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN, 1);
+        s->ncpus = i + 1;
+        if (fd < 0) {
+            snprintf(err, errlen,
+                     "perf_event_open on CPU %d failed: %s (check "
+                     "/proc/sys/kernel/perf_event_paranoid and run as root)",
+                     cpus[i], strerror(errno));
+            goto fail;
+        }
+        s->fds[i] = fd;
+        s->rings[i] =
+            mmap(NULL, s->ring_size + s->page_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (s->rings[i] == MAP_FAILED) {
+            snprintf(err, errlen, "cannot map the perf ring buffer of CPU %d: %s", cpus[i],
+                     strerror(errno));
+            goto fail;
+        }
+    }
+    if (pthread_create(&s->thread, NULL, reader_main, s) != 0) {
+        snprintf(err, errlen, "cannot start the perf reader thread");
+        goto fail;
+    }
+    s->thread_started = true;
+    return s;
+fail:
+    pp_perf_sampler_stop(s);
+    return NULL;
+}
+
+int pp_perf_sampler_drain(pp_perf_sampler *s, pp_profile *out)
+{
+    raw_table t, fresh;
+    if (table_init(&fresh) < 0)
+        return -1;
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < s->ncpus; i++)
+        read_ring(s, i);
+    t = s->table;
+    s->table = fresh;
+    pthread_mutex_unlock(&s->lock);
+
+    int rc = 0;
+    for (size_t b = 0; b < t.nbuckets; b++) {
+        for (raw_stack *r = t.buckets[b]; r; r = r->next) {
+            char comm[COMM_LEN + 1];
+            pthread_mutex_lock(&s->lock);
+            lookup_comm(s, r->pid, comm, sizeof(comm));
+            pthread_mutex_unlock(&s->lock);
+            if (pp_emit_sample(s->emit, out, r->pid, comm, r->ips + r->nk, r->nu, r->ips, r->nk,
+                               r->count) < 0)
+                rc = -1;
+        }
+    }
+    table_free(&t);
+    s->drains++;
+    return rc;
+}
+
+void pp_perf_sampler_get_stats(pp_perf_sampler *s, pp_sampler_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    pthread_mutex_lock(&s->lock);
+    st->samples = s->samples;
+    st->lost = s->lost;
+    st->map_full = s->map_full;
+    st->filtered = s->filtered;
+    st->ustack_errors = s->ustack_errors;
+    st->drains = s->drains;
+    pthread_mutex_unlock(&s->lock);
+}

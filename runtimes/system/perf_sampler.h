@@ -1,0 +1,18 @@
+/* perf_event backend of the system sampler (see sampler.h): one CPU-clock event per CPU with
+ * PERF_SAMPLE_CALLCHAIN into mmap ring buffers, read by a thread that aggregates identical
+ * (pid, callchain) samples in user space. No BPF needed. */
+#ifndef PP_PERF_SAMPLER_H
+#define PP_PERF_SAMPLER_H
+
+#include "runtimes/system/emit.h"
+#include "runtimes/system/sampler.h"
+
+typedef struct pp_perf_sampler pp_perf_sampler;
+
+pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sym, char *err,
+                                       size_t errlen);
+int pp_perf_sampler_drain(pp_perf_sampler *s, pp_profile *out);
+void pp_perf_sampler_get_stats(pp_perf_sampler *s, pp_sampler_stats *st);
+void pp_perf_sampler_stop(pp_perf_sampler *s);
+
+#endif

@@ -1,0 +1,68 @@
+/* Backend selection for the system sampler: BPF when it loads, else perf_event. */
+#include "runtimes/system/sampler.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "orchestrator/log.h"
+#include "runtimes/system/bpf_sampler.h"
+#include "runtimes/system/perf_sampler.h"
+
+struct pp_sampler {
+    pp_sampler_kind kind;
+    pp_bpf_sampler *bpf;
+    pp_perf_sampler *perf;
+};
+
+pp_sampler *pp_sampler_start(const pp_sampler_opts *opts, pp_symbolizer *sym, char *err,
+                             size_t errlen)
+{
+    pp_sampler *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (opts->kind != PP_SAMPLER_PERF_EVENT) {
+        char berr[256];
+        s->bpf = pp_bpf_sampler_start(opts, sym, berr, sizeof(berr));
+        if (s->bpf) {
+            s->kind = PP_SAMPLER_BPF;
+            return s;
+        }
+        pp_warn("BPF sampler unavailable (%s); falling back to --perf-mode perf-event", berr);
+    }
+    s->perf = pp_perf_sampler_start(opts, sym, err, errlen);
+    if (!s->perf) {
+        free(s);
+        return NULL;
+    }
+    s->kind = PP_SAMPLER_PERF_EVENT;
+    return s;
+}
+
+const char *pp_sampler_kind_name(const pp_sampler *s)
+{
+    return s->kind == PP_SAMPLER_BPF ? "bpf" : "perf-event";
+}
+
+int pp_sampler_drain(pp_sampler *s, pp_profile *out)
+{
+    return s->bpf ? pp_bpf_sampler_drain(s->bpf, out) : pp_perf_sampler_drain(s->perf, out);
+}
+
+void pp_sampler_get_stats(pp_sampler *s, pp_sampler_stats *st)
+{
+    if (s->bpf)
+        pp_bpf_sampler_get_stats(s->bpf, st);
+    else
+        pp_perf_sampler_get_stats(s->perf, st);
+}
+
+void pp_sampler_stop(pp_sampler *s)
+{
+    if (!s)
+        return;
+    pp_bpf_sampler_stop(s->bpf);
+    pp_perf_sampler_stop(s->perf);
+    free(s);
+}

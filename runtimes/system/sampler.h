@@ -1,0 +1,48 @@
+/* The system-wide sampler: samples every CPU at -f Hz (CPU-clock perf events) and yields, per
+ * pid, symbolized native stacks (kernel frames suffixed _[k]). Two backends: eBPF (in-kernel
+ * aggregation, the default) and perf_event mmap ring buffers (user-space aggregation). */
+#ifndef PP_SAMPLER_H
+#define PP_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "merge/profile.h"
+#include "runtimes/symbols/symbolizer.h"
+
+typedef enum { PP_SAMPLER_AUTO = 0, PP_SAMPLER_BPF, PP_SAMPLER_PERF_EVENT } pp_sampler_kind;
+
+typedef struct pp_sampler_opts {
+    pp_sampler_kind kind; /* AUTO: BPF, falling back to perf-event with a log line */
+    int frequency;        /* Hz */
+    const int *pids;      /* restrict to these tgids (NULL = whole host) */
+    size_t npids;
+} pp_sampler_opts;
+
+/* Cumulative counters since start. */
+typedef struct pp_sampler_stats {
+    uint64_t samples;           /* samples taken */
+    uint64_t map_full;          /* dropped: aggregation map full */
+    uint64_t ustack_collisions; /* user stack lost to a stack-map hash collision */
+    uint64_t kstack_collisions; /* kernel stack lost to a stack-map hash collision */
+    uint64_t ustack_errors;     /* user stack unavailable (e.g. no frame pointers at all) */
+    uint64_t lost;              /* perf-event mode: samples lost by the ring buffer */
+    uint64_t filtered;          /* samples of pids outside --pids */
+    uint64_t drains;            /* drain passes */
+} pp_sampler_stats;
+
+typedef struct pp_sampler pp_sampler;
+
+/* Starts sampling now. On failure returns NULL with a message in err. */
+pp_sampler *pp_sampler_start(const pp_sampler_opts *opts, pp_symbolizer *sym, char *err,
+                             size_t errlen);
+/* "bpf" or "perf-event". */
+const char *pp_sampler_kind_name(const pp_sampler *s);
+/* Moves everything sampled since the last drain into out (symbolized, summed per stack). Safe
+ * to call often; sampling goes on during and after the call. Returns 0 or -1. */
+int pp_sampler_drain(pp_sampler *s, pp_profile *out);
+void pp_sampler_get_stats(pp_sampler *s, pp_sampler_stats *st);
+void pp_sampler_stop(pp_sampler *s);
+
+#endif

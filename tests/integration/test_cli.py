@@ -1,0 +1,74 @@
+"""The binary's command line: usage errors exit 2 with a clear message, preconditions exit 1."""
+import os
+import socket
+import subprocess
+
+import pytest
+
+from conftest import POLYPROF, run_polyprof
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["-o", "/tmp/x", "-f", "0"], "frequency"),
+    (["-o", "/tmp/x", "-f", "1001"], "frequency"),
+    (["-o", "/tmp/x", "-f", "abc"], "frequency"),
+    (["-o", "/tmp/x", "-d", "0"], "duration"),
+    (["-o", "/tmp/x", "--perf-mode", "bogus"], "perf-mode"),
+    (["-o", "/tmp/x", "--java-mode", "bogus"], "java-mode"),
+    (["-o", "/tmp/x", "--no-such-flag"], "--no-such-flag"),
+    ([], "--output-dir"),
+    (["-u"], "token"),
+    (["-o", "/tmp/x", "-d"], "-d"),
+    (["-o", "/tmp/x", "stray"], "stray"),
+])
+def test_usage_errors_exit_2(args, needle):
+    r = run_polyprof(*args, check=False)
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr, r.stderr
+    assert r.stderr.count("\n") <= 4, "short message"
+
+
+def test_version_and_help():
+    r = run_polyprof("--version")
+    assert "polyprof" in r.stdout and r.returncode == 0
+    r = run_polyprof("--help")
+    for flag in ("--output-dir", "--profiling-frequency", "--perf-mode", "--continuous",
+                 "--rotating-output", "--pids", "--no-java", "--python-mode"):
+        assert flag in r.stdout
+
+
+def test_output_dir_is_a_file(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    r = run_polyprof("-d", 1, "-o", f, check=False)
+    assert r.returncode == 1
+    assert "not a directory" in r.stderr
+
+
+def test_all_profilers_disabled():
+    r = run_polyprof("-d", 1, "-o", "/tmp/pp_unused", "--perf-mode", "disabled", "--no-java",
+                     "--no-python", "--no-ruby", "--no-php", "--no-dotnet", "--no-nodejs",
+                     check=False)
+    assert r.returncode == 1
+    assert "All profilers are disabled!" in r.stderr
+
+
+def test_single_instance_lock(tmp_path):
+    # Hold the lock the way a running polyprof does: abstract socket in PID 1's net namespace.
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind("\0polyprof_lock")
+    try:
+        r = run_polyprof("-d", 1, "-o", tmp_path, check=False)
+    finally:
+        s.close()
+    assert r.returncode == 1
+    assert "Could not acquire polyprof's lock" in r.stderr
+
+
+def test_gprofiler_environment_and_perf_mode_mapping(tmp_path):
+    env = dict(os.environ, GPROFILER_PROFILING_DURATION="1", GPROFILER_OUTPUT_DIR=str(tmp_path))
+    r = subprocess.run([str(POLYPROF), "--perf-mode", "fp", "-f", "49"], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "last_profile.col").exists()
+    assert "fp" in r.stderr and "bpf" in r.stderr  # the one-line mapping notice

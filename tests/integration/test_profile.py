@@ -1,0 +1,195 @@
+"""End-to-end: polyprof profiles real processes with the real BPF and perf_event samplers."""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import POLYPROF, Profile, last_profile, run_polyprof, temp_leftovers, wait_for
+
+SPEC_KEYS = ["containers", "container_names_enabled", "metadata", "metrics",
+             "application_metadata", "application_metadata_enabled", "profiling_mode",
+             "hwmetrics", "htmlblob", "flamegraph_html", "sampling_event", "sampling_mode",
+             "sampling_frequency"]
+METADATA_KEYS = ["cloud_provider", "agent_version", "spawn_time", "python_version", "run_mode",
+                 "deployment_type", "kernel_release", "kernel_version", "system_name",
+                 "hypervisor", "processors", "cpu_model_name", "cpu_arch_codename", "cpu_flags",
+                 "memory_capacity_mb", "hostname", "system", "os_name", "os_release",
+                 "os_codename", "libc_type", "libc_version", "hardware_type", "pid",
+                 "mac_address", "private_ip", "spawn_uptime_ms", "run_arguments", "big_data",
+                 "external_metadata", "current_time", "profiling_mode", "sampling_event",
+                 "sampling_mode", "sampling_frequency"]
+
+
+def ratio_a(prof, comm, a, b):
+    na = prof.count_where(comm, lambda f: f[-1] == a or a in f[3:])
+    nb = prof.count_where(comm, lambda f: f[-1] == b or b in f[3:])
+    assert na + nb > 100, f"too few samples for {comm}: {na}+{nb}"
+    return 100.0 * na / (na + nb)
+
+
+@pytest.fixture(scope="module")
+def profiles(appdir, tmp_path_factory):
+    """One 5 s run per sampler mode, with the C and Go fixtures running."""
+    out = {}
+    for mode in ("bpf", "perf-event"):
+        apps = [subprocess.Popen([str(appdir / n)], stdout=subprocess.PIPE, text=True)
+                for n in ("pp_hot_c", "pp_hot_go", "pp_hot_gos")]
+        try:
+            pids = [int(a.stdout.readline().split()[1]) for a in apps]
+            d = tmp_path_factory.mktemp(f"out_{mode}")
+            r = run_polyprof("-d", 5, "-f", 199, "-o", d, "--perf-mode", mode)
+            out[mode] = (last_profile(d), r, pids, d)
+        finally:
+            for a in apps:
+                a.kill()
+                a.wait()
+                a.stdout.close()
+    return out
+
+
+@pytest.mark.parametrize("mode", ["bpf", "perf-event"])
+def test_c_functions_in_known_ratio(profiles, mode):
+    prof, r, pids, _ = profiles[mode]
+    assert f"system sampler running ({mode} mode" in r.stderr
+    pct = ratio_a(prof, "pp_hot_c", "hot_a", "hot_b")
+    assert 70 <= pct <= 80, f"hot_a share {pct:.1f}% (expected 75 +- 5)"
+    # comm is the process comm, app index 0, empty container
+    for frames, _ in prof.for_comm("pp_hot_c"):
+        assert frames[0] == "0" and frames[1] == ""
+    assert any("main" in f for f, _ in prof.for_comm("pp_hot_c"))
+
+
+@pytest.mark.parametrize("mode", ["bpf", "perf-event"])
+def test_go_functions_symbolized_with_and_without_symtab(profiles, mode):
+    prof = profiles[mode][0]
+    for comm in ("pp_hot_go", "pp_hot_gos"):
+        pct = ratio_a(prof, comm, "main.hotGoA", "main.hotGoB")
+        assert 70 <= pct <= 80, f"{comm}: hotGoA share {pct:.1f}%"
+        # hotGoA/B are frameless leaves, so their caller shows as runtime.main (perf agrees)
+        assert any("runtime.main" in f for f, _ in prof.for_comm(comm))
+
+
+@pytest.mark.parametrize("mode", ["bpf", "perf-event"])
+def test_kernel_frames_and_swapper(profiles, mode):
+    prof = profiles[mode][0]
+    kernel = [fr for f, _ in prof.stacks for fr in f[3:] if fr.endswith("_[k]")]
+    assert kernel, "some kernel frames"
+    # Kernel frames are leaf-side: once a stack enters the kernel it stays there.
+    for f, _ in prof.stacks:
+        ks = [i for i, fr in enumerate(f[3:]) if fr.endswith("_[k]")]
+        if ks:
+            assert ks == list(range(ks[0], len(f) - 3)), f"kernel frames not at the leaf: {f}"
+
+
+def test_idle_cpus_appear_as_swapper(outdir):
+    run_polyprof("-d", 1, "-f", 99, "-o", outdir)
+    prof = last_profile(outdir)
+    idle = prof.for_comm("swapper")
+    assert idle, "idle samples appear as swapper"
+    assert all(f[0] == "0" and f[1] == "" for f, _ in idle)
+    assert not any(f[2].startswith("swapper/") for f, _ in prof.stacks)
+
+
+@pytest.mark.parametrize("mode", ["bpf", "perf-event"])
+def test_header_has_every_spec_key(profiles, mode):
+    prof, _, _, d = profiles[mode]
+    h = prof.header
+    assert list(h)[:len(SPEC_KEYS)] == SPEC_KEYS
+    assert list(h["metadata"]) == METADATA_KEYS
+    assert h["application_metadata"][0] is None
+    assert h["sampling_frequency"] == 199 and h["metadata"]["sampling_frequency"] == 199
+    assert h["profiling_mode"] == "cpu"
+    assert 0 <= h["metrics"]["cpu_avg"] <= 100 and 0 < h["metrics"]["mem_avg"] < 100
+    assert h["metadata"]["run_arguments"]["perf_mode"] in (mode, "bpf", "perf-event")
+    assert h["polyprof"]["sampler"] == mode
+    assert h["polyprof"]["samples"] > 0
+    for k in ("dropped_map_full", "user_stack_collisions", "kernel_stack_collisions",
+              "lost_samples"):
+        assert k in h["polyprof"]
+    assert os.readlink(d / "last_profile.col").startswith("profile_")
+    assert not temp_leftovers(d)
+
+
+def test_both_modes_give_the_same_shape(profiles):
+    """The same process, the same functions, comparable shares in both modes."""
+    a, b = profiles["bpf"][0], profiles["perf-event"][0]
+    for comm in ("pp_hot_c", "pp_hot_go"):
+        fa = {fr for f, _ in a.for_comm(comm) for fr in f[3:] if not fr.endswith("_[k]")}
+        fb = {fr for f, _ in b.for_comm(comm) for fr in f[3:] if not fr.endswith("_[k]")}
+        hot = {"hot_a", "hot_b"} if comm == "pp_hot_c" else {"main.hotGoA", "main.hotGoB"}
+        assert hot <= fa and hot <= fb
+
+
+def test_pids_restricts_everything(appdir, start_app, outdir):
+    c = start_app(appdir / "pp_hot_c")
+    start_app(appdir / "pp_hot_go")
+    run_polyprof("-d", 2, "-f", 99, "-o", outdir, "--pids", c.pid)
+    prof = last_profile(outdir)
+    comms = {f[2] for f, _ in prof.stacks}
+    assert comms == {"pp_hot_c"}, comms
+
+
+def test_continuous_mode_and_last_profile_link(appdir, start_app, outdir):
+    start_app(appdir / "pp_hot_c")
+    p = subprocess.Popen([str(POLYPROF), "-c", "-d", "1", "-f", "49", "-o", str(outdir),
+                          "--rotating-output"], stderr=subprocess.PIPE, text=True)
+    try:
+        first = wait_for(lambda: os.path.islink(outdir / "last_profile.col") and
+                         os.readlink(outdir / "last_profile.col"), 15, "first profile")
+        second = wait_for(lambda: (os.readlink(outdir / "last_profile.col") != first) and
+                          os.readlink(outdir / "last_profile.col"), 15, "second profile")
+    finally:
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err
+    files = sorted(x.name for x in outdir.glob("profile_*.col"))
+    newest = os.readlink(outdir / "last_profile.col")
+    assert newest == files[-1]
+    assert second <= newest
+    assert len(files) == 1, f"--rotating-output keeps only the newest: {files}"
+    assert last_profile(outdir).for_comm("pp_hot_c")
+    assert not temp_leftovers(outdir)
+
+
+def test_sigterm_mid_session_writes_the_finished_part(appdir, start_app, outdir):
+    start_app(appdir / "pp_hot_c")
+    p = subprocess.Popen([str(POLYPROF), "-v", "-d", "60", "-f", "99", "-o", str(outdir)],
+                         stderr=subprocess.PIPE, text=True)
+    # Wait until a drain has moved samples of the target into the session's profile.
+    wait_for(lambda: "pp_hot_c" in p.stderr.readline(), 20, "a drain with the target's samples")
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=20)
+    elapsed = time.monotonic() - t0
+    assert p.returncode == 0, err
+    assert elapsed < 5, f"stopping took {elapsed:.1f}s"
+    files = list(outdir.glob("profile_*.col"))
+    assert len(files) == 1
+    prof = Profile(files[0])  # parses completely: never a partial file
+    assert prof.for_comm("pp_hot_c")
+    assert not temp_leftovers(outdir)
+    assert not Path("/tmp/polyprof_tmp").exists() or not any(Path("/tmp/polyprof_tmp").iterdir())
+
+
+def test_process_exiting_mid_session(appdir, start_app, outdir):
+    short = start_app(appdir / "pp_hot_c", "1.0")
+    run_polyprof("-d", 3, "-f", 99, "-o", outdir)
+    short.proc.wait(timeout=10)
+    prof = last_profile(outdir)
+    assert prof.count_where("pp_hot_c", lambda f: True) > 0
+
+
+def test_deleted_binary_is_still_symbolized(appdir, start_app, outdir, tmp_path):
+    exe = tmp_path / "pp_hot_del"
+    exe.write_bytes((appdir / "pp_hot_c").read_bytes())
+    exe.chmod(0o755)
+    start_app(exe)
+    exe.unlink()
+    run_polyprof("-d", 2, "-f", 99, "-o", outdir)
+    prof = last_profile(outdir)
+    assert prof.count_where("pp_hot_del", lambda f: "hot_a" in f) > 0

@@ -1,0 +1,72 @@
+/* Unit tests: atomic .col files, last_profile.col link, rotation, bad output paths. */
+#include "tests/unit/testutil.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "orchestrator/output.h"
+
+TestSuite(output, .init = pp_test_quiet_log);
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' || strncmp(e->d_name, ".polyprof", 9) == 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
+Test(output, writes_file_and_link)
+{
+    char *dir = pp_test_mkdtemp();
+    char sub[1024], path[PATH_MAX], err[256], link[PATH_MAX + 64];
+    snprintf(sub, sizeof(sub), "%s/a/b", dir);
+    cr_assert_eq(pp_output_prepare(sub, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(
+        pp_output_write(sub, 86400, "# {}\nx 1", 8, false, path, sizeof(path), err, sizeof(err)), 0,
+        "%s", err);
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof(want), "%s/profile_1970-01-02T00:00:00.col", sub);
+    cr_assert_str_eq(path, want);
+    snprintf(link, sizeof(link), "%s/last_profile.col", sub);
+    char target[256];
+    ssize_t n = readlink(link, target, sizeof(target) - 1);
+    cr_assert_gt(n, 0);
+    target[n] = '\0';
+    cr_assert_str_eq(target, "profile_1970-01-02T00:00:00.col", "relative link");
+    FILE *f = fopen(link, "r");
+    char buf[32] = "";
+    cr_assert_eq(fread(buf, 1, sizeof(buf), f), 8);
+    fclose(f);
+    cr_assert_str_eq(buf, "# {}\nx 1");
+    /* A second file without rotation keeps both; with rotation the old one goes. */
+    cr_assert_eq(pp_output_write(sub, 86401, "b", 1, false, path, sizeof(path), err, sizeof(err)),
+                 0);
+    cr_assert_eq(count_entries(sub), 3);
+    cr_assert_eq(pp_output_write(sub, 86402, "c", 1, true, path, sizeof(path), err, sizeof(err)),
+                 0);
+    cr_assert_eq(count_entries(sub), 3, "rotation deleted the previous target only");
+    struct stat st;
+    cr_assert_eq(stat(want, &st), 0);
+    pp_test_rmtree(dir);
+}
+
+Test(output, rejects_a_file_and_cleans_temp_files)
+{
+    char *dir = pp_test_mkdtemp();
+    char file[PATH_MAX], err[256], tmp[PATH_MAX];
+    snprintf(file, sizeof(file), "%s/plain", dir);
+    pp_test_write_file(file, "x", 1);
+    cr_assert_eq(pp_output_prepare(file, err, sizeof(err)), -1);
+    cr_assert(strstr(err, "is not a directory") != NULL, "%s", err);
+    snprintf(tmp, sizeof(tmp), "%s/.polyprof-tmp-1-profile_x.col", dir);
+    pp_test_write_file(tmp, "partial", 7);
+    cr_assert_eq(pp_output_prepare(dir, err, sizeof(err)), 0);
+    cr_assert_eq(access(tmp, F_OK), -1, "leftover temp file removed");
+    pp_test_rmtree(dir);
+}
