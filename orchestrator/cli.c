@@ -557,7 +557,8 @@ static int bad_long(ctx *c, const char *arg, unsigned scope)
     }
     if (count > 1 && nl > 0)
         return usage(c, "ambiguous option: --%.*s could match %s", (int)nl, name, matches);
-    return usage(c, "unrecognized arguments: %s; see --help", arg);
+    /* the name only: a mistyped --token=... must not echo the value */
+    return usage(c, "unrecognized arguments: --%.*s; see --help", (int)nl, name);
 }
 
 /* Parses argv for one parser scope into c->items. Returns PP_CLI_OK, PP_CLI_USAGE or

@@ -541,7 +541,10 @@ void pp_cli_print_help(FILE *out)
             n += snprintf(names + n, sizeof(names) - n, ", --%s", o->alias);
         if (o->neg)
             n += snprintf(names + n, sizeof(names) - n, ", --%s", o->neg);
-        fprintf(out, "  %-40s %s", names, o->help ? o->help : "");
+        if (strlen(names) > 40)
+            fprintf(out, "  %s\n  %-40s %s", names, "", o->help ? o->help : "");
+        else
+            fprintf(out, "  %-40s %s", names, o->help ? o->help : "");
         if (o->kind == PP_OPT_INT && o->def_int)
             fprintf(out, " (default: %d)", o->def_int);
         else if (o->def_str)

@@ -489,7 +489,7 @@ typedef struct {
 
 static const usage_case usage_cases[] = {
     {{"-o", "o", "--foo"}, "unrecognized arguments: --foo; see --help"},
-    {{"-o", "o", "--foo=1"}, "unrecognized arguments: --foo=1; see --help"},
+    {{"-o", "o", "--tokn=SECRET"}, "unrecognized arguments: --tokn; see --help"},
     {{"-o", "o", "-x"}, "unrecognized arguments: -x; see --help"},
     {{"-o", "o", "stray"}, "unrecognized arguments: stray; see --help"},
     {{"-o", "o", "--", "a", "b"}, "unrecognized arguments: a b; see --help"},
@@ -716,4 +716,38 @@ Test(cli, free_zeroed_and_twice)
     pp_config_free(&cfg);
     /* after an error everything is freed too (checked by ASan/valgrind) */
     cr_assert_eq(PARSE("--pids", "1", "--app-id-args-filter", "x", "-f", "0"), PP_CLI_USAGE);
+}
+
+Test(cli, notices_logged_and_token_never_logged)
+{
+    char *dir = pp_test_mkdtemp();
+    char path[256];
+    snprintf(path, sizeof(path), "%s/log", dir);
+    cr_assert_eq(pp_log_init(0, path), 0);
+    pp_test_quiet_log();
+    cr_assert_eq(PARSE("-u", "--token", "SUPERSECRET", "--service-name", "s", "--perf-mode", "fp",
+                       "--python-mode", "pyperf", "--diagnostics", "--curlify-requests"),
+                 PP_CLI_OK, "%s", err);
+    pp_log_close();
+    FILE *f = fopen(path, "r");
+    cr_assert(f != NULL);
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    cr_expect(strstr(buf, "SUPERSECRET") == NULL, "%s", buf);
+    cr_expect(strstr(buf, "polyprof's sampler walks frame pointers in-kernel; --perf-mode "
+                          "fp/smart/dwarf map to bpf") != NULL,
+              "%s", buf);
+    cr_expect(strstr(buf, "--python-mode pyperf maps to 'builtin'") != NULL, "%s", buf);
+    cr_expect(strstr(buf, "option --diagnostics is accepted for gProfiler compatibility and has "
+                          "no effect in polyprof") != NULL,
+              "%s", buf);
+    cr_expect(strstr(buf, "option --curlify-requests is accepted") != NULL, "%s", buf);
+    /* exactly four lines: two notices, two no-op options */
+    size_t lines = 0;
+    for (char *p = buf; *p; p++)
+        lines += *p == '\n';
+    cr_expect_eq(lines, 4, "%s", buf);
+    pp_test_rmtree(dir);
 }
