@@ -12,6 +12,7 @@
 #include "orchestrator/output.h"
 #include "orchestrator/precond.h"
 #include "orchestrator/session.h"
+#include "orchestrator/upload.h"
 
 extern char **environ;
 
@@ -56,9 +57,8 @@ int main(int argc, char **argv)
                     cfg.profiling_mode);
         goto out;
     }
-    if (cfg.command == PP_CMD_UPLOAD_FILE || cfg.upload) {
-        pp_critical("uploading (-u / upload-file) is not available in this polyprof build yet; "
-                    "use -o DIR");
+    if (cfg.command == PP_CMD_UPLOAD_FILE) {
+        exit_code = pp_upload_file(&cfg);
         goto out;
     }
     if (pp_check_root(&cfg) < 0 || pp_check_pidns(&cfg) < 0 || pp_grab_lock("polyprof_lock") < 0)

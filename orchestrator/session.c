@@ -1,6 +1,7 @@
 #include "orchestrator/session.h"
 
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "orchestrator/hostinfo.h"
 #include "orchestrator/log.h"
 #include "orchestrator/output.h"
+#include "orchestrator/upload.h"
 #include "runtimes/symbols/symbolizer.h"
 #include "runtimes/system/sampler.h"
 
@@ -123,7 +125,8 @@ static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *bef
 }
 
 static int write_session(const pp_config *cfg, const json_t *static_md, pp_profile *prof,
-                         pp_host_metrics *metrics, const json_t *counters)
+                         pp_host_metrics *metrics, const json_t *counters, time_t start,
+                         pp_uploader *up)
 {
     pp_header_info hi = {
         .metadata = static_md,
@@ -150,6 +153,18 @@ static int write_session(const pp_config *cfg, const json_t *static_md, pp_profi
         return -1;
     }
     int rc = 0;
+    if (up) {
+        pp_session_result res = {
+            .col_text = text,
+            .len = len,
+            .start = start,
+            .end = hi.current_time,
+            .cpu_avg = hi.metrics_enabled ? hi.cpu_avg : NAN,
+            .mem_avg = hi.metrics_enabled ? hi.mem_avg : NAN,
+            .frequency = cfg->frequency,
+        };
+        pp_uploader_submit(up, &res);
+    }
     if (cfg->output_dir) {
         char path[4096], err[512];
         if (pp_output_write(cfg->output_dir, hi.current_time, text, len, cfg->rotating_output, path,
@@ -176,11 +191,19 @@ int pp_run_sessions(const pp_config *cfg)
         return 1;
     }
 
+    pp_uploader *up = NULL;
+    char uerr[512];
+    if (pp_uploader_start(cfg, &up, uerr, sizeof(uerr)) < 0) {
+        pp_critical("%s", uerr);
+        close(sfd);
+        return 1;
+    }
     pp_symbolizer *sym = pp_symbolizer_new(0);
     pp_sampler *sampler = NULL;
     int exit_code = 0;
     if (!sym) {
         pp_critical("out of memory");
+        pp_uploader_stop(up);
         close(sfd);
         return 1;
     }
@@ -196,6 +219,7 @@ int pp_run_sessions(const pp_config *cfg)
         if (!sampler) {
             pp_critical("cannot start the system sampler: %s", err);
             pp_symbolizer_free(sym);
+            pp_uploader_stop(up);
             close(sfd);
             return 1;
         }
@@ -208,6 +232,7 @@ int pp_run_sessions(const pp_config *cfg)
     bool stop = false;
     while (!stop) {
         double start = mono_now(), deadline = start + cfg->duration;
+        time_t wall_start = time(NULL);
         double cpu0 = cpu_seconds();
         pp_host_metrics metrics;
         pp_metrics_begin(&metrics);
@@ -252,7 +277,7 @@ int pp_run_sessions(const pp_config *cfg)
         }
         json_t *counters = own_counters(&delta, sampler ? pp_sampler_kind_name(sampler) : "none",
                                         cpu_seconds() - cpu0, 0, rss_kb());
-        if (write_session(cfg, static_md, prof, &metrics, counters) < 0)
+        if (write_session(cfg, static_md, prof, &metrics, counters, wall_start, up) < 0)
             exit_code = 1;
         json_decref(counters);
         pp_profile_free(prof);
@@ -268,6 +293,7 @@ int pp_run_sessions(const pp_config *cfg)
     }
     json_decref(static_md);
     pp_sampler_stop(sampler);
+    pp_uploader_stop(up);
     pp_symbolizer_free(sym);
     close(sfd);
     return exit_code;
