@@ -126,7 +126,7 @@ static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *bef
 
 static int write_session(const pp_config *cfg, const json_t *static_md, pp_profile *prof,
                          pp_host_metrics *metrics, const json_t *counters, time_t start,
-                         pp_uploader *up)
+                         pp_uploader *up, double session_end)
 {
     pp_header_info hi = {
         .metadata = static_md,
@@ -172,7 +172,8 @@ static int write_session(const pp_config *cfg, const json_t *static_md, pp_profi
             pp_error("%s", err);
             rc = -1;
         } else {
-            pp_info("Saved collapsed stacks to %s", path);
+            pp_info("Saved collapsed stacks to %s (%.0f ms after the session end)", path,
+                    (mono_now() - session_end) * 1000);
         }
     }
     free(text);
@@ -225,6 +226,10 @@ int pp_run_sessions(const pp_config *cfg)
         }
         pp_info("system sampler running (%s mode, %d Hz)", pp_sampler_kind_name(sampler),
                 cfg->frequency);
+        /* Load the kernel symbol table now (about 50 ms of kernel time to read kallsyms), so
+         * that it is never paid between a session's end and its file. */
+        char warm[256];
+        pp_symbolize_kernel(sym, 0, warm, sizeof(warm));
     }
 
     json_t *static_md = pp_host_metadata(cfg, time(NULL));
@@ -277,7 +282,7 @@ int pp_run_sessions(const pp_config *cfg)
         }
         json_t *counters = own_counters(&delta, sampler ? pp_sampler_kind_name(sampler) : "none",
                                         cpu_seconds() - cpu0, 0, rss_kb());
-        if (write_session(cfg, static_md, prof, &metrics, counters, wall_start, up) < 0)
+        if (write_session(cfg, static_md, prof, &metrics, counters, wall_start, up, fmin(deadline, mono_now())) < 0)
             exit_code = 1;
         json_decref(counters);
         pp_profile_free(prof);
