@@ -1,0 +1,58 @@
+/* Process discovery: one pass over /proc classifies every process by runtime
+ * (../shared/spec/gprofiler-compat.md §4), cheaply enough for hosts with thousands of processes. */
+#ifndef PP_DISCOVERY_H
+#define PP_DISCOVERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum {
+    PP_KIND_NATIVE = 0,
+    PP_KIND_JAVA,
+    PP_KIND_PYTHON,
+    PP_KIND_RUBY,
+    PP_KIND_PHP,
+    PP_KIND_DOTNET,
+    PP_KIND_NODE,
+    PP_KIND_GO,
+    PP_KIND_COUNT
+} pp_proc_kind;
+
+typedef struct pp_proc {
+    int pid;
+    int ppid;
+    pp_proc_kind kind;
+    char comm[17];            /* Name: of /proc/<pid>/status */
+    unsigned long long start_ticks; /* field 22 of /proc/<pid>/stat */
+    bool blacklisted;         /* matched the runtime but must not be runtime-profiled (e.g.
+                                 gProfiler's Python blacklist, pypy) */
+} pp_proc;
+
+typedef struct pp_proc_list {
+    pp_proc *procs;
+    size_t n, cap;
+} pp_proc_list;
+
+typedef struct pp_discovery_opts {
+    const int *pids;          /* restrict to these pids (NULL = all) */
+    size_t npids;
+    int min_duration;         /* skip processes younger than this many seconds (0 = none) */
+    int self_pid;             /* polyprof's pid: it and its children are never listed */
+    /* Regex overrides (PCRE2) per kind, NULL = built-in default; matched per maps line. */
+    const char *maps_regex[PP_KIND_COUNT];
+} pp_discovery_opts;
+
+typedef struct pp_discovery pp_discovery;
+
+/* Compiles the regexes once. NULL with a message in err if an override does not compile. */
+pp_discovery *pp_discovery_new(const pp_discovery_opts *o, char *err, size_t errlen);
+void pp_discovery_free(pp_discovery *d);
+/* One pass over /proc (kernel threads skipped, vanished processes skipped silently). The list
+ * is cleared first. Returns 0, or -1 if /proc cannot be read. */
+int pp_discover(pp_discovery *d, pp_proc_list *out);
+/* Classifies one process on demand. Returns -1 if it is gone or excluded. */
+int pp_discover_one(pp_discovery *d, int pid, pp_proc *out);
+void pp_proc_list_free(pp_proc_list *l);
+const char *pp_proc_kind_name(pp_proc_kind k); /* "native", "java", "python", ... */
+
+#endif
