@@ -1,0 +1,190 @@
+/* Unit tests: scaling and the merge rules of gProfiler (§3.2), plus a property test. */
+#include "tests/unit/testutil.h"
+
+#include "merge/collapsed.h"
+#include "merge/header.h"
+#include "merge/scale.h"
+
+TestSuite(scale, .init = pp_test_quiet_log);
+
+/* Adds "a;b;c" (frames split on ';') with count to pid in p. */
+static void add(pp_profile *p, int pid, const char *comm, const char *stack, uint64_t count)
+{
+    pp_pid_profile *pp = pp_profile_get(p, pid, true);
+    pp->comm = pp_profile_intern(p, comm);
+    uint32_t f[64];
+    size_t n = 0;
+    char *dup = strdup(stack), *save = NULL;
+    for (char *t = strtok_r(dup, ";", &save); t; t = strtok_r(NULL, ";", &save))
+        f[n++] = pp_profile_intern(p, t);
+    free(dup);
+    cr_assert_eq(pp_pid_add(pp, f, n, count), 0);
+}
+
+/* Renders just the stack lines (v1 style: comm;frames count) for comparisons. */
+static char *lines(pp_profile *p)
+{
+    pp_header_info hi = {.profiling_mode = "cpu", .frequency = 11};
+    json_t *h = pp_header_build(&hi);
+    pp_render_opts o = {.v1 = true};
+    size_t len;
+    char *t = pp_col_render(p, h, &o, &len);
+    json_decref(h);
+    char *nl = strchr(t, '\n');
+    char *r = strdup(nl ? nl + 1 : "");
+    free(t);
+    return r;
+}
+
+Test(scale, largest_remainder_sums_exactly_and_is_deterministic)
+{
+    pp_profile *p = pp_profile_new();
+    add(p, 1, "x", "a", 1);
+    add(p, 1, "x", "b", 1);
+    add(p, 1, "x", "c", 1);
+    pp_pid_profile *pp = pp_profile_get(p, 1, false);
+    pp_scale_to(pp, 10);
+    cr_assert_eq(pp_pid_total(pp), 10);
+    char *l = lines(p);
+    cr_assert_str_eq(l, "x;a 4\nx;b 3\nx;c 3", "ties go to the first-seen stack");
+    free(l);
+    pp_scale_to(pp, 2); /* 4,3,3 of 10 -> 0.8, 0.6, 0.6 -> floor 0,0,0; +1 to a and b */
+    l = lines(p);
+    cr_assert_str_eq(l, "x;a 1\nx;b 1", "zero stacks are not written");
+    free(l);
+    pp_profile_free(p);
+}
+
+Test(scale, runtime_replaces_and_is_scaled_to_sampler_count)
+{
+    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
+    add(sys, 10, "python", "_PyEval_EvalFrameDefault;do_syscall_64_[k]", 6);
+    add(sys, 10, "python", "[unknown]", 4);
+    add(sys, 11, "bash", "main", 3);
+    add(rt, 10, "python", "<module> (a.py:1)_[p];f (a.py:2)_[p]", 30);
+    add(rt, 10, "python", "<module> (a.py:1)_[p];g (a.py:5)_[p]", 10);
+    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
+    char *l = lines(sys);
+    cr_assert_str_eq(l, "python;<module> (a.py:1)_[p];f (a.py:2)_[p] 8\n"
+                        "python;<module> (a.py:1)_[p];g (a.py:5)_[p] 2\n"
+                        "bash;main 3");
+    free(l);
+    pp_profile_free(sys);
+    pp_profile_free(rt);
+}
+
+Test(scale, no_sampler_samples_keeps_runtime_unscaled_and_appends)
+{
+    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
+    add(sys, 1, "a", "x", 2);
+    add(rt, 7, "java", "Main.main()V_[j]", 13);
+    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
+    char *l = lines(sys);
+    cr_assert_str_eq(l, "a;x 2\njava;Main.main()V_[j] 13");
+    free(l);
+    pp_profile_free(sys);
+    pp_profile_free(rt);
+}
+
+Test(scale, error_stack_is_attached_to_sampler_stacks)
+{
+    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
+    add(sys, 5, "python", "_PyObject_Call_Prepend;do_syscall_64_[k]", 2);
+    add(sys, 5, "python", "main", 1);
+    add(rt, 5, "python", "[Profiling error: exception CalledProcessError]", 1);
+    cr_assert(pp_is_error_stack(rt, pp_profile_get(rt, 5, false), NULL));
+    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
+    char *l = lines(sys);
+    cr_assert_str_eq(l, "python;[Profiling error: exception CalledProcessError];"
+                        "_PyObject_Call_Prepend;do_syscall_64_[k] 2\n"
+                        "python;[Profiling error: exception CalledProcessError];main 1");
+    free(l);
+    pp_profile_free(sys);
+    pp_profile_free(rt);
+}
+
+Test(scale, error_stack_without_sampler_samples_emits_nothing_but_keeps_metadata)
+{
+    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
+    add(rt, 5, "java", "[Profiling skipped: profiling this JVM is not supported]", 1);
+    pp_profile_get(rt, 5, false)->app_metadata = json_pack("{s:s}", "java_version", "8");
+    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
+    char *l = lines(sys);
+    cr_assert_str_eq(l, "");
+    free(l);
+    pp_pid_profile *pp = pp_profile_get(sys, 5, false);
+    cr_assert_not_null(pp);
+    cr_assert_not_null(pp->app_metadata);
+    pp_profile_free(sys);
+    pp_profile_free(rt);
+}
+
+Test(scale, perf_disabled_concatenates_unscaled_with_error_stacks)
+{
+    pp_profile *sys = pp_profile_new(), *rt1 = pp_profile_new(), *rt2 = pp_profile_new();
+    add(rt1, 1, "python", "f (a.py:1)_[p]", 17);
+    add(rt2, 2, "java", "[Profiling error: process went down during profiling]", 1);
+    cr_assert_eq(pp_merge_runtime(sys, rt1, false), 0);
+    cr_assert_eq(pp_merge_runtime(sys, rt2, false), 0);
+    char *l = lines(sys);
+    cr_assert_str_eq(l, "python;f (a.py:1)_[p] 17\n"
+                        "java;[Profiling error: process went down during profiling] 1");
+    free(l);
+    pp_profile_free(sys);
+    pp_profile_free(rt1);
+    pp_profile_free(rt2);
+}
+
+Test(scale, empty_runtime_profile_keeps_sampler_stacks_and_container_carries_over)
+{
+    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
+    add(sys, 3, "ruby", "rb_vm_exec", 4);
+    pp_profile_get(sys, 3, false)->container = pp_profile_intern(sys, "web");
+    pp_profile_get(rt, 3, true); /* no stacks */
+    add(rt, 4, "ruby", "fib (x.rb:3)_[rb]", 2);
+    add(sys, 4, "ruby", "rb_vm_exec", 9);
+    pp_profile_get(sys, 4, false)->container = pp_profile_intern(sys, "api");
+    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
+    cr_assert_eq(pp_pid_total(pp_profile_get(sys, 3, false)), 4);
+    cr_assert_str_eq(pp_profile_str(sys, pp_profile_get(sys, 4, false)->container), "api");
+    cr_assert_eq(pp_pid_total(pp_profile_get(sys, 4, false)), 9);
+    pp_profile_free(sys);
+    pp_profile_free(rt);
+}
+
+Test(scale, property_totals_equal_sampler_totals)
+{
+    unsigned seed = 12345;
+    for (int round = 0; round < 300; round++) {
+        pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
+        int npids = 1 + rand_r(&seed) % 6;
+        uint64_t want[8] = {0};
+        for (int pid = 1; pid <= npids; pid++) {
+            int ns = rand_r(&seed) % 5; /* 0: pid absent from the sampler */
+            for (int s = 0; s < ns; s++) {
+                char st[32];
+                snprintf(st, sizeof(st), "n%d", rand_r(&seed) % 7);
+                uint64_t c = 1 + (uint64_t)(rand_r(&seed) % 1000);
+                add(sys, pid, "c", st, c);
+                want[pid] += c;
+            }
+            int nr = 1 + rand_r(&seed) % 40;
+            uint64_t rt_total = 0;
+            for (int s = 0; s < nr; s++) {
+                char st[32];
+                snprintf(st, sizeof(st), "r%d;q%d", rand_r(&seed) % 9, rand_r(&seed) % 9);
+                uint64_t c = 1 + (uint64_t)(rand_r(&seed) % 100000);
+                add(rt, pid, "c", st, c);
+                rt_total += c;
+            }
+            if (want[pid] == 0)
+                want[pid] = rt_total; /* unscaled */
+        }
+        cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
+        for (int pid = 1; pid <= npids; pid++)
+            cr_assert_eq(pp_pid_total(pp_profile_get(sys, pid, false)), want[pid],
+                         "round %d pid %d", round, pid);
+        pp_profile_free(sys);
+        pp_profile_free(rt);
+    }
+}
