@@ -1,0 +1,249 @@
+#include "orchestrator/http.h"
+
+#include "orchestrator/cli.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_REPLY (1 << 20)
+
+struct pp_http {
+    CURL *curl;
+    pp_http_opts o;
+};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_rc = -1;
+
+static void do_init(void)
+{
+    init_rc = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+}
+
+int pp_http_global_init(void)
+{
+    pthread_once(&init_once, do_init);
+    return init_rc;
+}
+
+pp_http *pp_http_new(const pp_http_opts *o)
+{
+    if (pp_http_global_init() < 0)
+        return NULL;
+    pp_http *h = calloc(1, sizeof(*h));
+    if (!h)
+        return NULL;
+    h->o = *o;
+    h->curl = curl_easy_init();
+    if (!h->curl) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void pp_http_free(pp_http *h)
+{
+    if (!h)
+        return;
+    curl_easy_cleanup(h->curl);
+    free(h);
+}
+
+long pp_http_set_timeout(pp_http *h, long timeout_s)
+{
+    long old = h->o.timeout_s;
+    h->o.timeout_s = timeout_s;
+    return old;
+}
+
+static size_t on_data(char *p, size_t size, size_t n, void *ud)
+{
+    pp_http_resp *r = ud;
+    size_t len = size * n, keep = len;
+    if (r->len + keep > MAX_REPLY)
+        keep = MAX_REPLY - r->len;
+    if (keep) {
+        char *nb = realloc(r->body, r->len + keep + 1);
+        if (!nb)
+            return 0;
+        memcpy(nb + r->len, p, keep);
+        r->len += keep;
+        nb[r->len] = '\0';
+        r->body = nb;
+    }
+    return len;
+}
+
+static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    (void)a, (void)b, (void)c, (void)d;
+    const atomic_int *abort_flag = ud;
+    return abort_flag && atomic_load(abort_flag) ? 1 : 0;
+}
+
+pp_http_outcome pp_http_classify(long status)
+{
+    if (status == 0 || status >= 500 || status == 408 || status == 429)
+        return PP_HTTP_RETRY;
+    if (status >= 200 && status < 300)
+        return PP_HTTP_OK;
+    if (status == 413)
+        return PP_HTTP_TOO_LARGE;
+    return PP_HTTP_REJECTED;
+}
+
+pp_http_outcome pp_http_request(pp_http *h, const char *method, const char *url,
+                                const char *const *headers, const void *body, size_t len,
+                                pp_http_resp *r)
+{
+    memset(r, 0, sizeof(*r));
+    CURL *c = h->curl;
+    curl_easy_reset(c);
+    struct curl_slist *hl = NULL;
+    for (size_t i = 0; headers && headers[i]; i++)
+        hl = curl_slist_append(hl, headers[i]);
+    /* no "Expect: 100-continue" round trip (gProfiler's requests never sends it) */
+    hl = curl_slist_append(hl, "Expect:");
+
+    char errbuf[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "polyprof/" PP_VERSION);
+    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, h->o.connect_timeout_s > 0 ? h->o.connect_timeout_s : 5L);
+    /* like requests' read timeout: abort when nothing moves for timeout_s seconds */
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->o.timeout_s > 0 ? h->o.timeout_s : 120L);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)h->o.abort);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, h->o.verify ? 1L : 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, h->o.verify ? 2L : 0L);
+    if (h->o.ca_bundle && *h->o.ca_bundle)
+        curl_easy_setopt(c, CURLOPT_CAINFO, h->o.ca_bundle);
+    if (h->o.user) {
+        curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl_easy_setopt(c, CURLOPT_USERNAME, h->o.user);
+        curl_easy_setopt(c, CURLOPT_PASSWORD, h->o.password ? h->o.password : "");
+    }
+    if (strcmp(method, "POST") == 0) {
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
+    } else {
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    }
+
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &r->seconds);
+    curl_slist_free_all(hl);
+    if (rc == CURLE_ABORTED_BY_CALLBACK) {
+        snprintf(r->error, sizeof(r->error), "aborted (polyprof is stopping)");
+        return PP_HTTP_ABORTED;
+    }
+    if (rc != CURLE_OK) {
+        r->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
+        snprintf(r->error, sizeof(r->error), "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        /* a server may answer (e.g. 413) before it read the whole body, then close: the
+         * reply counts, not the broken send */
+        if (r->status >= 400 && (rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR))
+            return pp_http_classify(r->status);
+        r->status = 0;
+        return PP_HTTP_RETRY;
+    }
+    return pp_http_classify(r->status);
+}
+
+void pp_http_resp_free(pp_http_resp *r)
+{
+    free(r->body);
+    r->body = NULL;
+    r->len = 0;
+}
+
+char *pp_url_escape(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    char *out = malloc(n * 3 + 1), *p = out;
+    if (!out)
+        return NULL;
+    for (const unsigned char *q = (const unsigned char *)s; *q; q++) {
+        if (isalnum(*q) || *q == '-' || *q == '.' || *q == '_' || *q == '~') {
+            *p++ = (char)*q;
+        } else {
+            *p++ = '%';
+            *p++ = hex[*q >> 4];
+            *p++ = hex[*q & 15];
+        }
+    }
+    *p = '\0';
+    return out;
+}
+
+void pp_redact_url(const char *url, char *out, size_t outlen)
+{
+    if (!outlen)
+        return;
+    size_t o = 0;
+    const char *p = url;
+    const char *q = strchr(url, '?');
+    while (*p && o + 1 < outlen) {
+        if (q && p > q && (p[-1] == '?' || p[-1] == '&') && strncmp(p, "key=", 4) == 0) {
+            const char *rep = "key=***";
+            for (const char *r = rep; *r && o + 1 < outlen; r++)
+                out[o++] = *r;
+            p += 4;
+            while (*p && *p != '&' && *p != '#')
+                p++;
+            continue;
+        }
+        out[o++] = *p++;
+    }
+    out[o] = '\0';
+}
+
+void pp_redact_secret(char *s, const char *secret)
+{
+    size_t sl = secret ? strlen(secret) : 0;
+    if (!sl || !s)
+        return;
+    char *hit;
+    while ((hit = strstr(s, secret))) {
+        size_t rest = strlen(hit + sl);
+        if (sl >= 3) {
+            memcpy(hit, "***", 3);
+            memmove(hit + 3, hit + sl, rest + 1);
+        } else {
+            memset(hit, '*', sl);
+        }
+    }
+}
+
+void pp_http_excerpt(const char *body, size_t len, char *out, size_t outlen)
+{
+    size_t o = 0;
+    if (!outlen)
+        return;
+    for (size_t i = 0; body && i < len && o + 1 < outlen; i++) {
+        unsigned char ch = (unsigned char)body[i];
+        out[o++] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
+    }
+    out[o] = '\0';
+    while (o && out[o - 1] == ' ')
+        out[--o] = '\0';
+    size_t lead = strspn(out, " ");
+    if (lead)
+        memmove(out, out + lead, o - lead + 1);
+}

@@ -1,0 +1,363 @@
+#include "orchestrator/spool.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "merge/header.h"
+#include "orchestrator/log.h"
+
+#define MAGIC "PPSPOOL1 "
+#define SUFFIX ".spool"
+#define TMP_PREFIX ".tmp-"
+
+struct pp_spool {
+    char *dir;
+    char *label;
+    pp_spool_limits lim;
+    long long last_ns;
+    unsigned seq;
+};
+
+static long long env_ll(const char *name, long long def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    return *end || x <= 0 ? def : x;
+}
+
+void pp_spool_default_limits(pp_spool_limits *l)
+{
+    l->max_bytes = (unsigned long long)env_ll("POLYPROF_SPOOL_MAX_MB", 256) << 20;
+    l->max_age_s = env_ll("POLYPROF_SPOOL_MAX_AGE_S", 24 * 3600);
+    l->max_files = (size_t)env_ll("POLYPROF_SPOOL_MAX_FILES", 10000);
+}
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* mkdir -p: parents 0755, the last component with mode. */
+static int mkdirs(const char *dir, mode_t mode)
+{
+    char *p = strdup(dir);
+    if (!p)
+        return -1;
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+            free(p);
+            return -1;
+        }
+        *s = '/';
+    }
+    free(p);
+    if (mkdir(dir, mode) < 0 && errno != EEXIST)
+        return -1;
+    struct stat st;
+    if (stat(dir, &st) < 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+long long pp_spool_entry_time(const char *name)
+{
+    char *end;
+    long long ns = strtoll(name, &end, 10);
+    if (end == name || *end != '-' || ns <= 0)
+        return 0;
+    return ns;
+}
+
+static bool is_entry(const char *name)
+{
+    size_t n = strlen(name), s = strlen(SUFFIX);
+    return n > s && strcmp(name + n - s, SUFFIX) == 0 && pp_spool_entry_time(name) > 0;
+}
+
+pp_spool *pp_spool_open(const char *dir, const char *label, const pp_spool_limits *lim, char *err,
+                        size_t errlen)
+{
+    if (mkdirs(dir, 0700) < 0) {
+        snprintf(err, errlen, "cannot create the upload spool %s: %s", dir, strerror(errno));
+        return NULL;
+    }
+    if (access(dir, W_OK | X_OK) < 0) {
+        snprintf(err, errlen, "cannot write to the upload spool %s: %s", dir, strerror(errno));
+        return NULL;
+    }
+    chmod(dir, 0700);
+    pp_spool *sp = calloc(1, sizeof(*sp));
+    if (!sp || !(sp->dir = strdup(dir)) || !(sp->label = strdup(label))) {
+        if (sp)
+            free(sp->dir);
+        free(sp);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (lim)
+        sp->lim = *lim;
+    else
+        pp_spool_default_limits(&sp->lim);
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)))
+            if (strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0)
+                unlinkat(dirfd(d), de->d_name, 0);
+        closedir(d);
+    }
+    pp_spool_enforce(sp, now_ns());
+    return sp;
+}
+
+void pp_spool_close(pp_spool *sp)
+{
+    if (!sp)
+        return;
+    free(sp->dir);
+    free(sp->label);
+    free(sp);
+}
+
+const char *pp_spool_path(const pp_spool *sp)
+{
+    return sp->dir;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+size_t pp_spool_list(pp_spool *sp, char ***names)
+{
+    *names = NULL;
+    DIR *d = opendir(sp->dir);
+    if (!d)
+        return 0;
+    size_t n = 0, cap = 0;
+    char **v = NULL;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!is_entry(de->d_name))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nv = realloc(v, cap * sizeof(*v));
+            if (!nv)
+                break;
+            v = nv;
+        }
+        if (!(v[n] = strdup(de->d_name)))
+            break;
+        n++;
+    }
+    closedir(d);
+    if (n)
+        qsort(v, n, sizeof(*v), cmp_names);
+    *names = v;
+    return n;
+}
+
+void pp_spool_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+static long long entry_size(pp_spool *sp, const char *name)
+{
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", sp->dir, name);
+    return stat(path, &st) == 0 ? (long long)st.st_size : 0;
+}
+
+size_t pp_spool_count(pp_spool *sp, unsigned long long *bytes)
+{
+    char **names;
+    size_t n = pp_spool_list(sp, &names);
+    unsigned long long total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += (unsigned long long)entry_size(sp, names[i]);
+    pp_spool_names_free(names, n);
+    if (bytes)
+        *bytes = total;
+    return n;
+}
+
+void pp_spool_remove(pp_spool *sp, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", sp->dir, name);
+    unlink(path);
+}
+
+void pp_spool_enforce(pp_spool *sp, long long now)
+{
+    char **names;
+    size_t n = pp_spool_list(sp, &names);
+    if (!n) {
+        free(names);
+        return;
+    }
+    long long *sizes = calloc(n, sizeof(*sizes));
+    unsigned long long total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += (unsigned long long)(sizes ? (sizes[i] = entry_size(sp, names[i])) : 0);
+    size_t left = n;
+    for (size_t i = 0; i < n; i++) {
+        long long age_s = (now - pp_spool_entry_time(names[i])) / 1000000000LL;
+        const char *why = NULL;
+        char reason[128];
+        if (age_s > sp->lim.max_age_s) {
+            snprintf(reason, sizeof(reason), "older than %lld s", sp->lim.max_age_s);
+            why = reason;
+        } else if (left > sp->lim.max_files) {
+            snprintf(reason, sizeof(reason), "more than %zu pending profiles", sp->lim.max_files);
+            why = reason;
+        } else if (total > sp->lim.max_bytes) {
+            snprintf(reason, sizeof(reason), "spool over %llu MiB", sp->lim.max_bytes >> 20);
+            why = reason;
+        }
+        if (!why)
+            break;
+        char when[32];
+        pp_iso_time((time_t)(pp_spool_entry_time(names[i]) / 1000000000LL), when, sizeof(when));
+        pp_warn("%s upload spool %s: dropped the pending profile from %s (%s); the backend has "
+                "been unreachable too long",
+                sp->label, sp->dir, when, why);
+        pp_spool_remove(sp, names[i]);
+        total -= sizes ? (unsigned long long)sizes[i] : 0;
+        left--;
+    }
+    free(sizes);
+    pp_spool_names_free(names, n);
+}
+
+static int write_all(int fd, const void *p, size_t len)
+{
+    const char *c = p;
+    while (len) {
+        ssize_t w = write(fd, c, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        c += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int pp_spool_put(pp_spool *sp, const json_t *meta, const char *data, size_t len, char *err,
+                 size_t errlen)
+{
+    long long ns = now_ns();
+    if (ns <= sp->last_ns)
+        ns = sp->last_ns + 1;
+    sp->last_ns = ns;
+    char name[96], tmp[4096], path[4096];
+    snprintf(name, sizeof(name), "%019lld-%06u%s", ns, sp->seq++ % 1000000, SUFFIX);
+    snprintf(tmp, sizeof(tmp), "%s/" TMP_PREFIX "%s", sp->dir, name);
+    snprintf(path, sizeof(path), "%s/%s", sp->dir, name);
+    char *js = json_dumps(meta, JSON_COMPACT);
+    if (!js) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot write to the upload spool %s: %s", sp->dir, strerror(errno));
+        free(js);
+        return -1;
+    }
+    int rc = write_all(fd, MAGIC, strlen(MAGIC)) || write_all(fd, js, strlen(js)) ||
+             write_all(fd, "\n", 1) || write_all(fd, data, len) || fsync(fd);
+    int saved = errno;
+    free(js);
+    if (close(fd) < 0 && !rc) {
+        rc = -1;
+        saved = errno;
+    }
+    if (rc || rename(tmp, path) < 0) {
+        if (!rc)
+            saved = errno;
+        unlink(tmp);
+        snprintf(err, errlen, "cannot write to the upload spool %s: %s", sp->dir, strerror(saved));
+        return -1;
+    }
+    int dfd = open(sp->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    pp_spool_enforce(sp, now_ns());
+    return 0;
+}
+
+int pp_spool_read(pp_spool *sp, const char *name, json_t **meta, char **data, size_t *len)
+{
+    *meta = NULL;
+    *data = NULL;
+    *len = 0;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", sp->dir, name);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    struct stat st;
+    if (fstat(fileno(f), &st) < 0 || st.st_size < (off_t)strlen(MAGIC)) {
+        fclose(f);
+        return -1;
+    }
+    size_t size = (size_t)st.st_size;
+    char *buf = malloc(size + 1);
+    if (!buf || fread(buf, 1, size, f) != size) {
+        free(buf);
+        fclose(f);
+        return -1;
+    }
+    fclose(f);
+    buf[size] = '\0';
+    char *nl = memchr(buf, '\n', size);
+    if (memcmp(buf, MAGIC, strlen(MAGIC)) != 0 || !nl) {
+        free(buf);
+        return -1;
+    }
+    const char *js = buf + strlen(MAGIC);
+    json_t *m = json_loadb(js, (size_t)(nl - js), 0, NULL);
+    if (!json_is_object(m)) {
+        json_decref(m);
+        free(buf);
+        return -1;
+    }
+    size_t off = (size_t)(nl + 1 - buf);
+    memmove(buf, buf + off, size - off);
+    buf[size - off] = '\0';
+    *meta = m;
+    *data = buf;
+    *len = size - off;
+    return 0;
+}
