@@ -15,10 +15,15 @@
 #include "merge/collapsed.h"
 #include "merge/header.h"
 #include "merge/profile.h"
+#include "merge/scale.h"
+#include "orchestrator/discovery.h"
 #include "orchestrator/hostinfo.h"
+#include "orchestrator/identity.h"
 #include "orchestrator/log.h"
 #include "orchestrator/output.h"
 #include "orchestrator/upload.h"
+#include "runtimes/runner.h"
+#include "runtimes/runtime.h"
 #include "runtimes/symbols/symbolizer.h"
 #include "runtimes/system/sampler.h"
 
@@ -98,17 +103,25 @@ static bool controller_gone(const pp_config *cfg)
     return cfg->controller_pid > 0 && kill(cfg->controller_pid, 0) < 0 && errno == ESRCH;
 }
 
-static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double cpu, double peak_ms,
-                            long rss)
+/* polyprof's own counters for the header's "polyprof" object. */
+static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double cpu,
+                            double discovery_ms, long rss)
 {
-    return json_pack(
-        "{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I}", "version", PP_VERSION, "sampler", mode,
-        "samples", (json_int_t)d->samples, "dropped_map_full", (json_int_t)d->map_full,
-        "user_stack_collisions", (json_int_t)d->ustack_collisions, "kernel_stack_collisions",
-        (json_int_t)d->kstack_collisions, "user_stack_errors", (json_int_t)d->ustack_errors,
-        "lost_samples", (json_int_t)d->lost, "filtered_samples", (json_int_t)d->filtered,
-        "cpu_seconds", cpu, "rss_kb", (json_int_t)rss);
-    (void)peak_ms;
+    json_t *o = json_object();
+    json_object_set_new(o, "version", json_string(PP_VERSION));
+    json_object_set_new(o, "sampler", json_string(mode));
+    json_object_set_new(o, "samples", json_integer((json_int_t)d->samples));
+    json_object_set_new(o, "dropped_map_full", json_integer((json_int_t)d->map_full));
+    json_object_set_new(o, "user_stack_collisions", json_integer((json_int_t)d->ustack_collisions));
+    json_object_set_new(o, "kernel_stack_collisions",
+                        json_integer((json_int_t)d->kstack_collisions));
+    json_object_set_new(o, "user_stack_errors", json_integer((json_int_t)d->ustack_errors));
+    json_object_set_new(o, "lost_samples", json_integer((json_int_t)d->lost));
+    json_object_set_new(o, "filtered_samples", json_integer((json_int_t)d->filtered));
+    json_object_set_new(o, "cpu_seconds", json_real(cpu));
+    json_object_set_new(o, "rss_kb", json_integer(rss));
+    json_object_set_new(o, "discovery_ms", json_real(discovery_ms));
+    return o;
 }
 
 static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *before,
@@ -180,34 +193,76 @@ static int write_session(const pp_config *cfg, const json_t *static_md, pp_profi
     return rc;
 }
 
-int pp_run_sessions(const pp_config *cfg)
+/* Everything that lives for the whole run. */
+typedef struct run_state {
+    const pp_config *cfg;
+    int sfd;
+    pp_uploader *up;
+    pp_symbolizer *sym;
+    pp_sampler *sampler;
+    pp_discovery *disc;
+    pp_identity *ident;
+    json_t *static_md;
+    pp_sampler_stats prev;
+    const pp_runtime_driver *drivers[PP_KIND_COUNT];
+    size_t ndrivers;
+} run_state;
+
+static void run_teardown(run_state *rs)
 {
+    json_decref(rs->static_md);
+    pp_sampler_stop(rs->sampler);
+    pp_uploader_stop(rs->up);
+    pp_identity_free(rs->ident);
+    pp_discovery_free(rs->disc);
+    pp_symbolizer_free(rs->sym);
+    if (rs->sfd >= 0)
+        close(rs->sfd);
+}
+
+/* The runtime profilers enabled by --<rt>-mode (drivers that have a start()). */
+static void pick_drivers(run_state *rs)
+{
+    for (int k = 0; k < PP_KIND_COUNT; k++) {
+        const pp_runtime_driver *d = pp_runtime_for_kind((pp_proc_kind)k);
+        if (!d || !d->start || d->cli_runtime < 0)
+            continue;
+        const char *mode = rs->cfg->runtime_mode[d->cli_runtime];
+        if (mode && strcmp(mode, "disabled") != 0)
+            rs->drivers[rs->ndrivers++] = d;
+    }
+}
+
+static int run_init(run_state *rs, const pp_config *cfg)
+{
+    memset(rs, 0, sizeof(*rs));
+    rs->cfg = cfg;
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGTERM);
-    int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sfd < 0) {
+    rs->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (rs->sfd < 0) {
         pp_critical("cannot create a signalfd: %s", strerror(errno));
-        return 1;
+        return -1;
     }
-
-    pp_uploader *up = NULL;
-    char uerr[512];
-    if (pp_uploader_start(cfg, &up, uerr, sizeof(uerr)) < 0) {
-        pp_critical("%s", uerr);
-        close(sfd);
-        return 1;
+    char err[512];
+    if (pp_uploader_start(cfg, &rs->up, err, sizeof(err)) < 0) {
+        pp_critical("%s", err);
+        return -1;
     }
-    pp_symbolizer *sym = pp_symbolizer_new(0);
-    pp_sampler *sampler = NULL;
-    int exit_code = 0;
-    if (!sym) {
-        pp_critical("out of memory");
-        pp_uploader_stop(up);
-        close(sfd);
-        return 1;
+    pp_discovery_opts dopts = {.pids = cfg->pids,
+                               .npids = cfg->npids,
+                               .min_duration = cfg->min_duration,
+                               .self_pid = getpid()};
+    rs->disc = pp_discovery_new(&dopts, err, sizeof(err));
+    rs->sym = pp_symbolizer_new(0);
+    rs->ident = pp_identity_new(cfg);
+    if (!rs->disc || !rs->sym || !rs->ident) {
+        pp_critical("cannot initialize: %s", rs->disc ? "out of memory" : err);
+        return -1;
     }
+    pick_drivers(rs);
     if (cfg->perf_mode != PP_PERF_DISABLED) {
         pp_sampler_opts so = {
             .kind = cfg->perf_mode == PP_PERF_EVENT ? PP_SAMPLER_PERF_EVENT : PP_SAMPLER_AUTO,
@@ -215,91 +270,129 @@ int pp_run_sessions(const pp_config *cfg)
             .pids = cfg->pids,
             .npids = cfg->npids,
         };
-        char err[512];
-        sampler = pp_sampler_start(&so, sym, err, sizeof(err));
-        if (!sampler) {
+        rs->sampler = pp_sampler_start(&so, rs->sym, err, sizeof(err));
+        if (!rs->sampler) {
             pp_critical("cannot start the system sampler: %s", err);
-            pp_symbolizer_free(sym);
-            pp_uploader_stop(up);
-            close(sfd);
-            return 1;
+            return -1;
         }
-        pp_info("system sampler running (%s mode, %d Hz)", pp_sampler_kind_name(sampler),
+        pp_info("system sampler running (%s mode, %d Hz)", pp_sampler_kind_name(rs->sampler),
                 cfg->frequency);
         /* Load the kernel symbol table now (about 50 ms of kernel time to read kallsyms), so
          * that it is never paid between a session's end and its file. */
         char warm[256];
-        pp_symbolize_kernel(sym, 0, warm, sizeof(warm));
+        pp_symbolize_kernel(rs->sym, 0, warm, sizeof(warm));
     }
+    rs->static_md = pp_host_metadata(cfg, time(NULL));
+    return 0;
+}
 
-    json_t *static_md = pp_host_metadata(cfg, time(NULL));
-    pp_sampler_stats prev = {0};
-    bool stop = false;
-    while (!stop) {
-        double start = mono_now(), deadline = start + cfg->duration;
-        time_t wall_start = time(NULL);
-        double cpu0 = cpu_seconds();
-        pp_host_metrics metrics;
-        pp_metrics_begin(&metrics);
-        pp_profile *prof = pp_profile_new();
-        if (!prof) {
-            pp_critical("out of memory");
-            exit_code = 1;
+static void drain(run_state *rs, pp_profile *prof)
+{
+    pp_symbolizer_begin_pass(rs->sym);
+    if (pp_sampler_drain(rs->sampler, prof) < 0)
+        pp_warn("some samples could not be stored (out of memory)");
+}
+
+/* One session: discovery, runtime profilers and sampler over the same window, merge, identity,
+ * output. Sets *stop when a termination signal arrived. Returns 0 or -1 (output failed). */
+static int run_session(run_state *rs, bool *stop)
+{
+    const pp_config *cfg = rs->cfg;
+    double start = mono_now(), deadline = start + cfg->duration;
+    time_t wall_start = time(NULL);
+    double cpu0 = cpu_seconds();
+    pp_host_metrics metrics;
+    pp_metrics_begin(&metrics);
+    pp_profile *prof = pp_profile_new();
+    pp_proc_list procs = {0};
+    if (!prof) {
+        pp_critical("out of memory");
+        return -1;
+    }
+    double t0 = mono_now();
+    if (pp_discover(rs->disc, &procs) < 0)
+        pp_warn("cannot read /proc: processes are not classified this session");
+    double disc_ms = (mono_now() - t0) * 1000;
+    pp_identity_set_procs(rs->ident, &procs);
+    pp_runtime_ctx ctx = {.cfg = cfg};
+    pp_runner *runner =
+        rs->ndrivers ? pp_runner_start(rs->drivers, rs->ndrivers, &ctx, &procs, deadline) : NULL;
+    pp_info("profiling session started (%d s, %zu processes classified in %.1f ms)", cfg->duration,
+            procs.n, disc_ms);
+
+    for (;;) {
+        double left = deadline - mono_now();
+        if (left <= 0)
+            break;
+        int ms = left * 1000 < DRAIN_INTERVAL_MS ? (int)(left * 1000 + 0.5) : DRAIN_INTERVAL_MS;
+        if (wait_signal(rs->sfd, ms)) {
+            *stop = true;
             break;
         }
-        pp_info("profiling session started (%d s)", cfg->duration);
-        for (;;) {
-            double left = deadline - mono_now();
-            if (left <= 0)
-                break;
-            int ms = left * 1000 < DRAIN_INTERVAL_MS ? (int)(left * 1000 + 0.5) : DRAIN_INTERVAL_MS;
-            if (wait_signal(sfd, ms)) {
-                stop = true;
-                break;
-            }
-            if (sampler && mono_now() < deadline) {
-                pp_symbolizer_begin_pass(sym);
-                if (pp_sampler_drain(sampler, prof) < 0)
-                    pp_warn("some samples could not be stored (out of memory)");
-                log_drain(prof);
-            }
-            pp_metrics_poll(&metrics);
+        if (rs->sampler && mono_now() < deadline) {
+            drain(rs, prof);
+            log_drain(prof);
         }
-        pp_sampler_stats now = {0}, delta = {0};
-        if (sampler) {
-            pp_symbolizer_begin_pass(sym);
-            if (pp_sampler_drain(sampler, prof) < 0)
-                pp_warn("some samples could not be stored (out of memory)");
-            pp_sampler_get_stats(sampler, &now);
-            stats_delta(&now, &prev, &delta);
-            prev = now;
-            if (delta.map_full || delta.ustack_collisions || delta.kstack_collisions || delta.lost)
-                pp_warn("sampler drops this session: %llu samples (map full), %llu lost, "
-                        "%llu user / %llu kernel stacks (hash collisions)",
-                        (unsigned long long)delta.map_full, (unsigned long long)delta.lost,
-                        (unsigned long long)delta.ustack_collisions,
-                        (unsigned long long)delta.kstack_collisions);
+        pp_metrics_poll(&metrics);
+    }
+    double end = fmin(deadline, mono_now());
+    double t_end = mono_now();
+    pp_sampler_stats now = {0}, delta = {0};
+    if (rs->sampler) {
+        drain(rs, prof);
+        pp_sampler_get_stats(rs->sampler, &now);
+        stats_delta(&now, &rs->prev, &delta);
+        rs->prev = now;
+        if (delta.map_full || delta.ustack_collisions || delta.kstack_collisions || delta.lost)
+            pp_warn("sampler drops this session: %llu samples (map full), %llu lost, "
+                    "%llu user / %llu kernel stacks (hash collisions)",
+                    (unsigned long long)delta.map_full, (unsigned long long)delta.lost,
+                    (unsigned long long)delta.ustack_collisions,
+                    (unsigned long long)delta.kstack_collisions);
+    }
+    if (runner) {
+        pp_profile **rts;
+        size_t nrt = pp_runner_finish(runner, *stop ? 0 : 2.0, &rts);
+        for (size_t i = 0; i < nrt; i++)
+            if (pp_merge_runtime(prof, rts[i], rs->sampler != NULL) < 0)
+                pp_warn("out of memory while merging runtime profiles");
+        pp_runner_free(runner);
+    }
+    double t_merged = mono_now();
+    pp_identity_annotate(rs->ident, prof, rs->disc);
+    pp_debug("session end: drain and merge %.1f ms, identity %.1f ms", (t_merged - t_end) * 1000,
+             (mono_now() - t_merged) * 1000);
+    json_t *counters =
+        own_counters(&delta, rs->sampler ? pp_sampler_kind_name(rs->sampler) : "none",
+                     cpu_seconds() - cpu0, disc_ms, rss_kb());
+    int rc = write_session(cfg, rs->static_md, prof, &metrics, counters, wall_start, rs->up, end);
+    json_decref(counters);
+    pp_profile_free(prof);
+    pp_proc_list_free(&procs);
+    return rc;
+}
+
+int pp_run_sessions(const pp_config *cfg)
+{
+    run_state rs;
+    if (run_init(&rs, cfg) < 0) {
+        run_teardown(&rs);
+        return 1;
+    }
+    int exit_code = 0;
+    bool stop = false;
+    while (!stop) {
+        if (run_session(&rs, &stop) < 0 && !cfg->continuous) {
+            exit_code = 1; /* in continuous mode a failed session does not end the run */
+            break;
         }
-        json_t *counters = own_counters(&delta, sampler ? pp_sampler_kind_name(sampler) : "none",
-                                        cpu_seconds() - cpu0, 0, rss_kb());
-        if (write_session(cfg, static_md, prof, &metrics, counters, wall_start, up, fmin(deadline, mono_now())) < 0)
-            exit_code = 1;
-        json_decref(counters);
-        pp_profile_free(prof);
         if (!cfg->continuous)
             break;
         if (controller_gone(cfg)) {
             pp_info("Controller process %d has exited; polyprof stopping...", cfg->controller_pid);
             break;
         }
-        if (exit_code && !cfg->continuous)
-            break;
-        exit_code = 0; /* in continuous mode a failed session does not end the run */
     }
-    json_decref(static_md);
-    pp_sampler_stop(sampler);
-    pp_uploader_stop(up);
-    pp_symbolizer_free(sym);
-    close(sfd);
+    run_teardown(&rs);
     return exit_code;
 }

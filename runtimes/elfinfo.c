@@ -1,0 +1,248 @@
+#include "runtimes/elfinfo.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_SCAN (256UL << 20)
+
+static Elf *open_elf(const char *path, int *fd)
+{
+    elf_version(EV_CURRENT);
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0)
+        return NULL;
+    Elf *e = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+    if (!e || elf_kind(e) != ELF_K_ELF) {
+        if (e)
+            elf_end(e);
+        close(*fd);
+        *fd = -1;
+        return NULL;
+    }
+    return e;
+}
+
+static const char *machine_name(unsigned m)
+{
+    switch (m) {
+    case EM_X86_64:
+        return "x86_64";
+    case EM_AARCH64:
+        return "aarch64";
+    case EM_386:
+        return "i386";
+    case EM_ARM:
+        return "arm";
+    case EM_PPC64:
+        return "ppc64le";
+    case EM_S390:
+        return "s390x";
+    case EM_RISCV:
+        return "riscv64";
+    default:
+        return "";
+    }
+}
+
+/* Walks the notes of a note section's data; sets buildid / go flags. */
+static void scan_notes(Elf_Data *d, pp_elfinfo *out)
+{
+    size_t off = 0, name_off, desc_off;
+    GElf_Nhdr nh;
+    while (d && off < d->d_size && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+        const char *name = (const char *)d->d_buf + name_off;
+        const unsigned char *desc = (const unsigned char *)d->d_buf + desc_off;
+        if (nh.n_namesz == 4 && memcmp(name, "GNU", 4) == 0 && nh.n_type == NT_GNU_BUILD_ID &&
+            !out->buildid[0] && nh.n_descsz <= 40) {
+            size_t k = (size_t)snprintf(out->buildid, sizeof(out->buildid), "buildid:");
+            for (size_t i = 0; i < nh.n_descsz; i++)
+                k += (size_t)snprintf(out->buildid + k, sizeof(out->buildid) - k, "%02x", desc[i]);
+        } else if (nh.n_namesz == 3 && memcmp(name, "Go", 3) == 0 && nh.n_type == 4) {
+            out->go = true;
+        }
+    }
+}
+
+/* .go.buildinfo: "\xff Go buildinf:" magic, pointer size, flags; with flags & 2 (Go 1.18+) the
+ * version follows at offset 32 as a varint-length-prefixed string. */
+static void go_buildinfo(Elf_Data *d, pp_elfinfo *out)
+{
+    static const char magic[] = "\xff Go buildinf:";
+    if (!d || d->d_size < 33 || memcmp(d->d_buf, magic, 14) != 0)
+        return;
+    out->go = true;
+    const unsigned char *b = d->d_buf;
+    if (!(b[15] & 2))
+        return; /* pre-1.18 layout stores pointers; the version stays unknown */
+    size_t off = 32, len = 0;
+    int shift = 0;
+    while (off < d->d_size && shift < 28) {
+        unsigned char c = b[off++];
+        len |= (size_t)(c & 0x7f) << shift;
+        if (!(c & 0x80))
+            break;
+        shift += 7;
+    }
+    if (len > 0 && len < sizeof(out->go_version) && off + len <= d->d_size) {
+        memcpy(out->go_version, b + off, len);
+        out->go_version[len] = '\0';
+    }
+}
+
+int pp_elfinfo_read(const char *path, pp_elfinfo *out)
+{
+    memset(out, 0, sizeof(*out));
+    int fd;
+    Elf *e = open_elf(path, &fd);
+    if (!e)
+        return -1;
+    GElf_Ehdr eh;
+    if (!gelf_getehdr(e, &eh)) {
+        elf_end(e);
+        close(fd);
+        return -1;
+    }
+    out->valid = true;
+    snprintf(out->arch, sizeof(out->arch), "%s", machine_name(eh.e_machine));
+    size_t shstrndx = 0;
+    elf_getshdrstrndx(e, &shstrndx);
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(e, scn))) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh))
+            continue;
+        const char *name = elf_strptr(e, shstrndx, sh.sh_name);
+        if (sh.sh_type == SHT_SYMTAB)
+            out->has_symtab = true;
+        if (sh.sh_type == SHT_NOTE && sh.sh_size < (1 << 20))
+            scan_notes(elf_getdata(scn, NULL), out);
+        if (name && strcmp(name, ".go.buildinfo") == 0 && sh.sh_type != SHT_NOBITS)
+            go_buildinfo(elf_getdata(scn, NULL), out);
+    }
+    size_t nph = 0;
+    elf_getphdrnum(e, &nph);
+    for (size_t i = 0; i < nph; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_INTERP)
+            continue;
+        out->has_interp = true;
+        size_t sz = 0;
+        char *img = elf_rawfile(e, &sz);
+        if (img && ph.p_offset < sz && ph.p_filesz < sizeof(out->interp) &&
+            ph.p_offset + ph.p_filesz <= sz) {
+            memcpy(out->interp, img + ph.p_offset, ph.p_filesz);
+            out->interp[ph.p_filesz] = '\0';
+        }
+    }
+    elf_end(e);
+    close(fd);
+    return 0;
+}
+
+int pp_elf_find_string(const char *path, const char *prefix, const char *accept, size_t maxlen,
+                       int (*valid)(const char *s), char *out, size_t outlen)
+{
+    int fd;
+    Elf *e = open_elf(path, &fd);
+    size_t plen = strlen(prefix);
+    const char *data = NULL;
+    size_t size = 0;
+    if (e) {
+        size_t shstrndx = 0, fsz = 0;
+        elf_getshdrstrndx(e, &shstrndx);
+        char *img = elf_rawfile(e, &fsz);
+        Elf_Scn *scn = NULL;
+        while ((scn = elf_nextscn(e, scn)) && img) {
+            GElf_Shdr sh;
+            const char *name;
+            if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS &&
+                (name = elf_strptr(e, shstrndx, sh.sh_name)) && strcmp(name, ".rodata") == 0 &&
+                sh.sh_offset < fsz && sh.sh_size <= fsz - sh.sh_offset) {
+                data = img + sh.sh_offset;
+                size = sh.sh_size < MAX_SCAN ? sh.sh_size : MAX_SCAN;
+            }
+        }
+    }
+    int rc = -1;
+    if (data) {
+        for (const char *p = data; p + plen < data + size;) {
+            const char *hit = memmem(p, (size_t)(data + size - p), prefix, plen);
+            if (!hit)
+                break;
+            bool at_start = hit == data || hit[-1] == '\0';
+            size_t n = plen;
+            while (hit + n < data + size && n < maxlen && hit[n] && strchr(accept, hit[n]))
+                n++;
+            if (at_start && hit + n < data + size && hit[n] == '\0' && n > plen && n < outlen) {
+                memcpy(out, hit, n);
+                out[n] = '\0';
+                if (!valid || valid(out)) {
+                    rc = 0;
+                    break;
+                }
+            }
+            p = hit + 1;
+        }
+    }
+    if (e) {
+        elf_end(e);
+        close(fd);
+    }
+    return rc;
+}
+
+int pp_elf_read_symbol(const char *path, const char *name, void *buf, size_t size)
+{
+    int fd;
+    Elf *e = open_elf(path, &fd);
+    if (!e)
+        return -1;
+    int rc = -1;
+    GElf_Addr addr = 0;
+    bool found = false;
+    Elf_Scn *scn = NULL;
+    while (!found && (scn = elf_nextscn(e, scn))) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
+            !sh.sh_entsize)
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        size_t n = d ? d->d_size / sh.sh_entsize : 0;
+        for (size_t i = 0; i < n; i++) {
+            GElf_Sym s;
+            const char *sn;
+            if (gelf_getsym(d, (int)i, &s) && s.st_shndx != SHN_UNDEF &&
+                (sn = elf_strptr(e, sh.sh_link, s.st_name)) && strcmp(sn, name) == 0) {
+                addr = s.st_value;
+                found = true;
+                break;
+            }
+        }
+    }
+    size_t nph = 0, fsz = 0;
+    char *img = found ? elf_rawfile(e, &fsz) : NULL;
+    elf_getphdrnum(e, &nph);
+    for (size_t i = 0; img && i < nph && rc < 0; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+            continue;
+        if (addr >= ph.p_vaddr && addr + size <= ph.p_vaddr + ph.p_filesz) {
+            uint64_t off = ph.p_offset + (addr - ph.p_vaddr);
+            if (off + size <= fsz) {
+                memcpy(buf, img + off, size);
+                rc = 0;
+            }
+        }
+    }
+    elf_end(e);
+    close(fd);
+    return rc;
+}

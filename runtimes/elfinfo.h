@@ -1,0 +1,34 @@
+/* Facts read from an ELF file for application metadata (not symbolization): build id, machine,
+ * interpreter, sections, Go build info, version strings. All reads are bounded; a malformed
+ * file yields "unknown" answers, never a crash. */
+#ifndef PP_ELFINFO_H
+#define PP_ELFINFO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct pp_elfinfo {
+    bool valid;          /* a readable ELF */
+    char buildid[96];    /* "buildid:<hex>", "" when absent */
+    char arch[16];       /* uname style: "x86_64", "aarch64", ... ("" if unknown) */
+    bool has_symtab;     /* a .symtab section is present (not stripped) */
+    bool has_interp;     /* PT_INTERP present (dynamically linked) */
+    char interp[128];    /* the interpreter path */
+    bool go;             /* a Go binary: "Go" ELF note (type 4) or .go.buildinfo */
+    char go_version[32]; /* "go1.19.8" from .go.buildinfo, "" if unknown */
+} pp_elfinfo;
+
+/* Reads path (e.g. "/proc/<pid>/exe"). Returns 0 when it is an ELF file. */
+int pp_elfinfo_read(const char *path, pp_elfinfo *out);
+
+/* Finds the first NUL-terminated string in the file's .rodata that starts with prefix, is
+ * followed only by characters of accept (at most maxlen in all), and that valid() accepts (NULL:
+ * any). Returns 0 and the string in out. Scans at most 256 MiB. */
+int pp_elf_find_string(const char *path, const char *prefix, const char *accept, size_t maxlen,
+                       int (*valid)(const char *s), char *out, size_t outlen);
+
+/* Reads `size` bytes at the address of symbol `name` (from .dynsym or .symtab) from the file.
+ * Returns 0 on success. */
+int pp_elf_read_symbol(const char *path, const char *name, void *buf, size_t size);
+
+#endif

@@ -1,0 +1,49 @@
+/* Node.js: perf-only for now; metadata node_version (from the executable, no process started),
+ * link and libc (gProfiler §2.4), and the appid (§7.4). */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtimes/appid.h"
+#include "runtimes/elfinfo.h"
+#include "runtimes/runtime.h"
+
+/* Node embeds its version in the "node.js/vX.Y.Z" user-agent literal. */
+static int node_version_literal(const char *s)
+{
+    unsigned a, b, c;
+    char tail;
+    return sscanf(s, "node.js/v%u.%u.%u%c", &a, &b, &c, &tail) == 3 && a >= 4 && a < 100;
+}
+
+static json_t *node_metadata(int pid)
+{
+    char exe[64], ver[32];
+    snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+    pp_elfinfo ei;
+    json_t *o = json_object();
+    bool ok = pp_elfinfo_read(exe, &ei) == 0;
+    if (ok && pp_elf_find_string(exe, "node.js/v", "0123456789.", 24, node_version_literal, ver,
+                                 sizeof(ver)) == 0)
+        json_object_set_new(o, "node_version", json_string(ver + strlen("node.js/")));
+    else
+        json_object_set_new(o, "node_version", json_null());
+    json_object_set_new(o, "link", json_string(ok && !ei.has_interp ? "static" : "dynamic"));
+    json_object_set_new(o, "libc",
+                        !ok || !ei.has_interp
+                            ? json_null()
+                            : json_string(strstr(ei.interp, "musl") ? "musl" : "glibc"));
+    return o;
+}
+
+static char *node_appid(int pid)
+{
+    return pp_appid_for_pid(pid, "node");
+}
+
+const pp_runtime_driver pp_node_driver = {
+    .name = "nodejs",
+    .kind = PP_KIND_NODE,
+    .cli_runtime = PP_RT_NODEJS,
+    .metadata = node_metadata,
+    .appid = node_appid,
+};

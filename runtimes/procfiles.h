@@ -1,0 +1,13 @@
+/* Small bounded readers of /proc files shared by the runtime drivers. */
+#ifndef PP_PROCFILES_H
+#define PP_PROCFILES_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Reads at most len-1 bytes of path, NUL-terminates; returns bytes read or -1. */
+ssize_t pp_read_small_file(const char *path, char *buf, size_t len);
+/* Path (as in /proc/<pid>/maps) of the first mapping whose path contains needle. */
+int pp_find_mapping(int pid, const char *needle, char *out, size_t len);
+
+#endif

@@ -1,0 +1,209 @@
+#include "runtimes/runner.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "orchestrator/log.h"
+
+typedef struct job {
+    const pp_runtime_driver *drv;
+    const pp_runtime_ctx *ctx;
+    pp_proc *procs;
+    size_t n;
+    double deadline;
+    void *session;
+    pp_profile *out;
+    int rc;
+    pthread_t thread;
+    bool started;
+    /* done/abandoned under the runner lock: an abandoned job owns itself and frees its state
+     * when (if ever) its thread returns. */
+    bool done, abandoned;
+    pthread_mutex_t *lock;
+    pthread_cond_t *cond;
+} job;
+
+struct pp_runner {
+    job **jobs;
+    size_t n;
+    pp_profile **results;
+};
+
+/* Process-wide, so that an abandoned job's thread can still signal after its runner is gone. */
+static pthread_mutex_t runner_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t runner_cond = PTHREAD_COND_INITIALIZER;
+
+static void job_free(job *j)
+{
+    if (j->session && j->drv->free)
+        j->drv->free(j->session);
+    pp_profile_free(j->out);
+    free(j->procs);
+    free(j);
+}
+
+static void *job_main(void *arg)
+{
+    job *j = arg;
+    j->session = j->drv->start(j->ctx, j->procs, j->n, j->deadline);
+    j->rc = j->session ? j->drv->collect(j->session, j->out) : -1;
+    pthread_mutex_lock(j->lock);
+    bool abandoned = j->abandoned;
+    j->done = true;
+    pthread_cond_broadcast(j->cond);
+    pthread_mutex_unlock(j->lock);
+    if (abandoned)
+        job_free(j); /* nobody waits for it any more */
+    return NULL;
+}
+
+pp_runner *pp_runner_start(const pp_runtime_driver *const *drivers, size_t n,
+                           const pp_runtime_ctx *ctx, const pp_proc_list *procs, double deadline)
+{
+    pp_runner *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->jobs = calloc(n ? n : 1, sizeof(*r->jobs));
+    r->results = calloc(n ? n : 1, sizeof(*r->results));
+    if (!r->jobs || !r->results) {
+        pp_runner_free(r);
+        return NULL;
+    }
+    for (size_t d = 0; d < n; d++) {
+        const pp_runtime_driver *drv = drivers[d];
+        if (!drv->start || !drv->collect)
+            continue;
+        job *j = calloc(1, sizeof(*j));
+        if (!j)
+            continue;
+        j->procs = calloc(procs->n ? procs->n : 1, sizeof(*j->procs));
+        j->out = pp_profile_new();
+        if (!j->procs || !j->out) {
+            job_free(j);
+            continue;
+        }
+        for (size_t i = 0; i < procs->n; i++)
+            if (procs->procs[i].kind == drv->kind && !procs->procs[i].blacklisted)
+                j->procs[j->n++] = procs->procs[i];
+        if (j->n == 0) {
+            job_free(j);
+            continue;
+        }
+        j->drv = drv;
+        j->ctx = ctx;
+        j->deadline = deadline;
+        j->lock = &runner_lock;
+        j->cond = &runner_cond;
+        if (pthread_create(&j->thread, NULL, job_main, j) != 0) {
+            pp_error("cannot start a thread for the %s profiler", drv->name);
+            job_free(j);
+            continue;
+        }
+        pthread_detach(j->thread);
+        j->started = true;
+        r->jobs[r->n++] = j;
+        pp_debug("%s profiler: %zu processes", drv->name, j->n);
+    }
+    return r;
+}
+
+static void error_stacks(job *j, pp_profile *out, const char *reason)
+{
+    for (size_t i = 0; i < j->n; i++) {
+        pp_pid_profile *pp = pp_profile_get(out, j->procs[i].pid, true);
+        if (!pp)
+            return;
+        pp_pid_clear(pp);
+        pp->comm = pp_profile_intern(out, j->procs[i].comm);
+        uint32_t f = pp_profile_intern(out, reason);
+        pp_pid_add(pp, &f, 1, 1);
+    }
+}
+
+static void abs_time(double mono_deadline, struct timespec *ts)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    double now = (double)ts->tv_sec + (double)ts->tv_nsec / 1e9;
+    double t = mono_deadline > now ? mono_deadline : now;
+    ts->tv_sec = (time_t)t;
+    ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
+}
+
+/* Waits for j->done until the monotonic deadline. Called with runner_lock held. */
+static bool wait_done(job *j, double until)
+{
+    struct timespec ts;
+    abs_time(until, &ts);
+    while (!j->done) {
+        int rc = pthread_cond_clockwait(&runner_cond, &runner_lock, CLOCK_MONOTONIC, &ts);
+        if (rc == ETIMEDOUT)
+            break;
+    }
+    return j->done;
+}
+
+size_t pp_runner_finish(pp_runner *r, double grace, pp_profile ***profiles)
+{
+    size_t nres = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        job *j = r->jobs[i];
+        pthread_mutex_lock(&runner_lock);
+        bool ok = wait_done(j, j->deadline + grace);
+        if (!ok && j->session && j->drv->stop) {
+            pthread_mutex_unlock(&runner_lock);
+            pp_warn("%s profiler overran the session; stopping it", j->drv->name);
+            j->drv->stop(j->session);
+            pthread_mutex_lock(&runner_lock);
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            ok = wait_done(j, (double)now.tv_sec + (double)now.tv_nsec / 1e9 + 2.0);
+        }
+        pp_profile *res = NULL;
+        if (ok) {
+            res = j->out;
+            j->out = NULL;
+            if (j->rc < 0 && !j->session)
+                error_stacks(j, res, "[Profiling error: profiler failed to start]");
+        } else {
+            /* Abandon it: the thread frees the job if it ever returns. */
+            j->abandoned = true;
+            r->jobs[i] = NULL;
+            pp_error("%s profiler did not stop; its processes get an error stack", j->drv->name);
+            res = pp_profile_new();
+            if (res)
+                error_stacks(j, res, "[Profiling error: profiler did not finish in time]");
+        }
+        pthread_mutex_unlock(&runner_lock);
+        if (res)
+            r->results[nres++] = res;
+    }
+    *profiles = r->results;
+    return nres;
+}
+
+void pp_runner_free(pp_runner *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        job *j = r->jobs[i];
+        if (!j)
+            continue;
+        pthread_mutex_lock(&runner_lock);
+        bool done = j->done;
+        if (!done)
+            j->abandoned = true;
+        pthread_mutex_unlock(&runner_lock);
+        if (done)
+            job_free(j);
+    }
+    for (size_t i = 0; r->results && i < r->n; i++)
+        pp_profile_free(r->results[i]);
+    free(r->jobs);
+    free(r->results);
+    free(r);
+}

@@ -1,0 +1,180 @@
+/* Unit tests: the runtime-profiler runner with stand-in drivers (normal, failing to start,
+ * hanging until stopped, never returning). */
+#include "tests/unit/testutil.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "merge/scale.h"
+#include "orchestrator/child.h"
+#include "runtimes/runner.h"
+
+TestSuite(runner, .init = pp_test_quiet_log);
+
+typedef struct {
+    const pp_proc *procs;
+    size_t n;
+    atomic_bool stop;
+    int mode;
+} fake;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *fake_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double dl,
+                        int mode)
+{
+    (void)ctx;
+    (void)dl;
+    if (mode == 1)
+        return NULL;
+    fake *f = calloc(1, sizeof(*f));
+    f->procs = procs;
+    f->n = n;
+    f->mode = mode;
+    return f;
+}
+
+static void *start_ok(const pp_runtime_ctx *c, const pp_proc *p, size_t n, double d)
+{
+    return fake_start(c, p, n, d, 0);
+}
+static void *start_fail(const pp_runtime_ctx *c, const pp_proc *p, size_t n, double d)
+{
+    return fake_start(c, p, n, d, 1);
+}
+static void *start_hang(const pp_runtime_ctx *c, const pp_proc *p, size_t n, double d)
+{
+    return fake_start(c, p, n, d, 2);
+}
+
+static int collect(void *s, pp_profile *out)
+{
+    fake *f = s;
+    if (f->mode == 2) /* hangs until told to stop */
+        while (!atomic_load(&f->stop)) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    for (size_t i = 0; i < f->n; i++) {
+        pp_pid_profile *pp = pp_profile_get(out, f->procs[i].pid, true);
+        pp->comm = pp_profile_intern(out, f->procs[i].comm);
+        uint32_t fr = pp_profile_intern(out, "work_[p]");
+        pp_pid_add(pp, &fr, 1, 5);
+    }
+    return 0;
+}
+
+static void stop(void *s)
+{
+    atomic_store(&((fake *)s)->stop, true);
+}
+
+static void fake_free(void *s)
+{
+    free(s);
+}
+
+static const pp_runtime_driver ok_drv = {.name = "okrt",
+                                         .kind = PP_KIND_PYTHON,
+                                         .start = start_ok,
+                                         .collect = collect,
+                                         .stop = stop,
+                                         .free = fake_free};
+static const pp_runtime_driver fail_drv = {.name = "failrt",
+                                           .kind = PP_KIND_RUBY,
+                                           .start = start_fail,
+                                           .collect = collect,
+                                           .free = fake_free};
+static const pp_runtime_driver hang_drv = {.name = "hangrt",
+                                           .kind = PP_KIND_JAVA,
+                                           .start = start_hang,
+                                           .collect = collect,
+                                           .stop = stop,
+                                           .free = fake_free};
+
+static pp_proc_list procs(void)
+{
+    pp_proc_list l = {0};
+    l.cap = 4;
+    l.procs = calloc(l.cap, sizeof(*l.procs));
+    l.procs[l.n++] = (pp_proc){.pid = 100, .kind = PP_KIND_PYTHON, .comm = "python"};
+    l.procs[l.n++] =
+        (pp_proc){.pid = 101, .kind = PP_KIND_PYTHON, .comm = "python", .blacklisted = true};
+    l.procs[l.n++] = (pp_proc){.pid = 200, .kind = PP_KIND_RUBY, .comm = "ruby"};
+    l.procs[l.n++] = (pp_proc){.pid = 300, .kind = PP_KIND_JAVA, .comm = "java"};
+    return l;
+}
+
+Test(runner, drivers_run_concurrently_and_failures_stay_local)
+{
+    pp_proc_list l = procs();
+    const pp_runtime_driver *d[] = {&ok_drv, &fail_drv, &hang_drv};
+    pp_runtime_ctx ctx = {0};
+    double t0 = now_s();
+    pp_runner *r = pp_runner_start(d, 3, &ctx, &l, t0 + 0.2);
+    pp_profile **res;
+    size_t n = pp_runner_finish(r, 0.1, &res);
+    double took = now_s() - t0;
+    cr_assert_eq(n, 3);
+    cr_assert_lt(took, 3.0, "the hanging driver was stopped (took %.2f s)", took);
+    pp_profile *sys = pp_profile_new();
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(pp_merge_runtime(sys, res[i], true), 0);
+    /* ok: its pid profiled, the blacklisted one not */
+    cr_assert_eq(pp_pid_total(pp_profile_get(sys, 100, false)), 5);
+    cr_assert_null(pp_profile_get(sys, 101, false));
+    /* failing start: an error stack for its pid (kept unscaled, no sampler data here) */
+    pp_pid_profile *rb = pp_profile_get(sys, 200, false);
+    cr_assert_not_null(rb);
+    size_t nf;
+    const uint32_t *f = pp_pid_stack(rb, 0, &nf, NULL);
+    cr_assert_str_eq(pp_profile_str(sys, f[0]), "[Profiling error: profiler failed to start]");
+    /* hang, then stopped: returned its data after stop() */
+    cr_assert_eq(pp_pid_total(pp_profile_get(sys, 300, false)), 5);
+    pp_profile_free(sys);
+    pp_runner_free(r);
+    free(l.procs);
+}
+
+/* A driver that ignores stop(): abandoned, error stacks for its pids. Its thread stays blocked
+ * until the test process exits. */
+static int collect_forever(void *s, pp_profile *out)
+{
+    (void)s;
+    (void)out;
+    for (;;)
+        pause();
+    return 0;
+}
+
+static const pp_runtime_driver stuck_drv = {.name = "stuckrt",
+                                            .kind = PP_KIND_JAVA,
+                                            .start = start_hang,
+                                            .collect = collect_forever,
+                                            .stop = stop,
+                                            .free = fake_free};
+
+Test(runner, stuck_driver_is_abandoned_with_error_stacks, .timeout = 20)
+{
+    pp_proc_list l = procs();
+    const pp_runtime_driver *d[] = {&stuck_drv};
+    pp_runtime_ctx ctx = {0};
+    pp_runner *r = pp_runner_start(d, 1, &ctx, &l, now_s() + 0.1);
+    pp_profile **res;
+    size_t n = pp_runner_finish(r, 0.1, &res);
+    cr_assert_eq(n, 1);
+    pp_pid_profile *pp = pp_profile_get(res[0], 300, false);
+    cr_assert_not_null(pp);
+    size_t nf;
+    const uint32_t *f = pp_pid_stack(pp, 0, &nf, NULL);
+    cr_assert_str_eq(pp_profile_str(res[0], f[0]),
+                     "[Profiling error: profiler did not finish in time]");
+    pp_runner_free(r);
+    free(l.procs);
+}
