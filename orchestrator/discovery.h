@@ -22,10 +22,13 @@ typedef struct pp_proc {
     int pid;
     int ppid;
     pp_proc_kind kind;
-    char comm[17];            /* Name: of /proc/<pid>/status */
+    char comm[17];                  /* comm of /proc/<pid>/stat (= Name: of status, unescaped) */
     unsigned long long start_ticks; /* field 22 of /proc/<pid>/stat */
-    bool blacklisted;         /* matched the runtime but must not be runtime-profiled (e.g.
-                                 gProfiler's Python blacklist, pypy) */
+    bool blacklisted;               /* matched the runtime but must not be runtime-profiled (e.g.
+                                       gProfiler's Python blacklist, pypy) */
+    /* Bit (1u << k) for every kind whose rule matched; kind is the one chosen
+     * (docs/discovery.md: the executable's runtime first, then enum order). 0 for native. */
+    unsigned kinds;
 } pp_proc;
 
 typedef struct pp_proc_list {
@@ -34,17 +37,23 @@ typedef struct pp_proc_list {
 } pp_proc_list;
 
 typedef struct pp_discovery_opts {
-    const int *pids;          /* restrict to these pids (NULL = all) */
+    const int *pids; /* restrict to these pids (NULL = all) */
     size_t npids;
-    int min_duration;         /* skip processes younger than this many seconds (0 = none) */
-    int self_pid;             /* polyprof's pid: it and its children are never listed */
-    /* Regex overrides (PCRE2) per kind, NULL = built-in default; matched per maps line. */
+    int min_duration; /* skip processes younger than this many seconds (0 = none) */
+    int self_pid;     /* polyprof's pid: it and its descendants are never listed.
+                         0 = getpid(), negative = no self-exclusion (tests). */
+    /* Regex overrides (PCRE2) per kind, NULL = built-in default, "" = kind disabled; matched per
+     * maps line of a distinct file mapping, except Node: matched against the executable's path
+     * (readlink /proc/<pid>/exe). Go: the ELF note check always applies, a regex adds to it.
+     * native: must be NULL. */
     const char *maps_regex[PP_KIND_COUNT];
 } pp_discovery_opts;
 
 typedef struct pp_discovery pp_discovery;
 
-/* Compiles the regexes once. NULL with a message in err if an override does not compile. */
+/* Compiles the regexes once. NULL with a message in err if an override does not compile (the
+ * message names the kind, the PCRE2 error and its offset). Not thread-safe: one pp_discovery per
+ * thread. */
 pp_discovery *pp_discovery_new(const pp_discovery_opts *o, char *err, size_t errlen);
 void pp_discovery_free(pp_discovery *d);
 /* One pass over /proc (kernel threads skipped, vanished processes skipped silently). The list
@@ -54,5 +63,16 @@ int pp_discover(pp_discovery *d, pp_proc_list *out);
 int pp_discover_one(pp_discovery *d, int pid, pp_proc *out);
 void pp_proc_list_free(pp_proc_list *l);
 const char *pp_proc_kind_name(pp_proc_kind k); /* "native", "java", "python", ... */
+
+/* Counters since pp_discovery_new. A process seen in the previous pass with the same start time
+ * and comm, and the same vsize or a runtime kind, reuses its classification without reading its
+ * maps (docs/discovery.md); Go answers are cached per executable identity. */
+typedef struct pp_discovery_stats {
+    unsigned long passes;     /* pp_discover calls */
+    unsigned long maps_reads; /* /proc/<pid>/maps files read */
+    unsigned long reused;     /* classifications reused from the previous pass */
+    unsigned long elf_opens;  /* executables parsed for the Go check */
+} pp_discovery_stats;
+void pp_discovery_get_stats(const pp_discovery *d, pp_discovery_stats *s);
 
 #endif

@@ -1,0 +1,62 @@
+/* Process discovery internals shared by discovery.c, discovery_proc.c and the unit tests. */
+#ifndef PP_DISCOVERY_INT_H
+#define PP_DISCOVERY_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "orchestrator/discovery.h"
+
+/* Fields of /proc/<pid>/stat that discovery uses. */
+typedef struct pp_stat_info {
+    int ppid;
+    unsigned long flags;            /* field 9 (PF_* task flags) */
+    unsigned long long start_ticks; /* field 22 */
+    unsigned long long vsize;       /* field 23 (bytes) */
+    char comm[17];
+} pp_stat_info;
+
+#define PP_PF_KTHREAD 0x00200000UL
+
+/* Parses a /proc/<pid>/stat line. The comm field may hold spaces and parentheses: fields after
+ * it are parsed from the last ')'. Returns 0, or -1 if the line is malformed. */
+int pp_disc_parse_stat(const char *buf, size_t len, pp_stat_info *out);
+
+/* Reads a whole (small) /proc file into buf (NUL-terminated, at most cap - 1 bytes). Returns
+ * the length, or -1 with errno. */
+ssize_t pp_disc_read_small(const char *path, char *buf, size_t cap);
+
+/* Go executables: an ELF note named "Go" of type 4 (NT_GO_BUILDID) in a PT_NOTE segment or
+ * SHT_NOTE section, or a .go.buildinfo section. The answer is cached per executable identity
+ * (st_dev, st_ino, mtime, size of the file /proc/<pid>/exe points to), so the ELF file is opened
+ * once per distinct executable. */
+typedef struct pp_go_entry {
+    dev_t dev;
+    ino_t ino;
+    long long mtime_sec;
+    long mtime_nsec;
+    long long size;
+    unsigned char used, is_go;
+} pp_go_entry;
+
+typedef struct pp_go_cache {
+    pp_go_entry *tab;
+    size_t cap, n;
+    unsigned long elf_opens; /* ELF files parsed (cache misses), for tests and the benchmark */
+} pp_go_cache;
+
+/* Sets *is_go for the executable of pid. Returns 0, or -1 if /proc/<pid>/exe cannot be stat'ed
+ * (process gone, kernel thread, no permission). */
+int pp_go_check_pid(pp_go_cache *c, int pid, bool *is_go);
+/* Same for an open file (uncached): 1 Go, 0 not Go, -1 unreadable or not ELF. */
+int pp_go_check_fd(int fd);
+void pp_go_cache_free(pp_go_cache *c);
+
+/* Matches maps text (each distinct file mapping once, the whole maps line as subject) with the
+ * maps-line kinds. Sets bits in *kinds, and in *exe_kinds for matches on the executable's own
+ * mapping (exe: readlink of /proc/<pid>/exe, may be empty). */
+void pp_disc_match_maps(pp_discovery *d, const char *buf, size_t len, const char *exe,
+                        size_t exelen, unsigned *kinds, unsigned *exe_kinds);
+
+#endif
