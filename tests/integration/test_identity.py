@@ -1,0 +1,110 @@
+"""Issue 3's end-to-end check: discovery, application metadata, appids and container names for
+real Python, Java, Go, Node and native processes, one of them in a cgroup named like a Docker
+container."""
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import APPS, last_profile, run_polyprof, wait_for
+
+CGROUP2 = next((p for p in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
+                if os.path.exists(os.path.join(p, "cgroup.procs"))
+                and "cgroup2" in open("/proc/mounts").read()), None)
+
+
+@pytest.fixture(scope="module")
+def java_app(tmp_path_factory):
+    d = tmp_path_factory.mktemp("java")
+    subprocess.run(["javac", "-d", str(d), str(APPS / "Hot.java")], check=True)
+    return d
+
+
+@pytest.fixture
+def docker_like_container():
+    """A cgroup v2 scope named like a Docker container, plus Docker's on-disk config for it."""
+    if not CGROUP2:
+        pytest.skip("no cgroup2 hierarchy")
+    cid = uuid.uuid4().hex + uuid.uuid4().hex
+    cg = Path(CGROUP2) / "polyprof-it.slice" / f"docker-{cid}.scope"
+    cg.mkdir(parents=True)
+    cfg = Path("/var/lib/docker/containers") / cid
+    created_docker = not Path("/var/lib/docker").exists()
+    cfg.mkdir(parents=True)
+    (cfg / "config.v2.json").write_text(json.dumps({"ID": cid, "Name": "/pp-it-web"}))
+    try:
+        yield cg
+    finally:
+        shutil.rmtree(cfg)
+        if created_docker:
+            shutil.rmtree("/var/lib/docker", ignore_errors=True)
+        for p in (cg / "cgroup.procs").read_text().split():
+            (Path(CGROUP2) / "cgroup.procs").write_text(p)
+        cg.rmdir()
+        cg.parent.rmdir()
+
+
+def test_identity_of_every_runtime(appdir, java_app, start_app, outdir, docker_like_container):
+    py = start_app("/usr/bin/python3", APPS / "hot.py")
+    java = start_app("java", "-XX:+UseSerialGC", "-cp", java_app, "Hot")
+    gos = start_app(appdir / "pp_hot_gos")
+    node = start_app("node", APPS / "hot.js")
+    native = start_app(appdir / "pp_hot_c")
+    (docker_like_container / "cgroup.procs").write_text(str(native.pid))
+
+    r = run_polyprof("-d", 3, "-f", 49, "-o", outdir)
+    prof = last_profile(outdir)
+    apps = prof.header["application_metadata"]
+    assert apps[0] is None
+
+    def entry(comm):
+        lines = prof.for_comm(comm)
+        assert lines, f"no samples for {comm}: {r.stderr[-2000:]}"
+        idx = {int(f[0]) for f, _ in lines}
+        assert len(idx) == 1
+        return lines, apps[idx.pop()]
+
+    lines, md = entry("python3")
+    assert md["python_version"].startswith("Python 3.11.")
+    assert md["exe_elfid"].startswith("buildid:")
+    assert list(md)[-3:] == ["exe", "execfn", "arch"] and md["arch"] == "x86_64"
+    assert {f[3] for f, _ in lines} == {f"appid: python: {APPS / 'hot.py'} ({APPS / 'hot.py'})"}
+
+    lines, md = entry("java")
+    assert md["java_version"].startswith('openjdk version "17.')
+    assert md["libjvm_elfid"].startswith("buildid:")
+    assert {f[3] for f, _ in lines} == {"appid: java: Hot"}
+
+    lines, md = entry("pp_hot_gos")
+    assert md["golang_version"].startswith("go1.")
+    assert md["stripped"] is True and md["link"] == "static" and md["libc"] is None
+    assert not any(f[3].startswith("appid:") for f, _ in lines)
+
+    lines, md = entry("node")
+    assert md["node_version"].startswith("v") and md["link"] in ("dynamic", "static")
+    assert {f[3] for f, _ in lines} == {f"appid: nodejs: {APPS / 'hot.js'} ({APPS / 'hot.js'})"}
+
+    lines, md = entry("pp_hot_c")
+    assert md is None
+    assert {f[1] for f, _ in lines} == {"pp-it-web"}
+    assert "pp-it-web" in prof.header["containers"]
+    # other processes are not in that container
+    assert {f[1] for f, _ in prof.for_comm("python3")} == {""}
+
+
+def test_disabled_identifiers_and_names(appdir, start_app, outdir):
+    start_app("/usr/bin/python3", APPS / "hot.py")
+    run_polyprof("-d", 2, "-f", 49, "-o", outdir, "--disable-application-identifiers",
+                 "--disable-container-names", "--disable-application-metadata")
+    prof = last_profile(outdir)
+    assert prof.header["container_names_enabled"] is False
+    assert prof.header["application_metadata_enabled"] is False
+    # no index frame: lines start with the (empty) container
+    for frames, _ in prof.stacks:
+        assert not any(fr.startswith("appid:") for fr in frames)
+    py = [f for f, _ in prof.stacks if len(f) > 1 and f[1] == "python3"]
+    assert py and all(f[0] == "" for f in py)
