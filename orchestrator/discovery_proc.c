@@ -103,8 +103,11 @@ static bool note_is_go(Elf_Data *d)
     GElf_Nhdr nh;
     size_t off = 0, name_off, desc_off;
     while (off < d->d_size && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-        if (nh.n_type == NT_GO_BUILDID && (nh.n_namesz == 3 || nh.n_namesz == 2) &&
-            memcmp((const char *)d->d_buf + name_off, "Go", 2) == 0)
+        /* The Go linker writes the name "Go" NUL-padded to 4 bytes (n_namesz 4). */
+        const char *name = (const char *)d->d_buf + name_off;
+        if (nh.n_type == NT_GO_BUILDID && nh.n_namesz >= 2 && nh.n_namesz <= 4 &&
+            memcmp(name, "Go", 2) == 0 && (nh.n_namesz < 3 || name[2] == '\0') &&
+            (nh.n_namesz < 4 || name[3] == '\0'))
             return true;
     }
     return false;
