@@ -48,8 +48,17 @@ def docker_like_container():
         cg.parent.rmdir()
 
 
-def test_identity_of_every_runtime(appdir, java_app, start_app, outdir, docker_like_container):
-    py = start_app("/usr/bin/python3", APPS / "hot.py")
+@pytest.fixture(scope="module")
+def python_link(tmp_path_factory):
+    """Debian's python3 under the name python3.11, so that its comm differs from pytest's."""
+    d = tmp_path_factory.mktemp("py")
+    (d / "python3.11").symlink_to("/usr/bin/python3")
+    return d / "python3.11"
+
+
+def test_identity_of_every_runtime(appdir, java_app, start_app, outdir, docker_like_container,
+                                   python_link):
+    py = start_app(python_link, APPS / "hot.py")
     java = start_app("java", "-XX:+UseSerialGC", "-cp", java_app, "Hot")
     gos = start_app(appdir / "pp_hot_gos")
     node = start_app("node", APPS / "hot.js")
@@ -68,7 +77,7 @@ def test_identity_of_every_runtime(appdir, java_app, start_app, outdir, docker_l
         assert len(idx) == 1
         return lines, apps[idx.pop()]
 
-    lines, md = entry("python3")
+    lines, md = entry("python3.11")
     assert md["python_version"].startswith("Python 3.11.")
     assert md["exe_elfid"].startswith("buildid:")
     assert list(md)[-3:] == ["exe", "execfn", "arch"] and md["arch"] == "x86_64"
@@ -93,11 +102,11 @@ def test_identity_of_every_runtime(appdir, java_app, start_app, outdir, docker_l
     assert {f[1] for f, _ in lines} == {"pp-it-web"}
     assert "pp-it-web" in prof.header["containers"]
     # other processes are not in that container
-    assert {f[1] for f, _ in prof.for_comm("python3")} == {""}
+    assert {f[1] for f, _ in prof.for_comm("python3.11")} == {""}
 
 
-def test_disabled_identifiers_and_names(appdir, start_app, outdir):
-    start_app("/usr/bin/python3", APPS / "hot.py")
+def test_disabled_identifiers_and_names(appdir, start_app, outdir, python_link):
+    start_app(python_link, APPS / "hot.py")
     run_polyprof("-d", 2, "-f", 49, "-o", outdir, "--disable-application-identifiers",
                  "--disable-container-names", "--disable-application-metadata")
     prof = last_profile(outdir)
@@ -106,5 +115,5 @@ def test_disabled_identifiers_and_names(appdir, start_app, outdir):
     # no index frame: lines start with the (empty) container
     for frames, _ in prof.stacks:
         assert not any(fr.startswith("appid:") for fr in frames)
-    py = [f for f, _ in prof.stacks if len(f) > 1 and f[1] == "python3"]
+    py = [f for f, _ in prof.stacks if len(f) > 1 and f[1] == "python3.11"]
     assert py and all(f[0] == "" for f in py)
