@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_REPLY (1 << 20)
 
@@ -79,11 +80,39 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud)
     return len;
 }
 
-static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+/* Per-request progress state: the abort flag, and requests' "read timeout": no byte moved in
+ * either direction for timeout_ms. */
+typedef struct progress {
+    const atomic_int *abort;
+    long long timeout_ms, last_change_ms;
+    curl_off_t dl, ul;
+    bool timed_out;
+} progress;
+
+static long long mono_ms(void)
 {
-    (void)a, (void)b, (void)c, (void)d;
-    const atomic_int *abort_flag = ud;
-    return abort_flag && atomic_load(abort_flag) ? 1 : 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)dltotal, (void)ultotal;
+    progress *p = ud;
+    if (p->abort && atomic_load(p->abort))
+        return 1;
+    long long now = mono_ms();
+    if (dlnow != p->dl || ulnow != p->ul) {
+        p->dl = dlnow;
+        p->ul = ulnow;
+        p->last_change_ms = now;
+    } else if (now - p->last_change_ms > p->timeout_ms) {
+        p->timed_out = true;
+        return 1;
+    }
+    return 0;
 }
 
 pp_http_outcome pp_http_classify(long status)
@@ -120,12 +149,16 @@ pp_http_outcome pp_http_request(pp_http *h, const char *method, const char *url,
     curl_easy_setopt(c, CURLOPT_USERAGENT, "polyprof/" PP_VERSION);
     curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, h->o.connect_timeout_s > 0 ? h->o.connect_timeout_s : 5L);
-    /* like requests' read timeout: abort when nothing moves for timeout_s seconds */
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->o.timeout_s > 0 ? h->o.timeout_s : 120L);
+    /* like requests' read timeout: abort when nothing moves for timeout_s seconds (the
+     * connect phase counts too; CONNECTTIMEOUT is shorter) */
+    progress prog = {
+        .abort = h->o.abort,
+        .timeout_ms = (h->o.timeout_s > 0 ? h->o.timeout_s : 120L) * 1000,
+        .last_change_ms = mono_ms(),
+    };
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)h->o.abort);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &prog);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, h->o.verify ? 1L : 0L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, h->o.verify ? 2L : 0L);
@@ -148,6 +181,12 @@ pp_http_outcome pp_http_request(pp_http *h, const char *method, const char *url,
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
     curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &r->seconds);
     curl_slist_free_all(hl);
+    if (rc == CURLE_ABORTED_BY_CALLBACK && prog.timed_out) {
+        r->timed_out = true;
+        r->status = 0;
+        snprintf(r->error, sizeof(r->error), "no reply within %ld s", h->o.timeout_s);
+        return PP_HTTP_RETRY;
+    }
     if (rc == CURLE_ABORTED_BY_CALLBACK) {
         snprintf(r->error, sizeof(r->error), "aborted (polyprof is stopping)");
         return PP_HTTP_ABORTED;

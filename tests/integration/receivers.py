@@ -8,6 +8,7 @@ need: forced status codes, a non-JSON reply, a reply that never comes.
 """
 import gzip
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +28,11 @@ HANG_LIMIT_S = 30  # a "hanging" reply is held at most this long
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    errors = None
+
+    def handle_error(self, request, client_address):
+        import traceback
+        (self.errors if self.errors is not None else []).append(traceback.format_exc())
 
 
 class _Base:
@@ -37,16 +43,28 @@ class _Base:
         self.hang = False         # uploads get no reply
         self.not_json = False     # uploads get 200 with a non-JSON body
         self.release = threading.Event()
+        self.stopped = False
+        self.conns = set()
         self.server = _Server(("127.0.0.1", port), self._handler_class())
+        self.server.errors = self.errors = []
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
     def stop(self):
+        """Closes the port and every open (keep-alive) connection: the backend is gone."""
+        self.stopped = True
         self.release.set()
         self.server.shutdown()
         self.server.server_close()
+        with self.lock:
+            conns = list(self.conns)
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def record(self, entry):
         with self.lock:
@@ -69,6 +87,16 @@ class _Base:
             def log_message(self, *a):
                 pass
 
+            def setup(self):
+                super().setup()
+                with outer.lock:
+                    outer.conns.add(self.connection)
+
+            def finish(self):
+                with outer.lock:
+                    outer.conns.discard(self.connection)
+                super().finish()
+
             def reply(self, status, obj=None, raw=None, ctype="application/json"):
                 data = raw if raw is not None else (b"" if obj is None else
                                                     json.dumps(obj).encode())
@@ -80,9 +108,15 @@ class _Base:
                 return status
 
             def do_GET(self):
+                if outer.stopped:
+                    self.close_connection = True
+                    return
                 outer.handle(self, "GET")
 
             def do_POST(self):
+                if outer.stopped:
+                    self.close_connection = True
+                    return
                 outer.handle(self, "POST")
 
         return H
