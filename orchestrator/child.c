@@ -1,0 +1,898 @@
+/* Child-process supervision and private temp directories (see child.h). */
+#include "orchestrator/child.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "orchestrator/log.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#define DEFAULT_CAPTURE (1024 * 1024)
+#define DRAIN_AFTER_EXIT 1.0 /* seconds spent reading pipes after the child exited */
+#define NOPIDFD_POLL_MS 20   /* exit polling period without a pidfd */
+
+extern char **environ;
+
+typedef struct capture {
+    int fd; /* read end, -1 once closed */
+    char *buf;
+    size_t len, cap, limit;
+    bool truncated;
+} capture;
+
+struct pp_child {
+    pid_t pid;
+    pid_t owner; /* getpid() of the process that started it */
+    int pidfd;   /* -1 when pidfd_open is unavailable */
+    capture out, err;
+    int term_signal;
+    double kill_grace, started;
+    bool quiet, reaped;
+    int status;
+    char *prog; /* for messages */
+    pp_child_result res;
+    struct pp_child *next; /* registry of unreaped children */
+};
+
+/* ---- registry ---- */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pp_child *reg_head;
+static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
+
+static void register_atexit(void)
+{
+    atexit(pp_child_kill_all);
+}
+
+static void reg_add(pp_child *c)
+{
+    pthread_mutex_lock(&reg_lock);
+    c->next = reg_head;
+    reg_head = c;
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static void reg_remove_locked(pp_child *c)
+{
+    for (pp_child **p = &reg_head; *p; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    }
+    c->next = NULL;
+}
+
+void pp_child_kill_all(void)
+{
+    pid_t self = getpid();
+    pthread_mutex_lock(&reg_lock);
+    for (pp_child *c = reg_head; c; c = c->next)
+        if (!c->reaped && c->owner == self)
+            kill(-c->pid, SIGKILL);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+/* Reaps a child known to have exited (a zombie), or blocks until it does. Under the registry
+ * lock so that pp_child_kill_all never signals a pid that may have been reused. */
+static void reap(pp_child *c)
+{
+    int st = 0;
+    pthread_mutex_lock(&reg_lock);
+    if (!c->reaped) {
+        pid_t r;
+        do
+            r = waitpid(c->pid, &st, 0);
+        while (r < 0 && errno == EINTR);
+        c->status = r == c->pid ? st : 0;
+        if (r != c->pid)
+            pp_debug("waitpid(%d) for %s: %s", (int)c->pid, c->prog, strerror(errno));
+        c->reaped = true;
+        reg_remove_locked(c);
+    }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+int pp_child_signal(pp_child *c, int sig)
+{
+    int r = -1;
+    pthread_mutex_lock(&reg_lock);
+    if (c->reaped)
+        errno = ESRCH;
+    else
+        r = kill(-c->pid, sig);
+    pthread_mutex_unlock(&reg_lock);
+    return r;
+}
+
+pid_t pp_child_pid(const pp_child *c)
+{
+    return c->pid;
+}
+
+double pp_mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- launch ---- */
+
+/* Resolves argv[0] like execvp with polyprof's PATH. 0 with the path in out, -1 if not found. */
+static int resolve_program(const char *name, char *out, size_t len)
+{
+    struct stat st;
+    if (strchr(name, '/')) {
+        if (stat(name, &st) < 0 && (errno == ENOENT || errno == ENOTDIR))
+            return -1;
+        if ((size_t)snprintf(out, len, "%s", name) >= len)
+            return -1;
+        return 0;
+    }
+    if (!*name)
+        return -1;
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    for (const char *p = path;; p++) {
+        const char *e = strchrnul(p, ':');
+        size_t dl = (size_t)(e - p);
+        int n =
+            dl ? snprintf(out, len, "%.*s/%s", (int)dl, p, name) : snprintf(out, len, "./%s", name);
+        if (n > 0 && (size_t)n < len && stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
+            access(out, X_OK) == 0)
+            return 0;
+        if (!*e)
+            break;
+        p = e;
+    }
+    return -1;
+}
+
+/* Moves fd to a number >= 3 with O_CLOEXEC so that dup2 onto 0..2 in the child never clobbers
+ * another source fd (polyprof may run with 0..2 closed). */
+static int fd_above_stdio(int fd)
+{
+    if (fd < 0 || fd > 2)
+        return fd;
+    int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return n;
+}
+
+static int cloexec_pipe(int p[2])
+{
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    p[0] = fd_above_stdio(p[0]);
+    p[1] = fd_above_stdio(p[1]);
+    if (p[0] < 0 || p[1] < 0) {
+        if (p[0] >= 0)
+            close(p[0]);
+        if (p[1] >= 0)
+            close(p[1]);
+        return -1;
+    }
+    return 0;
+}
+
+enum { STAGE_SETUP = 1, STAGE_CHDIR, STAGE_EXEC };
+
+/* In the forked child: only async-signal-safe calls, no allocation. Never returns. */
+static void child_exec(const char *path, char *const *argv, char *const *envp, const char *cwd,
+                       pid_t parent, int devnull, int outw, int errw, int report, long maxfd)
+{
+    int rep[2] = {STAGE_SETUP, 0};
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    /* All signals are blocked (by the parent around fork): reset dispositions before unblocking
+     * so that no polyprof handler runs here and no SIG_IGN is inherited through execve. */
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            sigaction(s, &dfl, NULL);
+    if (setsid() < 0)
+        goto fail;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        goto fail;
+    if (getppid() != parent) /* polyprof died before prctl: nobody would kill us */
+        _exit(127);
+    if (dup2(devnull, 0) < 0 || dup2(outw, 1) < 0 || dup2(errw, 2) < 0)
+        goto fail;
+    /* Every other fd is closed at execve; the report pipe stays open until then. */
+    if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        for (long fd = 3; fd < maxfd; fd++)
+            fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+    if (cwd && chdir(cwd) < 0) {
+        rep[0] = STAGE_CHDIR;
+        goto fail;
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(path, argv, envp);
+    rep[0] = STAGE_EXEC;
+fail:
+    rep[1] = errno;
+    if (write(report, rep, sizeof(rep)) < 0) {
+        /* nothing more to do */
+    }
+    _exit(127);
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+pp_child *pp_child_start(const pp_child_opts *o, char *err, size_t errlen)
+{
+    if (!o || !o->argv || !o->argv[0]) {
+        set_err(err, errlen, "empty command");
+        errno = EINVAL;
+        return NULL;
+    }
+    const char *name = o->argv[0];
+    char path[PATH_MAX];
+    if (resolve_program(name, path, sizeof(path)) < 0) {
+        set_err(err, errlen, "program not found: %s", name);
+        errno = ENOENT;
+        return NULL;
+    }
+    pthread_once(&atexit_once, register_atexit);
+
+    pp_child *c = calloc(1, sizeof(*c));
+    if (!c || !(c->prog = strdup(name))) {
+        free(c);
+        set_err(err, errlen, "cannot start %s: out of memory", name);
+        return NULL;
+    }
+    c->pid = -1;
+    c->pidfd = -1;
+    c->out.fd = c->err.fd = -1;
+    c->out.limit = c->err.limit = o->capture_limit ? o->capture_limit : DEFAULT_CAPTURE;
+    c->term_signal = o->term_signal;
+    c->kill_grace = o->kill_grace > 0 ? o->kill_grace : 1.0;
+    c->quiet = o->quiet;
+    c->owner = getpid();
+
+    int outp[2] = {-1, -1}, errp[2] = {-1, -1}, rep[2] = {-1, -1};
+    int devnull = fd_above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (devnull < 0 || cloexec_pipe(outp) < 0 || cloexec_pipe(errp) < 0 || cloexec_pipe(rep) < 0) {
+        set_err(err, errlen, "cannot start %s: %s", name, strerror(errno));
+        goto fail;
+    }
+    struct rlimit rl;
+    long maxfd = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        maxfd = rl.rlim_cur < (1 << 20) ? (long)rl.rlim_cur : (1 << 20);
+    char *const *envp = o->envp ? o->envp : environ;
+
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t parent = getpid();
+    c->started = pp_mono_now();
+    pid_t pid = fork();
+    if (pid == 0)
+        child_exec(path, o->argv, envp, o->cwd, parent, devnull, outp[1], errp[1], rep[1], maxfd);
+    int fork_errno = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0) {
+        set_err(err, errlen, "cannot start %s: fork: %s", name, strerror(fork_errno));
+        goto fail;
+    }
+    c->pid = pid;
+    reg_add(c); /* from here, pp_child_free kills and reaps on failure */
+    close(devnull);
+    close(outp[1]);
+    close(errp[1]);
+    close(rep[1]);
+    devnull = outp[1] = errp[1] = rep[1] = -1;
+
+    int report[2];
+    size_t got = 0;
+    while (got < sizeof(report)) {
+        ssize_t n = read(rep[0], (char *)report + got, sizeof(report) - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(rep[0]);
+    rep[0] = -1;
+    if (got == sizeof(report)) {
+        const char *e = strerror(report[1]);
+        if (report[0] == STAGE_EXEC)
+            set_err(err, errlen, "cannot execute %s: %s", name, e);
+        else if (report[0] == STAGE_CHDIR)
+            set_err(err, errlen, "cannot chdir to %s for %s: %s", o->cwd, name, e);
+        else
+            set_err(err, errlen, "cannot set up the child process for %s: %s", name, e);
+        close(outp[0]);
+        close(errp[0]);
+        reap(c);
+        free(c->prog);
+        free(c);
+        errno = report[1];
+        return NULL;
+    }
+    c->out.fd = outp[0];
+    c->err.fd = errp[0];
+    fcntl(c->out.fd, F_SETFL, O_NONBLOCK);
+    fcntl(c->err.fd, F_SETFL, O_NONBLOCK);
+    c->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    pp_debug("started %s (pid %d)", path, (int)pid);
+    return c;
+
+fail:;
+    int e = errno;
+    for (int i = 0; i < 2; i++) {
+        if (outp[i] >= 0)
+            close(outp[i]);
+        if (errp[i] >= 0)
+            close(errp[i]);
+        if (rep[i] >= 0)
+            close(rep[i]);
+    }
+    if (devnull >= 0)
+        close(devnull);
+    free(c->prog);
+    free(c);
+    errno = e;
+    return NULL;
+}
+
+/* ---- waiting ---- */
+
+/* Reads what is available from a pipe; returns false at EOF or error (fd closed). */
+static bool capture_read(capture *k)
+{
+    char tmp[65536];
+    for (;;) {
+        ssize_t n = read(k->fd, tmp, sizeof(tmp));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return true;
+        if (n <= 0) {
+            close(k->fd);
+            k->fd = -1;
+            return false;
+        }
+        size_t keep = k->len < k->limit ? k->limit - k->len : 0;
+        if (keep > (size_t)n)
+            keep = (size_t)n;
+        if (keep < (size_t)n)
+            k->truncated = true;
+        if (keep && k->len + keep + 1 > k->cap) {
+            size_t nc = k->cap ? k->cap : 4096;
+            while (nc < k->len + keep + 1)
+                nc *= 2;
+            if (nc > k->limit + 1)
+                nc = k->limit + 1;
+            char *nb = realloc(k->buf, nc);
+            if (!nb) {
+                k->truncated = true;
+                continue; /* keep draining, drop the bytes */
+            }
+            k->buf = nb;
+            k->cap = nc;
+        }
+        if (keep) {
+            memcpy(k->buf + k->len, tmp, keep);
+            k->len += keep;
+        }
+    }
+}
+
+/* true when the child has exited (zombie, not reaped yet). */
+static bool child_exited(pp_child *c)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    if (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+        return errno == ECHILD; /* cannot wait: treat as gone */
+    return si.si_pid == c->pid;
+}
+
+static int ms_until(double t, double now)
+{
+    if (!isfinite(t))
+        return -1;
+    double ms = (t - now) * 1000.0;
+    if (ms <= 0)
+        return 0;
+    return ms > INT_MAX ? INT_MAX : (int)ceil(ms);
+}
+
+/* Polls the pipes (and pidfd, stop fd) until `until`, the child exiting, or stop_fd. Returns 1
+ * when the child exited, 2 on stop_fd, 0 on timeout, -1 on error. */
+static int pump(pp_child *c, double until, int stop_fd)
+{
+    for (;;) {
+        if (child_exited(c))
+            return 1;
+        double now = pp_mono_now();
+        if (now >= until)
+            return 0;
+        struct pollfd pf[4];
+        int n = 0, iout = -1, ierr = -1, ipid = -1, istop = -1;
+        if (c->out.fd >= 0)
+            pf[iout = n++] = (struct pollfd){.fd = c->out.fd, .events = POLLIN};
+        if (c->err.fd >= 0)
+            pf[ierr = n++] = (struct pollfd){.fd = c->err.fd, .events = POLLIN};
+        if (c->pidfd >= 0)
+            pf[ipid = n++] = (struct pollfd){.fd = c->pidfd, .events = POLLIN};
+        if (stop_fd >= 0)
+            pf[istop = n++] = (struct pollfd){.fd = stop_fd, .events = POLLIN};
+        int to = ms_until(until, now);
+        if (c->pidfd < 0 && (to < 0 || to > NOPIDFD_POLL_MS))
+            to = NOPIDFD_POLL_MS;
+        int r = poll(pf, (nfds_t)n, to);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (iout >= 0 && pf[iout].revents)
+            capture_read(&c->out);
+        if (ierr >= 0 && pf[ierr].revents)
+            capture_read(&c->err);
+        if (istop >= 0 && pf[istop].revents)
+            return 2;
+    }
+}
+
+static void fill_result(pp_child *c, bool timed_out, bool stopped)
+{
+    pp_child_result *r = &c->res;
+    memset(r, 0, sizeof(*r));
+    if (WIFEXITED(c->status)) {
+        r->exited = true;
+        r->exit_code = WEXITSTATUS(c->status);
+    } else if (WIFSIGNALED(c->status)) {
+        r->term_signal = WTERMSIG(c->status);
+    }
+    r->timed_out = timed_out;
+    r->stopped = stopped;
+    r->out = c->out.buf ? c->out.buf : "";
+    r->err = c->err.buf ? c->err.buf : "";
+    if (c->out.buf)
+        c->out.buf[c->out.len] = '\0';
+    if (c->err.buf)
+        c->err.buf[c->err.len] = '\0';
+    r->out_len = c->out.len;
+    r->err_len = c->err.len;
+    r->out_truncated = c->out.truncated;
+    r->err_truncated = c->err.truncated;
+    r->elapsed = pp_mono_now() - c->started;
+}
+
+int pp_child_wait_until(pp_child *c, double deadline, int stop_fd, pp_child_result *res)
+{
+    if (c->reaped) {
+        *res = c->res;
+        return 0;
+    }
+    if (!(deadline > 0))
+        deadline = INFINITY;
+    bool timed_out = false, stopped = false;
+    int ret = 0, saved = 0;
+    int r = pump(c, deadline, stop_fd);
+    if (r != 1) {
+        if (r < 0) {
+            saved = errno;
+            ret = -1;
+        } else if (r == 2) {
+            stopped = true;
+        } else {
+            timed_out = true;
+        }
+        if (c->term_signal && r >= 0) {
+            pp_debug("%s (pid %d) %s: sending signal %d", c->prog, (int)c->pid,
+                     stopped ? "stopped" : "timed out", c->term_signal);
+            kill(-c->pid, c->term_signal);
+            r = pump(c, pp_mono_now() + c->kill_grace, -1);
+        }
+        if (r != 1) {
+            kill(-c->pid, SIGKILL);
+            r = pump(c, INFINITY, -1);
+            if (r < 0) { /* poll failing: still never leave the child behind */
+                saved = errno;
+                ret = -1;
+            }
+        }
+    }
+    /* The child is a zombie: its pid (= pgid) cannot be reused yet. Kill what is left of the
+     * group, then read the pipes until EOF (bounded: a process outside the group may hold them).
+     */
+    kill(-c->pid, SIGKILL);
+    double until = pp_mono_now() + DRAIN_AFTER_EXIT;
+    while (c->out.fd >= 0 || c->err.fd >= 0) {
+        struct pollfd pf[2];
+        int n = 0;
+        if (c->out.fd >= 0)
+            pf[n++] = (struct pollfd){.fd = c->out.fd, .events = POLLIN};
+        if (c->err.fd >= 0)
+            pf[n++] = (struct pollfd){.fd = c->err.fd, .events = POLLIN};
+        int pr = poll(pf, (nfds_t)n, ms_until(until, pp_mono_now()));
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            break;
+        for (int i = 0; i < n; i++) {
+            if (!pf[i].revents)
+                continue;
+            capture_read(pf[i].fd == c->out.fd ? &c->out : &c->err);
+        }
+    }
+    if (c->out.fd >= 0)
+        capture_read(&c->out);
+    if (c->err.fd >= 0)
+        capture_read(&c->err);
+    reap(c);
+    fill_result(c, timed_out, stopped);
+    *res = c->res;
+
+    char what[300];
+    snprintf(what, sizeof(what), "%s (pid %d)", c->prog, (int)c->pid);
+    if (!pp_child_log_failure(res, c->quiet ? PP_LOG_DEBUG : PP_LOG_WARNING, what))
+        pp_debug("%s exited with code 0 after %.3f s", what, res->elapsed);
+    if (ret < 0)
+        errno = saved;
+    return ret;
+}
+
+int pp_child_wait(pp_child *c, double deadline, pp_child_result *res)
+{
+    return pp_child_wait_until(c, deadline, -1, res);
+}
+
+void pp_child_free(pp_child *c)
+{
+    if (!c)
+        return;
+    if (!c->reaped) {
+        kill(-c->pid, SIGKILL);
+        reap(c);
+    }
+    if (c->pidfd >= 0)
+        close(c->pidfd);
+    if (c->out.fd >= 0)
+        close(c->out.fd);
+    if (c->err.fd >= 0)
+        close(c->err.fd);
+    free(c->out.buf);
+    free(c->err.buf);
+    free(c->prog);
+    free(c);
+}
+
+bool pp_child_describe(const pp_child_result *res, char *buf, size_t len)
+{
+    if (res->timed_out)
+        snprintf(buf, len, "timed out after %.1f s", res->elapsed);
+    else if (res->stopped)
+        snprintf(buf, len, "stopped");
+    else if (res->exited)
+        snprintf(buf, len, "exited with code %d", res->exit_code);
+    else if (res->term_signal)
+        snprintf(buf, len, "killed by signal %d (%s)", res->term_signal,
+                 sigabbrev_np(res->term_signal) ? sigabbrev_np(res->term_signal) : "?");
+    else
+        snprintf(buf, len, "ended with an unknown status");
+    return !(res->exited && res->exit_code == 0 && !res->timed_out && !res->stopped);
+}
+
+bool pp_child_log_failure(const pp_child_result *res, int level, const char *what)
+{
+    char desc[128];
+    if (!pp_child_describe(res, desc, sizeof(desc)))
+        return false;
+    /* Last ~1 KiB of stderr on one line: newlines become " | ", other controls '?'. */
+    const char *e = res->err ? res->err : "";
+    size_t n = res->err ? res->err_len : 0;
+    while (n && (e[n - 1] == '\n' || e[n - 1] == ' ' || e[n - 1] == '\r' || e[n - 1] == '\t'))
+        n--;
+    size_t from = n > 1024 ? n - 1024 : 0;
+    char tail[1024 * 3 + 8];
+    size_t t = 0;
+    if (from)
+        t += (size_t)snprintf(tail, sizeof(tail), "...");
+    for (size_t i = from; i < n && t + 4 < sizeof(tail); i++) {
+        unsigned char ch = (unsigned char)e[i];
+        if (ch == '\n') {
+            memcpy(tail + t, " | ", 3);
+            t += 3;
+        } else {
+            tail[t++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+        }
+    }
+    tail[t] = '\0';
+    pp_log((pp_log_level)level, "%s %s%s%s", what, desc, t ? "; stderr: " : "", tail);
+    return true;
+}
+
+/* ---- temporary directories ---- */
+
+static const char *tmp_base = "/tmp/polyprof_tmp";
+
+void pp_tmp_set_base(const char *base)
+{
+    tmp_base = base ? base : "/tmp/polyprof_tmp";
+}
+
+/* Empties the directory open at fd (consumed). Stays on device dev; depth-limited. */
+static int rm_contents(int fd, dev_t dev, int depth)
+{
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    int ret = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *n = de->d_name;
+        if (!strcmp(n, ".") || !strcmp(n, ".."))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            if (st.st_dev != dev || depth >= 64) {
+                ret = -1; /* another file system, or absurdly deep: leave it */
+                continue;
+            }
+            int sub = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0 || rm_contents(sub, dev, depth + 1) < 0)
+                ret = -1;
+            if (unlinkat(dirfd(d), n, AT_REMOVEDIR) < 0)
+                ret = -1;
+        } else if (unlinkat(dirfd(d), n, 0) < 0) {
+            ret = -1;
+        }
+    }
+    closedir(d);
+    return ret;
+}
+
+/* Removes path (a directory tree, or anything else itself) relative to dirfd. */
+static int rmtree_at(int dfd, const char *path)
+{
+    struct stat st;
+    if (fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode))
+        return unlinkat(dfd, path, 0);
+    int fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    rm_contents(fd, st.st_dev, 0);
+    return unlinkat(dfd, path, AT_REMOVEDIR);
+}
+
+void pp_rmtree(const char *path)
+{
+    if (!path || !*path)
+        return;
+    if (rmtree_at(AT_FDCWD, path) < 0 && errno != ENOENT)
+        pp_debug("cannot remove %s: %s", path, strerror(errno));
+}
+
+/* Makes sure the base exists, is a real directory owned by us (root), mode 0755. */
+static int ensure_base(char *err, size_t errlen)
+{
+    const char *base = tmp_base;
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof(parent), "%s", base);
+    char *slash = strrchr(parent, '/');
+    if (!slash || slash[1] == '\0') {
+        set_err(err, errlen, "invalid temporary directory %s", base);
+        return -1;
+    }
+    if (slash == parent)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    uid_t me = geteuid();
+    struct stat st;
+    if (stat(parent, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        set_err(err, errlen, "cannot use %s: %s is not a directory", base, parent);
+        return -1;
+    }
+    if (me == 0 && st.st_uid != 0) {
+        set_err(err, errlen, "cannot use %s: %s is not owned by root", base, parent);
+        return -1;
+    }
+    for (int tries = 0; tries < 5; tries++) {
+        if (lstat(base, &st) < 0) {
+            if (errno != ENOENT) {
+                set_err(err, errlen, "cannot use %s: %s", base, strerror(errno));
+                return -1;
+            }
+            if (mkdir(base, 0755) < 0 && errno != EEXIST) {
+                set_err(err, errlen, "cannot create %s: %s", base, strerror(errno));
+                return -1;
+            }
+            continue;
+        }
+        if (S_ISLNK(st.st_mode)) {
+            set_err(err, errlen, "%s is a symbolic link; refusing to use it", base);
+            return -1;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            set_err(err, errlen, "%s exists and is not a directory", base);
+            return -1;
+        }
+        if (st.st_uid != me) {
+            if (me != 0) {
+                set_err(err, errlen, "%s is not owned by the current user", base);
+                return -1;
+            }
+            pp_warn("%s is not owned by root (uid %u): removing and re-creating it", base,
+                    (unsigned)st.st_uid);
+            if (rmtree_at(AT_FDCWD, base) < 0 && errno != ENOENT) {
+                set_err(err, errlen, "cannot remove %s: %s", base, strerror(errno));
+                return -1;
+            }
+            continue;
+        }
+        if ((st.st_mode & 07777) != 0755 && chmod(base, 0755) < 0) {
+            set_err(err, errlen, "cannot chmod %s: %s", base, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    set_err(err, errlen, "cannot set up %s: it keeps changing", base);
+    return -1;
+}
+
+int pp_session_tmpdir(char *out, size_t len, char *err, size_t errlen)
+{
+    if (ensure_base(err, errlen) < 0)
+        return -1;
+    int bfd = open(tmp_base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (bfd < 0 || fstat(bfd, &st) < 0 || st.st_uid != geteuid()) {
+        set_err(err, errlen, "cannot open %s: %s", tmp_base,
+                bfd < 0 ? strerror(errno) : "owner changed");
+        if (bfd >= 0)
+            close(bfd);
+        return -1;
+    }
+    static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    char name[64];
+    for (int tries = 0; tries < 100; tries++) {
+        unsigned char rnd[6];
+        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+            uint64_t x = (uint64_t)(pp_mono_now() * 1e9) ^ ((uint64_t)tries << 40);
+            memcpy(rnd, &x, sizeof(rnd));
+        }
+        int n = snprintf(name, sizeof(name), "sess-%d-", (int)getpid());
+        for (int i = 0; i < 6; i++)
+            name[n + i] = al[rnd[i] % (sizeof(al) - 1)];
+        name[n + 6] = '\0';
+        if (mkdirat(bfd, name, 0700) == 0) {
+            fchmodat(bfd, name, 0700, 0);
+            close(bfd);
+            if ((size_t)snprintf(out, len, "%s/%s", tmp_base, name) >= len) {
+                char full[PATH_MAX];
+                snprintf(full, sizeof(full), "%s/%s", tmp_base, name);
+                pp_rmtree(full);
+                set_err(err, errlen, "temporary directory path too long");
+                return -1;
+            }
+            return 0;
+        }
+        if (errno != EEXIST)
+            break;
+    }
+    set_err(err, errlen, "cannot create a directory in %s: %s", tmp_base, strerror(errno));
+    close(bfd);
+    return -1;
+}
+
+/* true when pid is a running process whose comm equals ours. */
+static bool is_live_polyprof(pid_t pid)
+{
+    char p[64], mine[64] = "", theirs[64] = "";
+    FILE *f = fopen("/proc/self/comm", "re");
+    if (f) {
+        if (!fgets(mine, sizeof(mine), f))
+            mine[0] = '\0';
+        fclose(f);
+    }
+    snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+    f = fopen(p, "re");
+    if (!f)
+        return false;
+    char buf[512];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *rp = strrchr(buf, ')');
+    if (!rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X')
+        return false; /* zombies are dead */
+    snprintf(p, sizeof(p), "/proc/%d/comm", (int)pid);
+    f = fopen(p, "re");
+    if (!f)
+        return false;
+    if (!fgets(theirs, sizeof(theirs), f))
+        theirs[0] = '\0';
+    fclose(f);
+    return mine[0] && strcmp(mine, theirs) == 0;
+}
+
+int pp_tmp_cleanup_stale(void)
+{
+    int bfd = open(tmp_base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (bfd < 0)
+        return errno == ENOENT ? 0 : -1;
+    DIR *d = fdopendir(bfd);
+    if (!d) {
+        close(bfd);
+        return -1;
+    }
+    int removed = 0;
+    pid_t self = getpid();
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int pid = 0, end = 0;
+        if (sscanf(de->d_name, "sess-%d-%n", &pid, &end) != 1 || end == 0 || pid <= 0)
+            continue;
+        if (pid == self || is_live_polyprof(pid))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        if (rmtree_at(dirfd(d), de->d_name) == 0) {
+            pp_debug("removed stale %s/%s", tmp_base, de->d_name);
+            removed++;
+        }
+    }
+    closedir(d);
+    return removed;
+}
