@@ -1,0 +1,605 @@
+/* Symbolizer: per-pid mappings, binary symbol-table cache (bounded LRU), kernel and JIT frames. */
+#include "runtimes/symbols/symbolizer.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "orchestrator/log.h"
+#include "runtimes/symbols/symbols_internal.h"
+
+#define DEFAULT_MAX_BINARIES 256
+#define PID_BUCKETS 1024
+#define MAX_MAPS_PER_PID 65536
+#define ELF_LAST_SPAN 4096
+
+typedef struct pp_binary {
+    uint64_t dev, ino, size;
+    int64_t mtime_s, mtime_ns;
+    pp_elf_meta meta;
+    int quality; /* PP_SYMQ_* reached */
+    pp_symtab tab;
+} pp_binary;
+
+typedef struct binslot {
+    pp_binary *bin;
+    uint64_t gen;
+    uint64_t last_used;
+} binslot;
+
+enum { MAP_UNRESOLVED = 0, MAP_OK, MAP_FAILED };
+
+typedef struct pp_map {
+    uint64_t start, end, offset;
+    char *path; /* as in maps, " (deleted)" included */
+    uint8_t kind, deleted, state;
+    uint32_t slot;
+    uint64_t gen;
+} pp_map;
+
+typedef struct pp_proc {
+    int pid, nspid;
+    pp_map *maps;
+    size_t nmaps;
+    uint64_t maps_pass;
+    /* perf map */
+    pp_symtab perfmap;
+    int perfmap_present;
+    uint64_t perfmap_pass;
+    uint64_t pm_ino, pm_size;
+    int64_t pm_mtime_s, pm_mtime_ns;
+    struct pp_proc *next;
+} pp_proc;
+
+struct pp_symbolizer {
+    size_t max_binaries;
+    binslot *slots;
+    uint64_t next_gen, clock;
+    pp_proc *buckets[PID_BUCKETS];
+    uint64_t pass;
+    pp_symtab ksyms;
+    int ksyms_loaded;
+    char *kallsyms_path;
+    pp_symtab vdso;
+    pp_elf_meta vdso_meta;
+    uint64_t vdso_len;
+    int vdso_state; /* 0 not tried, 1 ok, -1 unavailable */
+    pp_symbolizer_stats stats;
+};
+
+/* ---- lifecycle ---- */
+
+pp_symbolizer *pp_symbolizer_new(size_t max_binaries)
+{
+    pp_symbolizer *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->max_binaries = max_binaries ? max_binaries : DEFAULT_MAX_BINARIES;
+    s->slots = calloc(s->max_binaries, sizeof(binslot));
+    s->kallsyms_path = strdup("/proc/kallsyms");
+    if (!s->slots || !s->kallsyms_path) {
+        free(s->slots);
+        free(s->kallsyms_path);
+        free(s);
+        return NULL;
+    }
+    s->pass = 1;
+    s->next_gen = 1;
+    return s;
+}
+
+static void binary_free(pp_binary *b)
+{
+    if (!b)
+        return;
+    pp_symtab_free(&b->tab);
+    free(b);
+}
+
+static void maps_free(pp_map *maps, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(maps[i].path);
+    free(maps);
+}
+
+static void proc_free(pp_proc *p)
+{
+    maps_free(p->maps, p->nmaps);
+    pp_symtab_free(&p->perfmap);
+    free(p);
+}
+
+void pp_symbolizer_free(pp_symbolizer *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->max_binaries; i++)
+        binary_free(s->slots[i].bin);
+    free(s->slots);
+    for (size_t b = 0; b < PID_BUCKETS; b++) {
+        pp_proc *p = s->buckets[b];
+        while (p) {
+            pp_proc *n = p->next;
+            proc_free(p);
+            p = n;
+        }
+    }
+    pp_symtab_free(&s->ksyms);
+    pp_symtab_free(&s->vdso);
+    free(s->kallsyms_path);
+    free(s);
+}
+
+void pp_symbolizer_begin_pass(pp_symbolizer *s)
+{
+    if (s)
+        s->pass++;
+}
+
+void pp_symbolizer_get_stats(const pp_symbolizer *s, pp_symbolizer_stats *out)
+{
+    if (!out)
+        return;
+    if (!s) {
+        memset(out, 0, sizeof(*out));
+        return;
+    }
+    *out = s->stats;
+}
+
+void pp_symbolizer_set_kallsyms_path(pp_symbolizer *s, const char *path)
+{
+    char *p = strdup(path ? path : "/proc/kallsyms");
+    if (!p)
+        return;
+    free(s->kallsyms_path);
+    s->kallsyms_path = p;
+    pp_symtab_free(&s->ksyms);
+    s->ksyms_loaded = 0;
+}
+
+/* ---- kernel ---- */
+
+size_t pp_symbolize_kernel(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz)
+{
+    if (!s->ksyms_loaded) {
+        s->ksyms_loaded = 1;
+        long n = pp_ksyms_load(s->kallsyms_path, &s->ksyms);
+        if (n <= 0)
+            pp_warn("symbols: no kernel symbols from %s", s->kallsyms_path);
+        else
+            pp_debug("symbols: %ld kernel symbols", n);
+    }
+    const pp_sym *sym = pp_symtab_find(&s->ksyms, ip);
+    if (!sym) {
+        s->stats.unknown_frames++;
+        return pp_frame_write(buf, bufsz, "[unknown]", "_[k]");
+    }
+    return pp_frame_write(buf, bufsz, pp_symtab_name(&s->ksyms, sym), "_[k]");
+}
+
+/* ---- processes and mappings ---- */
+
+static pp_proc **proc_slot(pp_symbolizer *s, int pid)
+{
+    pp_proc **pp = &s->buckets[(unsigned)pid % PID_BUCKETS];
+    while (*pp && (*pp)->pid != pid)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static int read_nspid(int pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return pid;
+    char line[256];
+    int ns = pid;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "NSpid:", 6) != 0)
+            continue;
+        char *p = line + 6, *end;
+        for (int guard = 0; guard < 64; guard++) {
+            long v = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            if (v > 0 && v <= INT_MAX)
+                ns = (int)v;
+            p = end;
+        }
+        break;
+    }
+    fclose(f);
+    return ns;
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+    const pp_map *x = a, *y = b;
+    return x->start < y->start ? -1 : (x->start > y->start ? 1 : 0);
+}
+
+static const pp_map *find_map_in(const pp_map *maps, size_t n, uint64_t ip)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ip < maps[mid].start)
+            hi = mid;
+        else if (ip >= maps[mid].end)
+            lo = mid + 1;
+        else
+            return &maps[mid];
+    }
+    return NULL;
+}
+
+/* (Re-)reads /proc/<pid>/maps, keeping resolutions of unchanged mappings. */
+static void proc_read_maps(pp_symbolizer *s, pp_proc *p)
+{
+    p->maps_pass = s->pass;
+    s->stats.maps_reads++;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/maps", p->pid);
+    FILE *f = fopen(path, "re");
+    pp_map *maps = NULL;
+    size_t n = 0, cap = 0;
+    if (f) {
+        char *line = NULL;
+        size_t lcap = 0;
+        ssize_t len;
+        while ((len = getline(&line, &lcap, f)) > 0 && n < MAX_MAPS_PER_PID) {
+            pp_maps_line ml;
+            if (pp_maps_parse_line(line, (size_t)len, &ml) != 0 || ml.perms[2] != 'x')
+                continue;
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 32;
+                pp_map *nm = realloc(maps, nc * sizeof(pp_map));
+                if (!nm)
+                    break;
+                maps = nm;
+                cap = nc;
+            }
+            pp_map *m = &maps[n];
+            memset(m, 0, sizeof(*m));
+            m->path = strndup(ml.path, ml.pathlen);
+            if (!m->path)
+                break;
+            m->start = ml.start;
+            m->end = ml.end;
+            m->offset = ml.offset;
+            m->kind = (uint8_t)pp_maps_classify(ml.path, ml.pathlen);
+            m->deleted = (uint8_t)ml.deleted;
+            n++;
+        }
+        free(line);
+        fclose(f);
+    }
+    if (n > 1)
+        qsort(maps, n, sizeof(pp_map), cmp_map);
+    for (size_t i = 0; i < n; i++) {
+        const pp_map *old = find_map_in(p->maps, p->nmaps, maps[i].start);
+        if (old && old->start == maps[i].start && old->end == maps[i].end &&
+            old->offset == maps[i].offset && strcmp(old->path, maps[i].path) == 0) {
+            maps[i].state = old->state;
+            maps[i].slot = old->slot;
+            maps[i].gen = old->gen;
+        }
+    }
+    maps_free(p->maps, p->nmaps);
+    p->maps = maps;
+    p->nmaps = n;
+    if (!f)
+        pp_debug("symbols: cannot read maps of pid %d", p->pid);
+}
+
+static pp_proc *get_proc(pp_symbolizer *s, int pid)
+{
+    pp_proc **pp = proc_slot(s, pid);
+    if (*pp)
+        return *pp;
+    pp_proc *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->pid = pid;
+    p->nspid = read_nspid(pid);
+    proc_read_maps(s, p);
+    *pp = p;
+    return p;
+}
+
+void pp_symbolizer_forget_pid(pp_symbolizer *s, int pid)
+{
+    if (!s)
+        return;
+    pp_proc **pp = proc_slot(s, pid);
+    if (!*pp)
+        return;
+    pp_proc *p = *pp;
+    *pp = p->next;
+    proc_free(p);
+}
+
+/* ---- binary cache ---- */
+
+static pp_binary *slot_find(pp_symbolizer *s, const struct stat *st, const pp_elf_meta *meta,
+                            uint32_t *slot)
+{
+    for (size_t i = 0; i < s->max_binaries; i++) {
+        pp_binary *b = s->slots[i].bin;
+        if (!b)
+            continue;
+        int hit;
+        if (meta) /* same build-id, and the new file offers no better symbols */
+            hit = meta->build_id_len && b->meta.build_id_len == meta->build_id_len &&
+                  memcmp(b->meta.build_id, meta->build_id, meta->build_id_len) == 0 &&
+                  b->quality >= pp_elf_meta_potential(meta);
+        else
+            hit = b->dev == (uint64_t)st->st_dev && b->ino == (uint64_t)st->st_ino &&
+                  b->size == (uint64_t)st->st_size && b->mtime_s == st->st_mtim.tv_sec &&
+                  b->mtime_ns == st->st_mtim.tv_nsec;
+        if (hit) {
+            *slot = (uint32_t)i;
+            return b;
+        }
+    }
+    return NULL;
+}
+
+static uint32_t slot_insert(pp_symbolizer *s, pp_binary *b)
+{
+    size_t victim = 0;
+    for (size_t i = 0; i < s->max_binaries; i++) {
+        if (!s->slots[i].bin) {
+            victim = i;
+            break;
+        }
+        if (s->slots[i].last_used < s->slots[victim].last_used)
+            victim = i;
+    }
+    binslot *sl = &s->slots[victim];
+    if (sl->bin) {
+        binary_free(sl->bin);
+        s->stats.binaries_evicted++;
+    }
+    sl->bin = b;
+    sl->gen = s->next_gen++;
+    sl->last_used = ++s->clock;
+    return (uint32_t)victim;
+}
+
+static int open_mapped_file(const pp_proc *p, const pp_map *m, char *clean, size_t cleansz)
+{
+    size_t pl = strlen(m->path);
+    if (m->deleted && pl >= 10)
+        pl -= 10; /* " (deleted)" */
+    if (pl >= cleansz)
+        pl = cleansz - 1;
+    memcpy(clean, m->path, pl);
+    clean[pl] = '\0';
+    char path[PATH_MAX + 64];
+    int fd = -1;
+    if (!m->deleted && clean[0] == '/') {
+        int k = snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, clean);
+        if (k > 0 && (size_t)k < sizeof(path))
+            fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    if (fd < 0) {
+        snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start,
+                 m->end);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    return fd;
+}
+
+/* Returns the binary of a file mapping, loading it when needed; *fresh is set when loaded now. */
+static pp_binary *map_binary(pp_symbolizer *s, const pp_proc *p, pp_map *m, int *fresh)
+{
+    *fresh = 0;
+    if (m->state == MAP_FAILED)
+        return NULL;
+    if (m->state == MAP_OK && m->slot < s->max_binaries && s->slots[m->slot].gen == m->gen &&
+        s->slots[m->slot].bin) {
+        s->slots[m->slot].last_used = ++s->clock;
+        return s->slots[m->slot].bin;
+    }
+    m->state = MAP_FAILED;
+    char clean[PATH_MAX];
+    int fd = open_mapped_file(p, m, clean, sizeof(clean));
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    pp_binary *b = NULL;
+    uint32_t slot = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        goto out;
+    b = slot_find(s, &st, NULL, &slot);
+    if (b)
+        goto hit;
+    if (elf_version(EV_CURRENT) == EV_NONE)
+        goto out;
+    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    if (!e)
+        goto out;
+    pp_elf_meta meta;
+    if (pp_elf_meta_read(e, &meta) != 0) {
+        elf_end(e);
+        goto out;
+    }
+    b = slot_find(s, NULL, &meta, &slot);
+    if (b) {
+        elf_end(e);
+        goto hit;
+    }
+    b = calloc(1, sizeof(*b));
+    if (!b) {
+        elf_end(e);
+        goto out;
+    }
+    b->dev = (uint64_t)st.st_dev;
+    b->ino = (uint64_t)st.st_ino;
+    b->size = (uint64_t)st.st_size;
+    b->mtime_s = st.st_mtim.tv_sec;
+    b->mtime_ns = st.st_mtim.tv_nsec;
+    b->meta = meta;
+    pp_symtab_init(&b->tab);
+    char root[64];
+    snprintf(root, sizeof(root), "/proc/%d/root", p->pid);
+    pp_debug_ctx dbg = {.root = root, .path = clean};
+    long n = pp_elf_load_all(e, &meta, &dbg, &b->tab, &b->quality);
+    pp_symtab_finish(&b->tab, ELF_LAST_SPAN);
+    elf_end(e);
+    pp_debug("symbols: loaded %ld symbols for %s", n, m->path);
+    s->stats.binaries_loaded++;
+    slot = slot_insert(s, b);
+    *fresh = 1;
+hit:
+    s->slots[slot].last_used = ++s->clock;
+    m->state = MAP_OK;
+    m->slot = slot;
+    m->gen = s->slots[slot].gen;
+out:
+    close(fd);
+    return m->state == MAP_OK ? b : NULL;
+}
+
+/* ---- vdso: the host kernel's vdso image is the same in every 64-bit process ---- */
+
+static void load_vdso(pp_symbolizer *s)
+{
+    s->vdso_state = -1;
+    unsigned long base = getauxval(AT_SYSINFO_EHDR);
+    if (!base)
+        return;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64)
+        return;
+    uint64_t len = eh->e_shoff + (uint64_t)eh->e_shnum * eh->e_shentsize;
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
+    for (int i = 0; i < eh->e_phnum && i < 64; i++)
+        if (ph[i].p_offset + ph[i].p_filesz > len)
+            len = ph[i].p_offset + ph[i].p_filesz;
+    if (len == 0 || len > (1u << 20))
+        return;
+    if (pp_elf_load_memory((const void *)base, len, &s->vdso, &s->vdso_meta) > 0) {
+        s->vdso_state = 1;
+        long pg = sysconf(_SC_PAGESIZE);
+        s->vdso_len = pg > 0 ? (len + (uint64_t)pg - 1) / (uint64_t)pg * (uint64_t)pg : len;
+    }
+}
+
+/* ---- perf maps ---- */
+
+static void perfmap_refresh(pp_symbolizer *s, pp_proc *p)
+{
+    if (p->perfmap_pass == s->pass)
+        return;
+    p->perfmap_pass = s->pass;
+    char path[128];
+    snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", p->pid, p->nspid);
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        pp_symtab_free(&p->perfmap);
+        p->perfmap_present = 0;
+        return;
+    }
+    if (p->perfmap_present && p->pm_ino == (uint64_t)st.st_ino &&
+        p->pm_size == (uint64_t)st.st_size && p->pm_mtime_s == st.st_mtim.tv_sec &&
+        p->pm_mtime_ns == st.st_mtim.tv_nsec)
+        return;
+    pp_symtab_free(&p->perfmap);
+    long n = pp_perfmap_load(path, &p->perfmap);
+    p->perfmap_present = n >= 0;
+    p->pm_ino = (uint64_t)st.st_ino;
+    p->pm_size = (uint64_t)st.st_size;
+    p->pm_mtime_s = st.st_mtim.tv_sec;
+    p->pm_mtime_ns = st.st_mtim.tv_nsec;
+    pp_debug("symbols: perf map %s: %ld entries", path, n);
+}
+
+/* ---- user frames ---- */
+
+static size_t unnamed(pp_symbolizer *s, char *buf, size_t bufsz, const char *dso)
+{
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof(tmp), "(%s)", dso);
+    s->stats.unknown_frames++;
+    return pp_frame_write(buf, bufsz, tmp, NULL);
+}
+
+size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size_t bufsz)
+{
+    pp_proc *p = s ? get_proc(s, pid) : NULL;
+    if (!p) {
+        if (s)
+            s->stats.unknown_frames++;
+        return pp_frame_write(buf, bufsz, "[unknown]", NULL);
+    }
+    const pp_map *cm = find_map_in(p->maps, p->nmaps, ip);
+    if (!cm && p->maps_pass != s->pass) {
+        proc_read_maps(s, p);
+        cm = find_map_in(p->maps, p->nmaps, ip);
+    }
+    if (!cm) {
+        s->stats.unknown_frames++;
+        return pp_frame_write(buf, bufsz, "[unknown]", NULL);
+    }
+    pp_map *m = (pp_map *)cm;
+    switch ((pp_map_kind)m->kind) {
+    case PP_MAP_ANON: {
+        perfmap_refresh(s, p);
+        const pp_sym *sym = p->perfmap_present ? pp_symtab_find(&p->perfmap, ip) : NULL;
+        if (sym)
+            return pp_frame_write(buf, bufsz, pp_symtab_name(&p->perfmap, sym), NULL);
+        char dso[64];
+        snprintf(dso, sizeof(dso), "/tmp/perf-%d.map", pid);
+        return unnamed(s, buf, bufsz, dso);
+    }
+    case PP_MAP_VDSO: {
+        if (s->vdso_state == 0)
+            load_vdso(s);
+        uint64_t va;
+        const pp_sym *sym = NULL;
+        if (s->vdso_state > 0 && m->end - m->start == s->vdso_len &&
+            pp_elf_offset_to_vaddr(&s->vdso_meta, ip - m->start, &va) == 0)
+            sym = pp_symtab_find(&s->vdso, va);
+        if (sym)
+            return pp_frame_write(buf, bufsz, pp_symtab_name(&s->vdso, sym), NULL);
+        return unnamed(s, buf, bufsz, "vdso");
+    }
+    case PP_MAP_OTHER: {
+        char dso[256];
+        size_t l = strlen(m->path);
+        if (l >= 2 && m->path[0] == '[' && m->path[l - 1] == ']')
+            snprintf(dso, sizeof(dso), "%.*s", (int)(l - 2), m->path + 1);
+        else
+            snprintf(dso, sizeof(dso), "%s", m->path);
+        return unnamed(s, buf, bufsz, dso);
+    }
+    case PP_MAP_FILE:
+    default:
+        break;
+    }
+    int fresh;
+    pp_binary *b = map_binary(s, p, m, &fresh);
+    uint64_t va;
+    if (!b || pp_elf_offset_to_vaddr(&b->meta, ip - m->start + m->offset, &va) != 0)
+        return unnamed(s, buf, bufsz, m->path);
+    if (!fresh)
+        s->stats.binaries_cached++;
+    const pp_sym *sym = pp_symtab_find(&b->tab, va);
+    if (!sym)
+        return unnamed(s, buf, bufsz, m->path);
+    return pp_frame_write(buf, bufsz, pp_symtab_display_name(&b->tab, sym), NULL);
+}

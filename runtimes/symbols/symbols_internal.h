@@ -1,0 +1,176 @@
+/* Private pieces of the symbolizer: sorted symbol tables, ELF / gopclntab / kallsyms / perf-map
+ * loaders, /proc/<pid>/maps parsing, demangling and frame sanitizing. Exposed for the unit tests
+ * and the fuzz target; not part of the public API (see symbolizer.h). */
+#ifndef PP_SYMBOLS_INTERNAL_H
+#define PP_SYMBOLS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtimes/symbols/symbolizer.h"
+
+/* ---- symbol table (symtab.c) ---- */
+
+#define PP_SYM_FUNC 0x01   /* STT_FUNC / STT_GNU_IFUNC / kernel text */
+#define PP_SYM_GLOBAL 0x02 /* STB_GLOBAL */
+#define PP_SYM_WEAK 0x04   /* STB_WEAK */
+#define PP_SYM_SEQ 0x08    /* duplicates at one address: the last added wins (perf maps) */
+
+/* Hard bounds that keep a malformed input from eating memory. */
+#define PP_SYMTAB_MAX_SYMS (8u << 20)
+#define PP_SYMTAB_MAX_ARENA (512u << 20)
+#define PP_SYM_MAX_NAME 4096
+
+typedef struct pp_sym {
+    uint64_t addr;
+    uint64_t end;  /* size while building; exclusive end after pp_symtab_finish */
+    uint32_t name; /* offset into arena */
+    uint8_t flags;
+} pp_sym;
+
+typedef struct pp_symtab {
+    pp_sym *syms;
+    size_t n, cap;
+    char *arena; /* all names, NUL-terminated */
+    size_t alen, acap;
+    uint32_t *dem; /* lazily: per symbol 0 = unknown, 1 = not mangled, k = darena offset k-2 */
+    char *darena;  /* demangled (and sanitized) names */
+    size_t dlen, dcap;
+    int finished;
+} pp_symtab;
+
+void pp_symtab_init(pp_symtab *t);
+void pp_symtab_free(pp_symtab *t);
+/* Adds a symbol (size 0 = extends to the next symbol). Names longer than PP_SYM_MAX_NAME are cut.
+ * Returns 0, or -1 when a bound is hit or on OOM (the table stays usable). */
+int pp_symtab_add(pp_symtab *t, uint64_t addr, uint64_t size, const char *name, size_t namelen,
+                  uint8_t flags);
+/* Sorts, keeps the best symbol per address (function > sized > non-weak > global > fewer leading
+ * underscores > longer name > added later) and computes ends. A size-0 symbol ends at the next
+ * symbol's address, the last one at addr + last_span. */
+void pp_symtab_finish(pp_symtab *t, uint64_t last_span);
+/* Symbol covering addr, or NULL. Table must be finished. */
+const pp_sym *pp_symtab_find(const pp_symtab *t, uint64_t addr);
+static inline const char *pp_symtab_name(const pp_symtab *t, const pp_sym *s)
+{
+    return t->arena + s->name;
+}
+/* Name for display: demangled when mangled (cached in the table), else the raw name. */
+const char *pp_symtab_display_name(pp_symtab *t, const pp_sym *s);
+size_t pp_symtab_memory(const pp_symtab *t);
+
+/* ---- demangling and frame text (demangle.c) ---- */
+
+/* Demangles a C++ (Itanium) or Rust name the way perf shows it; returns a malloc'd string or NULL
+ * when the name is not mangled / cannot be demangled. */
+char *pp_demangle(const char *name);
+/* Writes src (with ';' -> '|', control chars -> '?') followed by suffix (may be NULL) into buf,
+ * NUL-terminated, truncated to bufsz-1. Returns the length written. */
+size_t pp_frame_write(char *buf, size_t bufsz, const char *src, const char *suffix);
+/* Sanitizes a string in place (same replacements). */
+void pp_frame_sanitize(char *s);
+
+/* ---- kallsyms (ksyms.c) ---- */
+
+/* Parses a kallsyms-format file (text symbols only). Returns the number of symbols, -1 when the
+ * file cannot be opened. The table is finished. */
+long pp_ksyms_load(const char *path, pp_symtab *t);
+/* Parses one kallsyms line into t (not finished). Returns 1 if a symbol was added, else 0. */
+int pp_ksyms_parse_line(const char *line, size_t len, pp_symtab *t);
+
+/* ---- perf maps (perfmap.c) ---- */
+
+/* Parses "START SIZE name" (hex, optional 0x). Returns 0 and sets the outputs, -1 if malformed. */
+int pp_perfmap_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *size,
+                          const char **name, size_t *namelen);
+/* Parses a whole perf map buffer into t and finishes it. Returns symbols added. */
+long pp_perfmap_parse(const char *data, size_t len, pp_symtab *t);
+/* Reads a perf map file (bounded size). Returns symbols added, -1 when it cannot be read. */
+long pp_perfmap_load(const char *path, pp_symtab *t);
+
+/* ---- /proc/<pid>/maps (procmaps.c) ---- */
+
+typedef enum {
+    PP_MAP_FILE = 0,
+    PP_MAP_ANON,  /* anonymous executable memory: JIT, looked up in the perf map */
+    PP_MAP_VDSO,  /* [vdso] */
+    PP_MAP_OTHER, /* other pseudo mappings: [vsyscall], [heap], [stack] ... */
+} pp_map_kind;
+
+typedef struct pp_maps_line {
+    uint64_t start, end, offset, inode;
+    unsigned dev_major, dev_minor;
+    char perms[5];
+    const char *path; /* points into the line, not NUL-terminated; "" when none */
+    size_t pathlen;
+    int deleted; /* path ends with " (deleted)" (kept in path) */
+} pp_maps_line;
+
+int pp_maps_parse_line(const char *line, size_t len, pp_maps_line *out);
+pp_map_kind pp_maps_classify(const char *path, size_t pathlen);
+
+/* ---- ELF symbol tables (elfsyms.c) ---- */
+
+#define PP_ELF_MAX_SEGS 16
+#define PP_BUILD_ID_MAX 64
+
+typedef struct pp_load_seg {
+    uint64_t offset, filesz, vaddr;
+} pp_load_seg;
+
+typedef struct pp_elf_meta {
+    pp_load_seg segs[PP_ELF_MAX_SEGS];
+    int nsegs;
+    uint8_t build_id[PP_BUILD_ID_MAX];
+    size_t build_id_len;
+    char debuglink[256]; /* "" when none */
+    uint32_t debuglink_crc;
+    int has_symtab, has_dynsym, has_debugdata, has_gopclntab;
+} pp_elf_meta;
+
+/* Where debug files are searched: root prefix (e.g. "/proc/123/root", "" for the host) and the
+ * binary's path as seen from that root. */
+typedef struct pp_debug_ctx {
+    const char *root;
+    const char *path;
+} pp_debug_ctx;
+
+typedef struct Elf Elf;
+
+/* Fills meta from an opened Elf. Returns 0, -1 when not a usable ELF. */
+int pp_elf_meta_read(Elf *e, pp_elf_meta *meta);
+/* Adds symbols of the first section of type sh_type (SHT_SYMTAB / SHT_DYNSYM). Returns count. */
+long pp_elf_add_section_syms(Elf *e, unsigned sh_type, pp_symtab *t);
+/* Adds .gnu_debugdata (MiniDebugInfo) symbols. Returns count, -1 when absent/bad. */
+long pp_elf_add_debugdata(Elf *e, pp_symtab *t);
+/* Symbol-source quality: what a table was built from, or could be built from (see below). */
+#define PP_SYMQ_DYNAMIC 1   /* .dynsym / .gopclntab only */
+#define PP_SYMQ_MINIDEBUG 2 /* + .gnu_debugdata */
+#define PP_SYMQ_FULL 3      /* a .symtab (own or external debug file) */
+/* Best quality meta suggests is reachable (debuglink counts as full). */
+int pp_elf_meta_potential(const pp_elf_meta *meta);
+/* Loads all symbols for the binary in e (not finished): .symtab, else external debug file
+ * (build-id, debuglink; dbg may be NULL), else .dynsym + .gnu_debugdata + .gopclntab.
+ * *quality (may be NULL) receives the PP_SYMQ_* reached. */
+long pp_elf_load_all(Elf *e, const pp_elf_meta *meta, const pp_debug_ctx *dbg, pp_symtab *t,
+                     int *quality);
+/* Whole pipeline on an in-memory ELF image (no external debug files). Finishes t.
+ * Fills meta when not NULL. Returns symbols, -1 when not an ELF. */
+long pp_elf_load_memory(const void *data, size_t len, pp_symtab *t, pp_elf_meta *meta);
+/* File offset -> ELF virtual address through PT_LOAD segments. Returns 0 and sets *vaddr. */
+int pp_elf_offset_to_vaddr(const pp_elf_meta *meta, uint64_t off, uint64_t *vaddr);
+/* CRC32 (zlib) of a whole file; returns 0 on success. */
+int pp_file_crc32(int fd, uint32_t *crc);
+
+/* ---- Go .gopclntab (gopclntab.c) ---- */
+
+/* Parses a .gopclntab section image. text_start is used when the header holds 0 (PIE) or for
+ * pre-1.18 formats it is ignored. Returns functions added (table not finished), -1 if bad. */
+long pp_gopclntab_parse(const uint8_t *data, size_t len, uint64_t text_start, pp_symtab *t);
+
+/* ---- symbolizer internals for tests (symbolizer.c) ---- */
+
+/* Overrides the kallsyms path (default /proc/kallsyms); resets the loaded kernel table. */
+void pp_symbolizer_set_kallsyms_path(pp_symbolizer *s, const char *path);
+
+#endif

@@ -1,0 +1,758 @@
+/* Symbolizer tests: fixtures (C with/without symbols, debuglink, MiniDebugInfo, C++, Go) are built
+ * once per run in a temp dir by a PRE_ALL hook; tests run real child processes against them. */
+#include "tests/unit/testutil.h"
+
+#include <criterion/hooks.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "runtimes/symbols/symbolizer.h"
+#include "runtimes/symbols/symbols_internal.h"
+
+#define FIXENV "PP_TEST_SYMBOLS_FIXDIR"
+
+static const char fix_c[] =
+    "#include <fcntl.h>\n#include <stdio.h>\n#include <string.h>\n#include <sys/mman.h>\n"
+    "#include <unistd.h>\n"
+    "volatile int sink;\n"
+    "__attribute__((noinline)) void pp_fixture_alpha(void) { for (int i = 0; i < 10; i++) sink "
+    "+= i; }\n"
+    "__attribute__((noinline)) int pp_fixture_beta(int x) { sink += x; return sink * 3; }\n"
+    "__attribute__((noinline)) static int pp_fixture_local(int x) { sink -= x; return sink; }\n"
+    "int main(int argc, char **argv) {\n"
+    "  char *anon = mmap(NULL, 8192, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | "
+    "MAP_ANONYMOUS, -1, 0);\n"
+    "  if (anon != MAP_FAILED) memset(anon, 0xc3, 8192); else anon = NULL;\n"
+    "  void *fm = NULL;\n"
+    "  if (argc > 1) { int fd = open(argv[1], O_RDONLY);\n"
+    "    fm = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);\n"
+    "    if (fm == MAP_FAILED) fm = NULL; }\n"
+    "  printf(\"%#lx %#lx %#lx %#lx %#lx\\n\", (unsigned long)pp_fixture_alpha,\n"
+    "         (unsigned long)pp_fixture_beta, (unsigned long)pp_fixture_local,\n"
+    "         (unsigned long)anon, (unsigned long)fm);\n"
+    "  fflush(stdout);\n"
+    "  pp_fixture_alpha(); pp_fixture_beta(1); pp_fixture_local(2);\n"
+    "  for (;;) pause();\n"
+    "}\n";
+
+static const char fix_cpp[] =
+    "#include <cstdio>\n#include <vector>\n#include <unistd.h>\n"
+    "namespace ppns {\n"
+    "__attribute__((noinline)) int compute(std::vector<int> &v, double d) { v.push_back((int)d); "
+    "return (int)v.size(); }\n"
+    "}\n"
+    "int main() { std::vector<int> v; ppns::compute(v, 1.0);\n"
+    "  printf(\"%#lx\\n\", (unsigned long)(void *)&ppns::compute); fflush(stdout);\n"
+    "  for (;;) pause(); }\n";
+
+static const char fix_go[] = "package main\n\nimport (\n\t\"fmt\"\n\t\"reflect\"\n\t\"time\"\n)\n\n"
+                             "//go:noinline\nfunc work(n int) int {\n\ts := 0\n"
+                             "\tfor i := 0; i < n; i++ {\n\t\ts += i\n\t}\n\treturn s\n}\n\n"
+                             "func main() {\n\tfmt.Printf(\"%#x %#x\\n\", "
+                             "reflect.ValueOf(main).Pointer(), reflect.ValueOf(work).Pointer())\n"
+                             "\tfor {\n\t\twork(10)\n\t\ttime.Sleep(time.Second)\n\t}\n}\n";
+
+static char g_fixdir[256];
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    return system(cmd);
+}
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+ReportHook(PRE_ALL)(struct criterion_test_set *set)
+{
+    (void)set;
+    char tmpl[] = "/tmp/pp_test_symfix_XXXXXX";
+    if (!mkdtemp(tmpl))
+        return;
+    const char *d = tmpl;
+    write_text(d, "fix.c", fix_c);
+    write_text(d, "cpp.cc", fix_cpp);
+    write_text(d, "main.go", fix_go);
+    int rc = 0;
+    rc |= sh("cd %s && gcc -O1 -g -o fix fix.c", d);
+    rc |= sh("cd %s && strip --strip-all -o fix_stripped fix", d);
+    /* debuglink: stripped binary + separate debug file in the same dir */
+    rc |=
+        sh("cd %s && mkdir dl && objcopy --only-keep-debug fix dl/fix.debug && "
+           "strip --strip-all -o dl/fix fix && cd dl && objcopy --add-gnu-debuglink=fix.debug fix",
+           d);
+    /* MiniDebugInfo */
+    rc |= sh("cd %s && mkdir mini && objcopy --only-keep-debug fix mini/fix.dbg && "
+             "xz -z mini/fix.dbg && strip --strip-all -o mini/fix fix && "
+             "objcopy --add-section .gnu_debugdata=mini/fix.dbg.xz mini/fix && rm mini/fix.dbg.xz",
+             d);
+    rc |= sh("cd %s && g++ -O1 -o cpp cpp.cc", d);
+    rc |= sh("cd %s && GOCACHE=%s/gocache GO111MODULE=off go build -ldflags='-s -w' -o gofix "
+             "main.go >/dev/null 2>&1 && rm -rf gocache",
+             d, d);
+    rc |= sh("head -c 8192 /dev/urandom > %s/garbage", d);
+    if (rc == 0) {
+        snprintf(g_fixdir, sizeof(g_fixdir), "%s", d);
+        setenv(FIXENV, d, 1);
+    } else {
+        fprintf(stderr, "test_symbols: fixture build failed\n");
+    }
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats)
+{
+    (void)stats;
+    if (g_fixdir[0] && strncmp(g_fixdir, "/tmp/pp_test_symfix_", 20) == 0)
+        sh("rm -rf '%s'", g_fixdir);
+}
+
+static const char *fixdir(void)
+{
+    const char *d = getenv(FIXENV);
+    cr_assert(d && *d, "fixtures were not built");
+    return d;
+}
+
+static void fixpath(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s/%s", fixdir(), name);
+}
+
+typedef struct child {
+    pid_t pid;
+    unsigned long v[8];
+    int nv;
+} child;
+
+/* Starts argv[0] with stdout piped, reads its first line of hex numbers. */
+static child spawn(const char *path, const char *arg)
+{
+    child c = {0};
+    int fds[2];
+    cr_assert(pipe(fds) == 0);
+    c.pid = fork();
+    cr_assert(c.pid >= 0);
+    if (c.pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 2);
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execl(path, path, arg, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char line[512];
+    size_t n = 0;
+    while (n + 1 < sizeof(line)) {
+        ssize_t r = read(fds[0], line + n, 1);
+        if (r <= 0 || line[n] == '\n')
+            break;
+        n++;
+    }
+    line[n] = '\0';
+    close(fds[0]);
+    char *p = line, *end;
+    while (c.nv < 8) {
+        unsigned long v = strtoul(p, &end, 0);
+        if (end == p)
+            break;
+        c.v[c.nv++] = v;
+        p = end;
+    }
+    cr_assert(c.nv > 0, "child %s printed nothing", path);
+    return c;
+}
+
+static void reap(child *c)
+{
+    kill(c->pid, SIGKILL);
+    waitpid(c->pid, NULL, 0);
+}
+
+static char *sym_user(pp_symbolizer *s, int pid, uint64_t ip)
+{
+    static char buf[1024];
+    pp_symbolize_user(s, pid, ip, buf, sizeof(buf));
+    return buf;
+}
+
+static void init(void)
+{
+    pp_test_quiet_log();
+}
+
+TestSuite(symbols, .init = init, .timeout = 60);
+
+/* ---- pure units ---- */
+
+Test(symbols, symtab_lookup_and_dedupe)
+{
+    pp_symtab t;
+    pp_symtab_init(&t);
+    cr_assert(pp_symtab_add(&t, 0x2000, 0x10, "sized", 5, PP_SYM_FUNC | PP_SYM_GLOBAL) == 0);
+    pp_symtab_add(&t, 0x1000, 0, "weak_alias", 10, PP_SYM_FUNC | PP_SYM_WEAK);
+    pp_symtab_add(&t, 0x1000, 0, "the_global", 10, PP_SYM_FUNC | PP_SYM_GLOBAL);
+    pp_symtab_add(&t, 0x1000, 0, "local", 5, PP_SYM_FUNC);
+    pp_symtab_add(&t, 0x1000, 0, "notype", 6, PP_SYM_GLOBAL);
+    pp_symtab_add(&t, 0x2004, 0, "label_inside", 12, 0);
+    pp_symtab_add(&t, 0x3000, 0, "last", 4, PP_SYM_FUNC);
+    pp_symtab_finish(&t, 0x100);
+    cr_assert_null(pp_symtab_find(&t, 0xfff));
+    const pp_sym *s = pp_symtab_find(&t, 0x1000);
+    cr_assert_not_null(s);
+    cr_assert_str_eq(pp_symtab_name(&t, s), "the_global");
+    s = pp_symtab_find(&t, 0x1fff); /* size-0: up to next symbol */
+    cr_assert_str_eq(pp_symtab_name(&t, s), "the_global");
+    cr_assert_str_eq(pp_symtab_name(&t, pp_symtab_find(&t, 0x2005)), "sized");
+    cr_assert_null(pp_symtab_find(&t, 0x2010)); /* past the sized symbol */
+    cr_assert_str_eq(pp_symtab_name(&t, pp_symtab_find(&t, 0x30ff)), "last");
+    cr_assert_null(pp_symtab_find(&t, 0x3100));
+    cr_assert_eq(t.n, 3);
+    pp_symtab_free(&t);
+}
+
+Test(symbols, demangle_cpp_and_rust)
+{
+    char *d = pp_demangle("_ZNSt6vectorIiSaIiEE9push_backERKi");
+    cr_assert_not_null(d);
+    cr_assert_str_eq(d, "std::vector<int, std::allocator<int> >::push_back(int const&)");
+    free(d);
+    d = pp_demangle("_ZN4core3fmt5write17h0123456789abcdefE");
+    cr_assert_not_null(d);
+    cr_assert_str_eq(d, "core::fmt::write");
+    free(d);
+    cr_assert_null(pp_demangle("main"));
+    cr_assert_null(pp_demangle("_Znotmangled!!"));
+    /* cached display name through a table */
+    pp_symtab t;
+    pp_symtab_init(&t);
+    pp_symtab_add(&t, 0x10, 0x10, "_ZNSt6vectorIiSaIiEE9push_backERKi", 34, PP_SYM_FUNC);
+    pp_symtab_finish(&t, 1);
+    const pp_sym *s = pp_symtab_find(&t, 0x11);
+    const char *a = pp_symtab_display_name(&t, s);
+    const char *b = pp_symtab_display_name(&t, s);
+    cr_assert_eq(a, b);
+    cr_assert_str_eq(a, "std::vector<int, std::allocator<int> >::push_back(int const&)");
+    pp_symtab_free(&t);
+}
+
+Test(symbols, frame_text_is_sanitized)
+{
+    char buf[64];
+    size_t n = pp_frame_write(buf, sizeof(buf), "a;b\nc\td", "_[k]");
+    cr_assert_str_eq(buf, "a|b?c?d_[k]");
+    cr_assert_eq(n, strlen(buf));
+    n = pp_frame_write(buf, 5, "abcdefgh", NULL);
+    cr_assert_str_eq(buf, "abcd");
+    cr_assert_eq(n, 4);
+}
+
+Test(symbols, maps_line_parsing)
+{
+    pp_maps_line m;
+    const char *l = "7f0a1c000000-7f0a1c1c2000 r-xp 00028000 fd:01 1234567                    "
+                    "/usr/lib/x86_64-linux-gnu/libc.so.6\n";
+    cr_assert(pp_maps_parse_line(l, strlen(l), &m) == 0);
+    cr_assert_eq(m.start, 0x7f0a1c000000ull);
+    cr_assert_eq(m.end, 0x7f0a1c1c2000ull);
+    cr_assert_eq(m.offset, 0x28000);
+    cr_assert_eq(m.dev_major, 0xfd);
+    cr_assert_eq(m.inode, 1234567);
+    cr_assert_str_eq(m.perms, "r-xp");
+    cr_assert(m.pathlen == strlen("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+    cr_assert_eq(pp_maps_classify(m.path, m.pathlen), PP_MAP_FILE);
+    l = "1000-2000 r-xp 00000000 00:00 0 \n";
+    cr_assert(pp_maps_parse_line(l, strlen(l), &m) == 0);
+    cr_assert_eq(m.pathlen, 0);
+    cr_assert_eq(pp_maps_classify(m.path, m.pathlen), PP_MAP_ANON);
+    l = "1000-2000 r-xp 00000000 08:01 77 /opt/app/bin (deleted)";
+    cr_assert(pp_maps_parse_line(l, strlen(l), &m) == 0);
+    cr_assert(m.deleted);
+    cr_assert_eq(pp_maps_classify("[vdso]", 6), PP_MAP_VDSO);
+    cr_assert_eq(pp_maps_classify("[vsyscall]", 10), PP_MAP_OTHER);
+    cr_assert_eq(pp_maps_classify("/memfd:jit (deleted)", 20), PP_MAP_ANON);
+    cr_assert_eq(pp_maps_classify("[anon:v8]", 9), PP_MAP_ANON);
+    const char *bad[] = {"",
+                         "zz-10 r-xp 0 0:0 0",
+                         "2000-1000 r-xp 00000000 00:00 0",
+                         "1000-2000 r-x",
+                         "1000-2000 r-xp 0 00:00",
+                         "10000000000000000-1 r-xp 0 0:0 0"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_assert(pp_maps_parse_line(bad[i], strlen(bad[i]), &m) != 0, "accepted '%s'", bad[i]);
+}
+
+Test(symbols, perfmap_parsing)
+{
+    uint64_t a, sz;
+    const char *name;
+    size_t nl;
+    const char *l = "7f00dead0000 40 LazyCompile:~foo bar.js:1:2\n";
+    cr_assert(pp_perfmap_parse_line(l, strlen(l), &a, &sz, &name, &nl) == 0);
+    cr_assert_eq(a, 0x7f00dead0000ull);
+    cr_assert_eq(sz, 0x40);
+    cr_assert(nl == strlen("LazyCompile:~foo bar.js:1:2"));
+    cr_assert(strncmp(name, "LazyCompile:~foo bar.js:1:2", nl) == 0);
+    l = "0x1000 0x10 Ljava/lang/Thread;::run";
+    cr_assert(pp_perfmap_parse_line(l, strlen(l), &a, &sz, &name, &nl) == 0);
+    cr_assert_eq(a, 0x1000);
+    const char *bad[] = {
+        "", "1000", "1000 10", "1000 10 ", "xyz 10 name", "1000 zz name", "11111111111111111 1 n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_assert(pp_perfmap_parse_line(bad[i], strlen(bad[i]), &a, &sz, &name, &nl) != 0,
+                  "accepted '%s'", bad[i]);
+    const char data[] = "1000 10 first\ngarbage line\n1010 10 second;x\n1010 8 newer\n2000 0 z";
+    pp_symtab t;
+    pp_symtab_init(&t);
+    cr_assert_eq(pp_perfmap_parse(data, sizeof(data) - 1, &t), 4);
+    cr_assert_str_eq(pp_symtab_name(&t, pp_symtab_find(&t, 0x100f)), "first");
+    cr_assert_str_eq(pp_symtab_name(&t, pp_symtab_find(&t, 0x1011)), "newer");
+    cr_assert_null(pp_symtab_find(&t, 0x1020));
+    pp_symtab_free(&t);
+}
+
+Test(symbols, kallsyms_fixture_file)
+{
+    char *dir = pp_test_mkdtemp();
+    char path[512];
+    snprintf(path, sizeof(path), "%s/kallsyms", dir);
+    const char ks[] = "ffffffff81000000 T _stext\n"
+                      "ffffffff81000000 T _text\n"
+                      "ffffffff81000100 t do_thing\n"
+                      "ffffffff81000200 D some_data\n"
+                      "ffffffff81000300 T schedule\n"
+                      "garbage\n"
+                      "ffffffffc0001000 t ext4_fn\t[ext4]\n"
+                      "0000000000000000 T hidden\n";
+    pp_test_write_file(path, ks, sizeof(ks) - 1);
+    pp_symtab t;
+    pp_symtab_init(&t);
+    cr_assert_eq(pp_ksyms_load(path, &t), 5);
+    cr_assert_str_eq(pp_symtab_name(&t, pp_symtab_find(&t, 0xffffffff81000000ull)), "_stext");
+    pp_symtab_free(&t);
+
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    pp_symbolizer_set_kallsyms_path(s, path);
+    char buf[128];
+    pp_symbolize_kernel(s, 0xffffffff81000150ull, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "do_thing_[k]");
+    pp_symbolize_kernel(s, 0xffffffff81000250ull, buf, sizeof(buf)); /* data is skipped */
+    cr_assert_str_eq(buf, "do_thing_[k]");
+    pp_symbolize_kernel(s, 0xffffffffc0001010ull, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "ext4_fn_[k]");
+    pp_symbolize_kernel(s, 0x1000, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "[unknown]_[k]");
+    pp_symbolizer_set_kallsyms_path(s, "/nonexistent/kallsyms");
+    pp_symbolize_kernel(s, 0xffffffff81000150ull, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "[unknown]_[k]");
+    pp_symbolizer_free(s);
+    pp_test_rmtree(dir);
+}
+
+Test(symbols, kallsyms_real)
+{
+    FILE *f = fopen("/proc/kallsyms", "r");
+    cr_assert_not_null(f);
+    char line[512], name[256] = "";
+    unsigned long long addr = 0;
+    while (fgets(line, sizeof(line), f)) {
+        char type;
+        if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 && type == 'T' &&
+            strcmp(name, "schedule") == 0)
+            break;
+        name[0] = '\0';
+    }
+    fclose(f);
+    cr_assert(name[0] && addr, "no schedule in /proc/kallsyms (not root?)");
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    char buf[256];
+    pp_symbolize_kernel(s, addr + 1, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "schedule_[k]");
+    pp_symbolizer_free(s);
+}
+
+/* ---- ELF tables ---- */
+
+static void *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot read %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *b = malloc((size_t)n);
+    cr_assert(fread(b, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+static const pp_sym *find_by_name(const pp_symtab *t, const char *name)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(pp_symtab_name(t, &t->syms[i]), name) == 0)
+            return &t->syms[i];
+    return NULL;
+}
+
+Test(symbols, elf_memory_tables)
+{
+    char p[512];
+    size_t len;
+    const char *cases[] = {"fix", "mini/fix", "gofix"};
+    const char *want[] = {"pp_fixture_local", "pp_fixture_local", "main.work"};
+    for (int i = 0; i < 3; i++) {
+        fixpath(p, sizeof(p), cases[i]);
+        void *img = slurp(p, &len);
+        pp_symtab t;
+        pp_symtab_init(&t);
+        pp_elf_meta meta;
+        cr_assert(pp_elf_load_memory(img, len, &t, &meta) > 0, "%s", cases[i]);
+        const pp_sym *s = find_by_name(&t, want[i]);
+        cr_assert_not_null(s, "%s lacks %s", cases[i], want[i]);
+        cr_assert_eq(pp_symtab_find(&t, s->addr + 1), s);
+        cr_assert(meta.nsegs > 0);
+        if (i < 2)
+            cr_assert(meta.build_id_len > 0);
+        pp_symtab_free(&t);
+        free(img);
+    }
+    /* stripped: only .dynsym imports, not our functions */
+    fixpath(p, sizeof(p), "fix_stripped");
+    void *img = slurp(p, &len);
+    pp_symtab t;
+    pp_symtab_init(&t);
+    cr_assert(pp_elf_load_memory(img, len, &t, NULL) >= 0);
+    cr_assert_null(find_by_name(&t, "pp_fixture_alpha"));
+    pp_symtab_free(&t);
+    free(img);
+}
+
+Test(symbols, build_id_debug_dir)
+{
+    char p[512], root[512], cmd[2048];
+    fixpath(p, sizeof(p), "fix_stripped");
+    int fd = open(p, O_RDONLY);
+    cr_assert(fd >= 0);
+    cr_assert(elf_version(EV_CURRENT) != EV_NONE);
+    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    pp_elf_meta meta;
+    cr_assert(pp_elf_meta_read(e, &meta) == 0);
+    cr_assert(meta.build_id_len >= 2 && !meta.has_symtab);
+    char hex[200];
+    for (size_t i = 0; i < meta.build_id_len; i++)
+        sprintf(hex + 2 * i, "%02x", meta.build_id[i]);
+    snprintf(root, sizeof(root), "%s/bidroot", fixdir());
+    snprintf(cmd, sizeof(cmd),
+             "mkdir -p %s/usr/lib/debug/.build-id/%.2s && objcopy --only-keep-debug %s/fix "
+             "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
+             root, hex, fixdir(), root, hex, hex + 2);
+    cr_assert(system(cmd) == 0);
+    pp_symtab t;
+    pp_symtab_init(&t);
+    pp_debug_ctx none = {.root = "/nonexistent", .path = "/nonexistent/fix"};
+    cr_assert(pp_elf_load_all(e, &meta, &none, &t, NULL) >= 0);
+    pp_symtab_finish(&t, 16);
+    cr_assert_null(find_by_name(&t, "pp_fixture_local"));
+    pp_symtab_free(&t);
+    pp_symtab_init(&t);
+    pp_debug_ctx dbg = {.root = root, .path = "/nonexistent/fix"};
+    cr_assert(pp_elf_load_all(e, &meta, &dbg, &t, NULL) > 0);
+    pp_symtab_finish(&t, 16);
+    cr_assert_not_null(find_by_name(&t, "pp_fixture_local"));
+    pp_symtab_free(&t);
+    elf_end(e);
+    close(fd);
+}
+
+Test(symbols, garbage_and_truncated_elf)
+{
+    char p[512];
+    size_t len;
+    fixpath(p, sizeof(p), "fix");
+    uint8_t *img = slurp(p, &len);
+    for (size_t cut = 0; cut < len; cut += len / 37 + 1) {
+        pp_symtab t;
+        pp_symtab_init(&t);
+        pp_elf_load_memory(img, cut ? cut : 1, &t, NULL);
+        pp_symtab_free(&t);
+    }
+    srand(1234);
+    for (int round = 0; round < 40; round++) {
+        uint8_t *m = malloc(len);
+        memcpy(m, img, len);
+        for (int k = 0; k < 64; k++)
+            m[(size_t)rand() % (round < 20 ? 256 : len)] = (uint8_t)rand();
+        pp_symtab t;
+        pp_symtab_init(&t);
+        pp_elf_load_memory(m, len, &t, NULL);
+        pp_symtab_free(&t);
+        free(m);
+    }
+    free(img);
+    pp_symtab t;
+    pp_symtab_init(&t);
+    cr_assert(pp_elf_load_memory("\x7f"
+                                 "ELF",
+                                 4, &t, NULL) < 0);
+    pp_symtab_free(&t);
+    /* gopclntab parser on garbage and on headers with absurd offsets */
+    uint8_t hdr[64] = {0xf1, 0xff, 0xff, 0xff, 0, 0, 1, 8};
+    memset(hdr + 8, 0xff, sizeof(hdr) - 8);
+    pp_symtab_init(&t);
+    cr_assert(pp_gopclntab_parse(hdr, sizeof(hdr), 0, &t) < 0);
+    hdr[0] = 0xfa;
+    cr_assert(pp_gopclntab_parse(hdr, sizeof(hdr), 0, &t) < 0);
+    hdr[0] = 0xfb;
+    cr_assert(pp_gopclntab_parse(hdr, sizeof(hdr), 0, &t) < 0);
+    cr_assert(pp_gopclntab_parse(hdr, 3, 0, &t) < 0);
+    pp_symtab_free(&t);
+}
+
+/* ---- live processes ---- */
+
+Test(symbols, live_symtab_process)
+{
+    char p[512];
+    fixpath(p, sizeof(p), "fix");
+    child c = spawn(p, NULL);
+    cr_assert(c.nv >= 4);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[0] + 1), "pp_fixture_alpha");
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[1]), "pp_fixture_beta");
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[2] + 2), "pp_fixture_local");
+    cr_assert_str_eq(sym_user(s, c.pid, 0x10), "[unknown]");
+    pp_symbolizer_stats st;
+    pp_symbolizer_get_stats(s, &st);
+    cr_assert_eq(st.binaries_loaded, 1);
+    cr_assert_eq(st.binaries_cached, 2);
+    cr_assert_eq(st.maps_reads, 1); /* maps read this pass already: no re-read */
+    pp_symbolizer_begin_pass(s);
+    cr_assert_str_eq(sym_user(s, c.pid, 0x10), "[unknown]");
+    cr_assert_str_eq(sym_user(s, c.pid, 0x20), "[unknown]");
+    pp_symbolizer_get_stats(s, &st);
+    cr_assert_eq(st.maps_reads, 2); /* at most once per pass */
+    pp_symbolizer_begin_pass(s);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[0]), "pp_fixture_alpha");
+    pp_symbolizer_get_stats(s, &st);
+    cr_assert_eq(st.maps_reads, 2); /* known address: no re-read */
+    cr_assert_eq(st.binaries_loaded, 1);
+    reap(&c);
+    pp_symbolizer_forget_pid(s, c.pid);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[0]), "[unknown]");
+    pp_symbolizer_free(s);
+}
+
+Test(symbols, live_stripped_debuglink_minidebuginfo)
+{
+    char p[512];
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    fixpath(p, sizeof(p), "fix_stripped");
+    child c = spawn(p, NULL);
+    char want[600];
+    snprintf(want, sizeof(want), "(%s)", p);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[2]), want);
+    reap(&c);
+    fixpath(p, sizeof(p), "dl/fix");
+    c = spawn(p, NULL);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[0] + 1), "pp_fixture_alpha");
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[2] + 1), "pp_fixture_local");
+    reap(&c);
+    fixpath(p, sizeof(p), "mini/fix");
+    c = spawn(p, NULL);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[1] + 1), "pp_fixture_beta");
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[2] + 1), "pp_fixture_local");
+    reap(&c);
+    pp_symbolizer_free(s);
+}
+
+Test(symbols, debuglink_crc_mismatch_is_rejected)
+{
+    char dir[512], cmd[2048], p[600];
+    snprintf(dir, sizeof(dir), "%s/dlbad", fixdir());
+    snprintf(cmd, sizeof(cmd),
+             "mkdir -p %s && cp %s/dl/fix %s/dl/fix.debug %s/ && printf x >> %s/fix.debug", dir,
+             fixdir(), fixdir(), dir, dir);
+    cr_assert(system(cmd) == 0);
+    snprintf(p, sizeof(p), "%s/fix", dir);
+    child c = spawn(p, NULL);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    char want[700];
+    snprintf(want, sizeof(want), "(%s)", p);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[2]), want);
+    reap(&c);
+    pp_symbolizer_free(s);
+}
+
+Test(symbols, live_cpp_demangled)
+{
+    char p[512];
+    fixpath(p, sizeof(p), "cpp");
+    child c = spawn(p, NULL);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[0] + 1),
+                     "ppns::compute(std::vector<int, std::allocator<int> >&, double)");
+    reap(&c);
+    pp_symbolizer_free(s);
+}
+
+Test(symbols, live_go_stripped_pclntab)
+{
+    char p[512];
+    fixpath(p, sizeof(p), "gofix");
+    child c = spawn(p, NULL);
+    cr_assert(c.nv == 2);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[0] + 1), "main.main");
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[1] + 1), "main.work");
+    reap(&c);
+    pp_symbolizer_free(s);
+}
+
+Test(symbols, live_perf_map_jit)
+{
+    char p[512], map[128];
+    fixpath(p, sizeof(p), "fix");
+    child c = spawn(p, NULL);
+    cr_assert(c.v[3] != 0, "anonymous exec mmap failed");
+    uint64_t anon = c.v[3];
+    snprintf(map, sizeof(map), "/tmp/perf-%d.map", c.pid);
+    char content[256];
+    int n = snprintf(content, sizeof(content), "%lx 100 jit_one\n%lx 80 Interp;frame x\n",
+                     (unsigned long)anon, (unsigned long)anon + 0x200);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    char want[64];
+    snprintf(want, sizeof(want), "(/tmp/perf-%d.map)", c.pid);
+    cr_assert_str_eq(sym_user(s, c.pid, anon + 0x10), want); /* no map yet */
+    pp_test_write_file(map, content, (size_t)n);
+    cr_assert_str_eq(sym_user(s, c.pid, anon + 0x10), want); /* same pass: not re-read */
+    pp_symbolizer_begin_pass(s);
+    cr_assert_str_eq(sym_user(s, c.pid, anon + 0x10), "jit_one");
+    cr_assert_str_eq(sym_user(s, c.pid, anon + 0x210), "Interp|frame x");
+    cr_assert_str_eq(sym_user(s, c.pid, anon + 0x100), want);
+    /* rewrite: picked up on the next pass only */
+    n = snprintf(content, sizeof(content), "%lx 100 jit_two_longer\n", (unsigned long)anon);
+    pp_test_write_file(map, content, (size_t)n);
+    cr_assert_str_eq(sym_user(s, c.pid, anon + 0x10), "jit_one");
+    pp_symbolizer_begin_pass(s);
+    cr_assert_str_eq(sym_user(s, c.pid, anon + 0x10), "jit_two_longer");
+    unlink(map);
+    reap(&c);
+    pp_symbolizer_free(s);
+}
+
+Test(symbols, exited_process_is_unknown)
+{
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0)
+        _exit(0);
+    waitpid(pid, NULL, 0);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    cr_assert_str_eq(sym_user(s, pid, 0x401000), "[unknown]");
+    pp_symbolizer_begin_pass(s);
+    cr_assert_str_eq(sym_user(s, pid, 0x401000), "[unknown]");
+    pp_symbolizer_stats st;
+    pp_symbolizer_get_stats(s, &st);
+    cr_assert_eq(st.unknown_frames, 2);
+    pp_symbolizer_free(s);
+}
+
+Test(symbols, deleted_binary_and_unreadable_mapping)
+{
+    char src[512], p[600], g[512];
+    fixpath(src, sizeof(src), "fix");
+    snprintf(p, sizeof(p), "%s/fix_del", fixdir());
+    char cmd[1400];
+    snprintf(cmd, sizeof(cmd), "cp %s %s", src, p);
+    cr_assert(system(cmd) == 0);
+    fixpath(g, sizeof(g), "garbage");
+    child c = spawn(p, g);
+    cr_assert(c.v[4] != 0, "file mapping failed");
+    cr_assert(unlink(p) == 0);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[0] + 1), "pp_fixture_alpha");
+    char want[700];
+    snprintf(want, sizeof(want), "(%s)", g); /* not an ELF: unnamed */
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[4] + 8), want);
+    reap(&c);
+    pp_symbolizer_free(s);
+}
+
+Test(symbols, vdso_and_cache_eviction)
+{
+    char p[512], cpp[512];
+    fixpath(p, sizeof(p), "fix");
+    fixpath(cpp, sizeof(cpp), "cpp");
+    child a = spawn(p, NULL), b = spawn(cpp, NULL);
+    pp_symbolizer *s = pp_symbolizer_new(1);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_str_eq(sym_user(s, a.pid, a.v[0]), "pp_fixture_alpha");
+        cr_assert_str_eq(sym_user(s, b.pid, b.v[0]),
+                         "ppns::compute(std::vector<int, std::allocator<int> >&, double)");
+    }
+    pp_symbolizer_stats st;
+    pp_symbolizer_get_stats(s, &st);
+    cr_assert_eq(st.binaries_loaded, 6);
+    cr_assert_eq(st.binaries_evicted, 5);
+    /* vdso of the child */
+    char mp[64], line[512];
+    snprintf(mp, sizeof(mp), "/proc/%d/maps", a.pid);
+    FILE *f = fopen(mp, "r");
+    unsigned long vs = 0, ve = 0;
+    while (f && fgets(line, sizeof(line), f))
+        if (strstr(line, "[vdso]"))
+            sscanf(line, "%lx-%lx", &vs, &ve);
+    if (f)
+        fclose(f);
+    cr_assert(vs != 0);
+    char *v = sym_user(s, a.pid, vs + (ve - vs) / 2);
+    cr_assert(strcmp(v, "[unknown]") != 0);
+    cr_assert(v[0] != '\0');
+    reap(&a);
+    reap(&b);
+    pp_symbolizer_free(s);
+}
+
+Test(symbols, throughput_smoke)
+{
+    char p[512];
+    fixpath(p, sizeof(p), "cpp");
+    child c = spawn(p, NULL);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char buf[256];
+    for (int i = 0; i < 100000; i++)
+        pp_symbolize_user(s, c.pid, c.v[0] + (uint64_t)(i % 16), buf, sizeof(buf));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    cr_log_info("100000 lookups in %.3f s (%.0f/s)", secs, 100000 / secs);
+    cr_assert(secs < 5.0);
+    reap(&c);
+    pp_symbolizer_free(s);
+}
