@@ -491,7 +491,9 @@ pp_send_result pp_pyroscope_send(pp_pyroscope *p, const pp_upload_item *it)
             break;
         }
     }
-    if (res == PP_SEND_OK)
+    if (res == PP_SEND_OK && !n)
+        pp_debug("Pyroscope: the session of %s has no stacks; nothing to send", st);
+    else if (res == PP_SEND_OK)
         pp_info("Pyroscope: uploaded the session of %s (%zu requests%s, %.0f ms)", st, sent,
                 dropped ? ", some dropped" : "", secs * 1000);
     pp_pyroscope_groups_free(g, n);

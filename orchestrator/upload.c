@@ -131,56 +131,72 @@ static void backoff_settings(pp_uploader *u)
 
 /* ---- the token on the command line ---- */
 
+/* Finds a --token value in a NUL-separated argument list; returns its offset and sets *len,
+ * or returns -1. */
+static long token_value_at(const char *args, size_t n, size_t *len)
+{
+    for (size_t i = 0; i < n;) {
+        const char *s = args + i;
+        size_t l = strnlen(s, n - i);
+        if (strcmp(s, "--") == 0)
+            break;
+        if (strcmp(s, "--token") == 0 && i + l + 1 < n) {
+            *len = strnlen(s + l + 1, n - i - l - 1);
+            return (long)(i + l + 1);
+        }
+        if (strncmp(s, "--token=", 8) == 0) {
+            *len = l - 8;
+            return (long)(i + 8);
+        }
+        i += l + 1;
+    }
+    return -1;
+}
+
 /* Warns when --token was given on the command line, and overwrites its value in the process's
- * argument area so that /proc/<pid>/cmdline (ps) no longer shows it. */
+ * argument area so that /proc/<pid>/cmdline (ps) no longer shows it. The area is touched only
+ * when its content is exactly what /proc/self/cmdline shows. */
 static void token_cmdline_check(void)
 {
-    FILE *f = fopen("/proc/self/stat", "re");
-    char buf[4096];
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    static char cmd[1 << 16];
+    FILE *f = fopen("/proc/self/cmdline", "re");
+    size_t n = f ? fread(cmd, 1, sizeof(cmd), f) : 0;
     if (f)
         fclose(f);
-    buf[n] = '\0';
+    size_t vlen = 0;
+    long off = token_value_at(cmd, n, &vlen);
+    if (off < 0)
+        return;
+    pp_warn("--token on the command line is visible to other users in the process list "
+            "until polyprof hides it; use --token-file PATH or the POLYPROF_TOKEN "
+            "environment variable instead");
+    char buf[4096];
+    f = fopen("/proc/self/stat", "re");
+    size_t sn = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[sn] = '\0';
     char *p = strrchr(buf, ')');
     unsigned long long arg_start = 0, arg_end = 0;
     if (p) {
         /* fields after "(comm)": 3 = state ... 48 = arg_start, 49 = arg_end */
         int field = 2;
         char *save, *tok = strtok_r(p + 1, " ", &save);
-        while (tok) {
+        while (tok && field < 49) {
             field++;
             if (field == 48)
                 arg_start = strtoull(tok, NULL, 10);
-            else if (field == 49) {
+            else if (field == 49)
                 arg_end = strtoull(tok, NULL, 10);
-                break;
-            }
             tok = strtok_r(NULL, " ", &save);
         }
     }
-    if (!arg_start || arg_end <= arg_start || arg_end - arg_start > (1u << 24))
+    if (!arg_start || arg_end - arg_start != n || n >= sizeof(cmd))
         return;
-    char *a = (char *)(uintptr_t)arg_start, *e = (char *)(uintptr_t)arg_end;
-    bool found = false, next_is_token = false;
-    for (char *s = a; s < e;) {
-        size_t l = strnlen(s, (size_t)(e - s));
-        if (next_is_token) {
-            memset(s, 'x', l);
-            next_is_token = false;
-        } else if (strcmp(s, "--") == 0) {
-            break;
-        } else if (strcmp(s, "--token") == 0) {
-            found = next_is_token = true;
-        } else if (strncmp(s, "--token=", 8) == 0) {
-            found = true;
-            memset(s + 8, 'x', l - 8);
-        }
-        s += l + 1;
-    }
-    if (found)
-        pp_warn("--token on the command line is visible to other users in the process list "
-                "until polyprof hides it; use --token-file PATH or the POLYPROF_TOKEN "
-                "environment variable instead");
+    char *area = (char *)(uintptr_t)arg_start;
+    if (memcmp(area, cmd, n) == 0)
+        memset(area + off, 'x', vlen);
+    memset(cmd, 0, n);
 }
 
 /* ---- the background thread ---- */
