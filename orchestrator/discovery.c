@@ -139,7 +139,7 @@ pp_discovery *pp_discovery_new(const pp_discovery_opts *o, char *err, size_t err
     }
     d->md = pcre2_match_data_create(1, NULL);
     d->bufcap = MAPS_INIT;
-    d->buf = malloc(d->bufcap);
+    d->buf = calloc(1, d->bufcap); /* JIT matching may read a few bytes past the subject */
     if (!d->md || !d->buf) {
         snprintf(err, errlen, "discovery: out of memory");
         goto fail;
@@ -263,6 +263,7 @@ static ssize_t read_maps(pp_discovery *d, int pid)
                 truncated = true;
                 break;
             }
+            memset(nb + d->bufcap, 0, ncap - d->bufcap);
             d->buf = nb;
             d->bufcap = ncap;
         }
@@ -389,7 +390,8 @@ static int classify(pp_discovery *d, int pid, const pp_stat_info *st, pp_proc *o
             return -1; /* gone, a zombie or a kernel thread */
         el = 0;
     }
-    exe[el] = '\0';
+    /* The rest is zeroed: PCRE2's JIT may read a few bytes past the subject (SIMD). */
+    memset(exe + el, 0, (size_t)(sizeof(exe) - (size_t)el) < 64 ? sizeof(exe) - (size_t)el : 64);
     unsigned kinds = 0, exe_kinds = 0;
     ssize_t ml = read_maps(d, pid);
     d->stats.maps_reads++;
@@ -596,7 +598,7 @@ int pp_discover(pp_discovery *d, pp_proc_list *out)
     d->cur = d->next;
     d->next = t;
     if (d->bufcap > MAPS_KEEP) {
-        char *nb = realloc(d->buf, MAPS_INIT);
+        char *nb = realloc(d->buf, MAPS_INIT); /* shrinking keeps the zeroed contents */
         if (nb) {
             d->buf = nb;
             d->bufcap = MAPS_INIT;

@@ -1,5 +1,9 @@
 /* Unit tests: process discovery with real processes of each runtime (run as root). Every child
- * prints "ready" once it is up; each test kills and reaps its process groups. */
+ * prints "ready" once it is up; each test kills and reaps its process groups.
+ * Under valgrind --trace-children=yes the runtimes must run natively (their /proc/<pid>/exe would
+ * otherwise be valgrind's tool): VALGRIND_OPTS=--trace-children-skip=* is set for every child,
+ * and under valgrind programs are started through "/bin/sh -c 'exec "$@"'", so only that shell
+ * is traced and it execs the real program untraced. */
 #include "tests/unit/testutil.h"
 
 #include <errno.h>
@@ -10,17 +14,37 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <valgrind/valgrind.h>
 
 #include "orchestrator/discovery.h"
 #include "orchestrator/discovery_int.h"
 
-TestSuite(discovery, .init = pp_test_quiet_log, .timeout = 120);
+static void suite_init(void)
+{
+    pp_test_quiet_log();
+    setenv("VALGRIND_OPTS", "--trace-children-skip=*", 1);
+}
+
+TestSuite(discovery, .init = suite_init, .timeout = 300);
 
 /* ---- helpers ---- */
 
 /* Starts argv (in its own process group, stdout on a pipe) and waits for its "ready" line. */
-static pid_t spawn_ready(const char *cwd, char *const argv[])
+static pid_t spawn_ready(const char *cwd, char *const argv_in[])
 {
+    char *wrapped[32];
+    char *const *argv = argv_in;
+    if (RUNNING_ON_VALGRIND) {
+        size_t n = 0;
+        wrapped[n++] = "/bin/sh";
+        wrapped[n++] = "-c";
+        wrapped[n++] = "exec \"$@\"";
+        wrapped[n++] = "sh";
+        for (size_t i = 0; argv_in[i] && n < 31; i++)
+            wrapped[n++] = argv_in[i];
+        wrapped[n] = NULL;
+        argv = wrapped;
+    }
     int p[2];
     cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
     pid_t pid = fork();
