@@ -32,7 +32,7 @@ all: $(BUILD)/polyprof
 DEB_PKGS := gcc make clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev liblzma-dev \
             libjansson-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev \
             libclang-rt-14-dev valgrind python3 python3-pytest golang-go linux-perf stress-ng \
-            clang-format
+            clang-format ruby php-cli openjdk-17-jdk-headless nodejs
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 	    | grep -q 'install ok installed' || echo $$p; done); \
@@ -113,6 +113,7 @@ run: deps
 
 bench: all
 	bash bench/sampler/run.sh
+	bash bench/discovery/run.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
