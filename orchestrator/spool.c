@@ -225,32 +225,36 @@ void pp_spool_enforce(pp_spool *sp, long long now)
     unsigned long long total = 0;
     for (size_t i = 0; i < n; i++)
         total += (unsigned long long)(sizes ? (sizes[i] = entry_size(sp, names[i])) : 0);
-    size_t left = n;
+    size_t left = n, dropped = 0;
+    char last_why[128] = "", last_when[32] = "";
     for (size_t i = 0; i < n; i++) {
         long long age_s = (now - pp_spool_entry_time(names[i])) / 1000000000LL;
-        const char *why = NULL;
         char reason[128];
-        if (age_s > sp->lim.max_age_s) {
+        if (age_s > sp->lim.max_age_s)
             snprintf(reason, sizeof(reason), "older than %lld s", sp->lim.max_age_s);
-            why = reason;
-        } else if (left > sp->lim.max_files) {
+        else if (left > sp->lim.max_files)
             snprintf(reason, sizeof(reason), "more than %zu pending profiles", sp->lim.max_files);
-            why = reason;
-        } else if (total > sp->lim.max_bytes) {
+        else if (total > sp->lim.max_bytes)
             snprintf(reason, sizeof(reason), "spool over %llu MiB", sp->lim.max_bytes >> 20);
-            why = reason;
-        }
-        if (!why)
+        else
             break;
         char when[32];
         pp_iso_time((time_t)(pp_spool_entry_time(names[i]) / 1000000000LL), when, sizeof(when));
-        pp_warn("%s upload spool %s: dropped the pending profile from %s (%s); the backend has "
-                "been unreachable too long",
-                sp->label, sp->dir, when, why);
+        /* one line per dropped profile, but no flood: after 3, one summary line */
+        if (++dropped <= 3)
+            pp_warn("%s upload spool %s: dropped the pending profile from %s (%s); the backend "
+                    "has been unreachable too long",
+                    sp->label, sp->dir, when, reason);
+        snprintf(last_why, sizeof(last_why), "%s", reason);
+        snprintf(last_when, sizeof(last_when), "%s", when);
         pp_spool_remove(sp, names[i]);
         total -= sizes ? (unsigned long long)sizes[i] : 0;
         left--;
     }
+    if (dropped > 3)
+        pp_warn("%s upload spool %s: dropped %zu more pending profiles, up to the one from %s "
+                "(%s)",
+                sp->label, sp->dir, dropped - 3, last_when, last_why);
     free(sizes);
     pp_spool_names_free(names, n);
 }

@@ -83,6 +83,7 @@ class _Base:
 
         class H(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
 
             def log_message(self, *a):
                 pass
