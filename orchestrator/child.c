@@ -265,6 +265,13 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
+static void close_fds(int *fds, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
 pp_child *pp_child_start(const pp_child_opts *o, char *err, size_t errlen)
 {
     if (!o || !o->argv || !o->argv[0]) {
@@ -281,26 +288,16 @@ pp_child *pp_child_start(const pp_child_opts *o, char *err, size_t errlen)
     }
     pthread_once(&atexit_once, register_atexit);
 
-    pp_child *c = calloc(1, sizeof(*c));
-    if (!c || !(c->prog = strdup(name))) {
-        free(c);
-        set_err(err, errlen, "cannot start %s: out of memory", name);
+    /* fds: devnull, out r/w, err r/w, report r/w */
+    int fds[7] = {-1, -1, -1, -1, -1, -1, -1};
+    fds[0] = fd_above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (fds[0] < 0 || cloexec_pipe(fds + 1) < 0 || cloexec_pipe(fds + 3) < 0 ||
+        cloexec_pipe(fds + 5) < 0) {
+        int e = errno;
+        set_err(err, errlen, "cannot start %s: %s", name, strerror(e));
+        close_fds(fds, 7);
+        errno = e;
         return NULL;
-    }
-    c->pid = -1;
-    c->pidfd = -1;
-    c->out.fd = c->err.fd = -1;
-    c->out.limit = c->err.limit = o->capture_limit ? o->capture_limit : DEFAULT_CAPTURE;
-    c->term_signal = o->term_signal;
-    c->kill_grace = o->kill_grace > 0 ? o->kill_grace : 1.0;
-    c->quiet = o->quiet;
-    c->owner = getpid();
-
-    int outp[2] = {-1, -1}, errp[2] = {-1, -1}, rep[2] = {-1, -1};
-    int devnull = fd_above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (devnull < 0 || cloexec_pipe(outp) < 0 || cloexec_pipe(errp) < 0 || cloexec_pipe(rep) < 0) {
-        set_err(err, errlen, "cannot start %s: %s", name, strerror(errno));
-        goto fail;
     }
     struct rlimit rl;
     long maxfd = 65536;
@@ -308,80 +305,86 @@ pp_child *pp_child_start(const pp_child_opts *o, char *err, size_t errlen)
         maxfd = rl.rlim_cur < (1 << 20) ? (long)rl.rlim_cur : (1 << 20);
     char *const *envp = o->envp ? o->envp : environ;
 
+    /* Nothing is allocated between here and the fork: a child that fails before execve
+     * _exit()s without owning heap memory. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pid_t parent = getpid();
-    c->started = pp_mono_now();
+    double started = pp_mono_now();
     pid_t pid = fork();
     if (pid == 0)
-        child_exec(path, o->argv, envp, o->cwd, parent, devnull, outp[1], errp[1], rep[1], maxfd);
-    int fork_errno = errno;
+        child_exec(path, o->argv, envp, o->cwd, parent, fds[0], fds[2], fds[4], fds[6], maxfd);
+    int e = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
-        set_err(err, errlen, "cannot start %s: fork: %s", name, strerror(fork_errno));
-        goto fail;
+        set_err(err, errlen, "cannot start %s: fork: %s", name, strerror(e));
+        close_fds(fds, 7);
+        errno = e;
+        return NULL;
     }
-    c->pid = pid;
-    reg_add(c); /* from here, pp_child_free kills and reaps on failure */
-    close(devnull);
-    close(outp[1]);
-    close(errp[1]);
-    close(rep[1]);
-    devnull = outp[1] = errp[1] = rep[1] = -1;
+    close(fds[0]);
+    close(fds[2]);
+    close(fds[4]);
+    close(fds[6]);
+
+    pp_child *c = calloc(1, sizeof(*c));
+    char *prog = strdup(name);
+    if (c && prog) {
+        c->pid = pid;
+        c->owner = parent;
+        c->started = started;
+        c->prog = prog;
+        c->pidfd = -1;
+        c->out.fd = fds[1];
+        c->err.fd = fds[3];
+        c->out.limit = c->err.limit = o->capture_limit ? o->capture_limit : DEFAULT_CAPTURE;
+        c->term_signal = o->term_signal;
+        c->kill_grace = o->kill_grace > 0 ? o->kill_grace : 1.0;
+        c->quiet = o->quiet;
+        reg_add(c);
+    }
 
     int report[2];
     size_t got = 0;
     while (got < sizeof(report)) {
-        ssize_t n = read(rep[0], (char *)report + got, sizeof(report) - got);
+        ssize_t n = read(fds[5], (char *)report + got, sizeof(report) - got);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break;
         got += (size_t)n;
     }
-    close(rep[0]);
-    rep[0] = -1;
-    if (got == sizeof(report)) {
-        const char *e = strerror(report[1]);
-        if (report[0] == STAGE_EXEC)
-            set_err(err, errlen, "cannot execute %s: %s", name, e);
+    close(fds[5]);
+    if (!c || !prog || got == sizeof(report)) {
+        e = got == sizeof(report) ? report[1] : ENOMEM;
+        if (got != sizeof(report))
+            set_err(err, errlen, "cannot start %s: out of memory", name);
+        else if (report[0] == STAGE_EXEC)
+            set_err(err, errlen, "cannot execute %s: %s", name, strerror(e));
         else if (report[0] == STAGE_CHDIR)
-            set_err(err, errlen, "cannot chdir to %s for %s: %s", o->cwd, name, e);
+            set_err(err, errlen, "cannot chdir to %s for %s: %s", o->cwd, name, strerror(e));
         else
-            set_err(err, errlen, "cannot set up the child process for %s: %s", name, e);
-        close(outp[0]);
-        close(errp[0]);
-        reap(c);
-        free(c->prog);
-        free(c);
-        errno = report[1];
+            set_err(err, errlen, "cannot set up the child process for %s: %s", name, strerror(e));
+        if (c && prog) {
+            pp_child_free(c); /* kills (if it did exec) and reaps */
+        } else {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+            }
+            close(fds[1]);
+            close(fds[3]);
+            free(c);
+            free(prog);
+        }
+        errno = e;
         return NULL;
     }
-    c->out.fd = outp[0];
-    c->err.fd = errp[0];
     fcntl(c->out.fd, F_SETFL, O_NONBLOCK);
     fcntl(c->err.fd, F_SETFL, O_NONBLOCK);
     c->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     pp_debug("started %s (pid %d)", path, (int)pid);
     return c;
-
-fail:;
-    int e = errno;
-    for (int i = 0; i < 2; i++) {
-        if (outp[i] >= 0)
-            close(outp[i]);
-        if (errp[i] >= 0)
-            close(errp[i]);
-        if (rep[i] >= 0)
-            close(rep[i]);
-    }
-    if (devnull >= 0)
-        close(devnull);
-    free(c->prog);
-    free(c);
-    errno = e;
-    return NULL;
 }
 
 /* ---- waiting ---- */
