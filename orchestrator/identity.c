@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "orchestrator/containers.h"
 #include "orchestrator/log.h"
@@ -31,8 +32,14 @@ pp_identity *pp_identity_new(const pp_config *cfg)
     if (!id)
         return NULL;
     id->cfg = cfg;
-    if (!cfg->disable_container_names)
-        id->containers = pp_containers_new("/proc/1/root", "/var/run/docker.sock");
+    if (!cfg->disable_container_names) {
+        /* The host's files as PID 1 sees them; when PID 1's root cannot be read (polyprof in a
+         * sandbox that hides PID 1), polyprof's own root is the best view of the host. */
+        const char *root = access("/proc/1/root/", R_OK | X_OK) == 0 ? "/proc/1/root" : "/";
+        if (root[1] == '\0')
+            pp_debug("containers: /proc/1/root is not readable; using / as the host root");
+        id->containers = pp_containers_new(root, "/var/run/docker.sock");
+    }
     return id;
 }
 
