@@ -107,13 +107,17 @@ void pp_child_kill_all(void)
 static void reap(pp_child *c)
 {
     int st = 0;
+    siginfo_t si;
+    while (!c->reaped && waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOWAIT) < 0 &&
+           errno == EINTR) {
+    }
     pthread_mutex_lock(&reg_lock);
     if (!c->reaped) {
         pid_t r;
         do
             r = waitpid(c->pid, &st, 0);
         while (r < 0 && errno == EINTR);
-        c->status = r == c->pid ? st : 0;
+        c->status = r == c->pid ? st : -1; /* -1: neither exited nor signaled */
         if (r != c->pid)
             pp_debug("waitpid(%d) for %s: %s", (int)c->pid, c->prog, strerror(errno));
         c->reaped = true;
@@ -148,7 +152,8 @@ double pp_mono_now(void)
 
 /* ---- launch ---- */
 
-/* Resolves argv[0] like execvp with polyprof's PATH. 0 with the path in out, -1 if not found. */
+/* Resolves argv[0] like execvp with polyprof's PATH, skipping relative entries (we run as root).
+ * 0 with the path in out, -1 if not found. */
 static int resolve_program(const char *name, char *out, size_t len)
 {
     struct stat st;
@@ -166,10 +171,8 @@ static int resolve_program(const char *name, char *out, size_t len)
         path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
     for (const char *p = path;; p++) {
         const char *e = strchrnul(p, ':');
-        size_t dl = (size_t)(e - p);
-        int n =
-            dl ? snprintf(out, len, "%.*s/%s", (int)dl, p, name) : snprintf(out, len, "./%s", name);
-        if (n > 0 && (size_t)n < len && stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
+        int n = snprintf(out, len, "%.*s/%s", (int)(e - p), p, name);
+        if (*p == '/' && n > 0 && (size_t)n < len && stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
             access(out, X_OK) == 0)
             return 0;
         if (!*e)
@@ -253,9 +256,8 @@ fail:
     _exit(127);
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt,
+                                                          ...)
 {
     if (!err || !errlen)
         return;
@@ -393,7 +395,7 @@ pp_child *pp_child_start(const pp_child_opts *o, char *err, size_t errlen)
 static bool capture_read(capture *k)
 {
     char tmp[65536];
-    for (;;) {
+    for (int i = 0; i < 16; i++) { /* bounded: a fast writer must not keep us from the deadline */
         ssize_t n = read(k->fd, tmp, sizeof(tmp));
         if (n < 0 && errno == EINTR)
             continue;
@@ -428,6 +430,7 @@ static bool capture_read(capture *k)
             k->len += keep;
         }
     }
+    return true;
 }
 
 /* true when the child has exited (zombie, not reaped yet). */

@@ -37,7 +37,8 @@ typedef struct pp_child_opts {
 /* Starts the child. NULL with a message in err: "program not found: X" (PATH lookup, or an
  * absolute path that does not exist; nothing is forked), "cannot execute X: <strerror>" (execve
  * failed in the child, which is reaped), "cannot chdir to D for X: ...", or a setup error.
- * PATH lookup uses polyprof's PATH (like execvp), not the one in envp. */
+ * PATH lookup uses polyprof's PATH (like execvp), not the one in envp, and skips relative PATH
+ * entries. */
 pp_child *pp_child_start(const pp_child_opts *o, char *err, size_t errlen);
 pid_t pp_child_pid(const pp_child *c);
 /* Sends a signal to the child's process group. -1 with errno ESRCH once the child is reaped. */

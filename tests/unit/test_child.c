@@ -466,6 +466,23 @@ Test(child, kill_all_kills_every_live_child)
     pp_child_free(done);
 }
 
+Test(child, kill_all_in_a_forked_copy_does_nothing)
+{
+    pp_child *c = start_argv((char *[]){"/bin/sleep", "1000", NULL});
+    pid_t f = fork();
+    cr_assert(f >= 0);
+    if (f == 0) {
+        pp_child_kill_all(); /* a copy of polyprof must not kill its parent's children */
+        _exit(0);
+    }
+    int st;
+    cr_assert_eq(waitpid(f, &st, 0), f);
+    cr_assert(!proc_dead(pp_child_pid(c)));
+    cr_assert_eq(pp_child_wait(c, pp_mono_now() + 0.05, &res), 0);
+    cr_assert(res.timed_out, "still running at the deadline");
+    pp_child_free(c);
+}
+
 Test(child, stop_fd_ends_the_wait)
 {
     int efd = eventfd(0, EFD_CLOEXEC);
