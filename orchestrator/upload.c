@@ -337,6 +337,14 @@ static void *thread_main(void *arg)
 
 /* ---- start / submit / stop ---- */
 
+static bool has_control(const char *s)
+{
+    for (; s && *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return true;
+    return false;
+}
+
 static pp_spool *open_spool(const pp_config *cfg, const char *sub, const char *label)
 {
     char dir[4096], err[512];
@@ -381,8 +389,15 @@ int pp_uploader_start(const pp_config *cfg, pp_uploader **out, char *err, size_t
     *out = NULL;
     if (!cfg->upload && !cfg->pyroscope_server)
         return 0;
-    if (cfg->upload)
+    if (cfg->upload) {
         token_cmdline_check();
+        if (has_control(cfg->token) || has_control(cfg->service_name)) {
+            snprintf(err, errlen, "the token or --service-name contains control characters "
+                                  "(a stray newline in --token-file?); it cannot be sent in an "
+                                  "HTTP header");
+            return -1;
+        }
+    }
     if (pp_http_global_init() < 0) {
         snprintf(err, errlen, "cannot initialize libcurl");
         return -1;

@@ -101,6 +101,11 @@ class _Base:
             def reply(self, status, obj=None, raw=None, ctype="application/json"):
                 data = raw if raw is not None else (b"" if obj is None else
                                                     json.dumps(obj).encode())
+                # recorded before the client can see the reply: no race with the test
+                cur = getattr(self, "current", None)
+                if cur is not None and "status" not in cur:
+                    cur["status"] = status
+                    outer.record(cur)
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(data)))
@@ -156,8 +161,11 @@ class StudioReceiver(_Base):
 
     def handle(self, h, method):
         r = self.parse(h, method)
-        r["status"] = self._handle(h, method, r)
-        self.record(r)
+        h.current = r
+        status = self._handle(h, method, r)
+        if "status" not in r:  # no reply was sent
+            r["status"] = status
+            self.record(r)
 
     def _handle(self, h, method, r):
         hd = r["headers"]
@@ -224,19 +232,20 @@ class StudioReceiver(_Base):
 class PyroscopeReceiver(_Base):
     def handle(self, h, method):
         r = self.parse(h, method)
+        h.current = r
         if method != "POST" or r["path"] != "/ingest":
-            r["status"] = h.reply(404, {"code": "not_found", "message": "404"})
+            h.reply(404, {"code": "not_found", "message": "404"})
+            return
+        r["body"] = self.read_body(h).decode("utf-8", "replace")
+        forced = self.take_forced()
+        if self.hang:
+            self.hold(h)
+            r["status"] = 0
+            self.record(r)
+        elif forced:
+            h.reply(forced, {"code": "unknown", "message": f"forced {forced}"})
         else:
-            r["body"] = self.read_body(h).decode("utf-8", "replace")
-            forced = self.take_forced()
-            if self.hang:
-                self.hold(h)
-                r["status"] = 0
-            elif forced:
-                r["status"] = h.reply(forced, {"code": "unknown", "message": f"forced {forced}"})
-            else:
-                r["status"] = h.reply(200, raw=b"")
-        self.record(r)
+            h.reply(200, raw=b"")
 
 
 def parse_pyroscope_name(name):
