@@ -82,6 +82,15 @@ int pp_output_write(const char *dir, time_t end, const char *text, size_t len, b
     char ts[32], name[64], path[PATH_MAX], tmp[PATH_MAX], link[PATH_MAX], ltmp[PATH_MAX];
     pp_iso_time(end, ts, sizeof(ts));
     snprintf(name, sizeof(name), "profile_%s.col", ts);
+    /* Two sessions ending in the same second (a short last session cut by a signal) must not
+     * overwrite each other: the later one gets a _<n> suffix. */
+    for (int n = 1; n < 100; n++) {
+        char probe[PATH_MAX];
+        if (snprintf(probe, sizeof(probe), "%s/%s", dir, name) >= (int)sizeof(probe) ||
+            access(probe, F_OK) != 0)
+            break;
+        snprintf(name, sizeof(name), "profile_%s_%d.col", ts, n);
+    }
     if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
         snprintf(tmp, sizeof(tmp), "%s/" TMP_PREFIX "%d-%s", dir, (int)getpid(), name) >=
             (int)sizeof(tmp) ||

@@ -53,6 +53,14 @@ Test(output, writes_file_and_link)
     cr_assert_eq(count_entries(sub), 3, "rotation deleted the previous target only");
     struct stat st;
     cr_assert_eq(stat(want, &st), 0);
+    /* Same end second as an existing file: a suffixed name, nothing overwritten. */
+    cr_assert_eq(pp_output_write(sub, 86400, "d", 1, false, path, sizeof(path), err, sizeof(err)),
+                 0);
+    cr_assert(strstr(path, "profile_1970-01-02T00:00:00_1.col") != NULL, "%s", path);
+    FILE *f2 = fopen(want, "r");
+    char first[8] = "";
+    cr_assert_eq(fread(first, 1, sizeof(first), f2), 8);
+    fclose(f2);
     pp_test_rmtree(dir);
 }
 
