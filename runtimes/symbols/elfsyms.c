@@ -18,7 +18,7 @@
 #include "orchestrator/log.h"
 
 #define MAX_SECTIONS (1u << 16)
-#define DEBUGDATA_MAX_OUT (256u << 20)
+#define DEBUGDATA_MAX_OUT (128u << 20)
 #define ELF_LAST_SPAN 4096
 
 static int elf_ready(void)
@@ -210,7 +210,7 @@ long pp_elf_add_section_syms(Elf *e, unsigned sh_type, pp_symtab *t)
 static uint8_t *xz_decode(const uint8_t *in, size_t len, size_t *outlen)
 {
     lzma_stream strm = LZMA_STREAM_INIT;
-    if (lzma_stream_decoder(&strm, 512u << 20, 0) != LZMA_OK)
+    if (lzma_stream_decoder(&strm, 256u << 20, 0) != LZMA_OK)
         return NULL;
     size_t cap = len * 4 + 4096, used = 0;
     uint8_t *out = malloc(cap);
