@@ -171,6 +171,8 @@ void pp_symbolizer_set_kallsyms_path(pp_symbolizer *s, const char *path)
 
 size_t pp_symbolize_kernel(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz)
 {
+    if (!s)
+        return pp_frame_write(buf, bufsz, "[unknown]", "_[k]");
     if (!s->ksyms_loaded) {
         s->ksyms_loaded = 1;
         long n = pp_ksyms_load(s->kallsyms_path, &s->ksyms);
