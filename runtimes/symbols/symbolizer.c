@@ -50,6 +50,7 @@ typedef struct pp_proc {
     pp_map *maps;
     size_t nmaps;
     uint64_t maps_pass;
+    int dead; /* last maps read failed: dropped at the next pass */
     /* perf map */
     pp_symtab perfmap;
     int perfmap_present;
@@ -141,8 +142,23 @@ void pp_symbolizer_free(pp_symbolizer *s)
 
 void pp_symbolizer_begin_pass(pp_symbolizer *s)
 {
-    if (s)
-        s->pass++;
+    if (!s)
+        return;
+    s->pass++;
+    /* processes whose maps could not be read (exited) are dropped; a later lookup re-creates
+     * them, reading maps at most once per pass */
+    for (size_t b = 0; b < PID_BUCKETS; b++) {
+        pp_proc **pp = &s->buckets[b];
+        while (*pp) {
+            pp_proc *p = *pp;
+            if (p->dead) {
+                *pp = p->next;
+                proc_free(p);
+            } else {
+                pp = &p->next;
+            }
+        }
+    }
 }
 
 void pp_symbolizer_get_stats(const pp_symbolizer *s, pp_symbolizer_stats *out)
@@ -302,6 +318,7 @@ static void proc_read_maps(pp_symbolizer *s, pp_proc *p)
     maps_free(p->maps, p->nmaps);
     p->maps = maps;
     p->nmaps = n;
+    p->dead = f == NULL;
     if (!f)
         pp_debug("symbols: cannot read maps of pid %d", p->pid);
 }

@@ -679,6 +679,10 @@ Test(symbols, exited_process_is_unknown)
     pp_symbolizer_stats st;
     pp_symbolizer_get_stats(s, &st);
     cr_assert_eq(st.unknown_frames, 2);
+    cr_assert_eq(st.maps_reads, 2); /* dropped at the pass boundary, read once more */
+    cr_assert_str_eq(sym_user(s, pid, 0x401000), "[unknown]");
+    pp_symbolizer_get_stats(s, &st);
+    cr_assert_eq(st.maps_reads, 2);
     pp_symbolizer_free(s);
 }
 
