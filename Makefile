@@ -25,6 +25,8 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
 .PHONY: all deps run test unit valgrind integration fuzz bench format clean
+# Keep the object files of pattern rules (Make would delete them as intermediates).
+.SECONDARY:
 
 all: $(BUILD)/polyprof
 
