@@ -431,6 +431,8 @@ long pp_elf_load_all(Elf *e, const pp_elf_meta *meta, const pp_debug_ctx *dbg, p
 
 long pp_elf_load_memory(const void *data, size_t len, pp_symtab *t, pp_elf_meta *meta_out)
 {
+    if (meta_out)
+        memset(meta_out, 0, sizeof(*meta_out));
     if (!elf_ready() || !data || len == 0)
         return -1;
     char *copy = malloc(len);
@@ -454,7 +456,7 @@ long pp_elf_load_memory(const void *data, size_t len, pp_symtab *t, pp_elf_meta 
 
 int pp_elf_offset_to_vaddr(const pp_elf_meta *meta, uint64_t off, uint64_t *vaddr)
 {
-    for (int i = 0; i < meta->nsegs; i++) {
+    for (int i = 0; i < meta->nsegs && i < PP_ELF_MAX_SEGS; i++) {
         const pp_load_seg *s = &meta->segs[i];
         if (off >= s->offset && off - s->offset < s->filesz) {
             *vaddr = off - s->offset + s->vaddr;

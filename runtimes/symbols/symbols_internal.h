@@ -155,7 +155,7 @@ int pp_elf_meta_potential(const pp_elf_meta *meta);
 long pp_elf_load_all(Elf *e, const pp_elf_meta *meta, const pp_debug_ctx *dbg, pp_symtab *t,
                      int *quality);
 /* Whole pipeline on an in-memory ELF image (no external debug files). Finishes t.
- * Fills meta when not NULL. Returns symbols, -1 when not an ELF. */
+ * Fills meta when not NULL (zeroed on failure). Returns symbols, -1 when not an ELF. */
 long pp_elf_load_memory(const void *data, size_t len, pp_symtab *t, pp_elf_meta *meta);
 /* File offset -> ELF virtual address through PT_LOAD segments. Returns 0 and sets *vaddr. */
 int pp_elf_offset_to_vaddr(const pp_elf_meta *meta, uint64_t off, uint64_t *vaddr);

@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pp_symtab_init(&t);
     switch (sel % 5) {
     case 0: {
-        pp_elf_meta meta;
+        pp_elf_meta meta = {0};
         pp_elf_load_memory(data, size, &t, &meta);
         uint64_t va;
         pp_elf_offset_to_vaddr(&meta, size, &va);
