@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "orchestrator/child.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/log.h"
 #include "orchestrator/output.h"
@@ -76,6 +77,10 @@ int main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
     pp_process_setup(&cfg);
+    int stale = pp_tmp_cleanup_stale();
+    if (stale > 0)
+        pp_info("removed %d temporary directories left by a polyprof that did not exit cleanly",
+                stale);
     pp_info("polyprof %s starting", PP_VERSION);
     exit_code = pp_run_sessions(&cfg);
     if (cfg.pid_file && *cfg.pid_file)
