@@ -97,23 +97,6 @@ static void *field(ctx *c, const pp_opt *o)
     return (char *)c->cfg + o->off;
 }
 
-static bool takes_value(const pp_opt *o)
-{
-    switch (o->kind) {
-    case PP_OPT_INT:
-    case PP_OPT_STR:
-    case PP_OPT_CHOICE:
-    case PP_OPT_PERF:
-    case PP_OPT_INTLIST:
-    case PP_OPT_STRLIST:
-    case PP_OPT_NOOP_ARG:
-    case PP_OPT_NOOP_OPTARG:
-        return true;
-    default:
-        return false;
-    }
-}
-
 static unsigned row_scope(const pp_opt *o)
 {
     return o->scope ? o->scope : PP_SCOPE_MAIN;
@@ -406,7 +389,7 @@ static int apply_text(ctx *c, const variant *v, const char *text, int level)
     const pp_opt *o = &pp_opts[v->row];
     if (o->kind == PP_OPT_HELP || o->kind == PP_OPT_VERSION)
         return PP_CLI_OK;
-    if (!takes_value(o) || v->neg) {
+    if (!pp_opt_takes_value(o) || v->neg) {
         bool on;
         if (parse_bool(text, &on) < 0)
             return usage(c,
@@ -505,7 +488,7 @@ static int apply_config(ctx *c, const char *path, bool explicit)
             break;
         }
         if (!val) {
-            if (takes_value(&pp_opts[v->row]) && !v->neg) {
+            if (pp_opt_takes_value(&pp_opts[v->row]) && !v->neg) {
                 char name[128];
                 pp_opt_display(&pp_opts[v->row], name, sizeof(name));
                 rc = usage(c, "argument %s: expected one argument", name);
@@ -574,12 +557,12 @@ static int parse_argv(ctx *c, int argc, char **argv, unsigned scope, FILE *out, 
         if (!(row_scope(o) & scope))
             continue;
         int has = no_argument;
-        if (!c->vars[i].neg && takes_value(o))
+        if (!c->vars[i].neg && pp_opt_takes_value(o))
             has = o->kind == PP_OPT_NOOP_OPTARG ? optional_argument : required_argument;
         lo[nlo++] = (struct option){c->vars[i].name, has, NULL, VAL_BASE + (int)i};
         if (o->shortopt && !c->vars[i].neg && c->vars[i].name == o->name && nos + 3 < 64) {
             optstring[nos++] = o->shortopt;
-            if (takes_value(o))
+            if (pp_opt_takes_value(o))
                 optstring[nos++] = ':';
         }
     }

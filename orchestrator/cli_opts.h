@@ -74,4 +74,7 @@ void pp_cli_print_help(FILE *out);
 /* Sets every option of a zeroed cfg to its default. */
 void pp_cli_set_defaults(pp_config *cfg);
 
+/* True when the option kind consumes a value (--opt VALUE). */
+bool pp_opt_takes_value(const pp_opt *o);
+
 #endif

@@ -498,7 +498,7 @@ void pp_opt_display(const pp_opt *o, char *buf, size_t len)
         snprintf(buf, len, "--%s", o->name);
 }
 
-static bool takes_value(const pp_opt *o)
+bool pp_opt_takes_value(const pp_opt *o)
 {
     switch (o->kind) {
     case PP_OPT_INT:
@@ -535,7 +535,7 @@ void pp_cli_print_help(FILE *out)
         if (o->shortopt)
             n += snprintf(names + n, sizeof(names) - n, "-%c, ", o->shortopt);
         n += snprintf(names + n, sizeof(names) - n, "--%s", o->name);
-        if (takes_value(o))
+        if (pp_opt_takes_value(o))
             n += snprintf(names + n, sizeof(names) - n, " %s", o->metavar ? o->metavar : "VALUE");
         if (o->alias)
             n += snprintf(names + n, sizeof(names) - n, ", --%s", o->alias);

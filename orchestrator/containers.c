@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "orchestrator/log.h"
+#include "runtimes/procfiles.h"
 
 #define ID_LEN 64
 #define MAX_CGROUP_BYTES (64 * 1024)
@@ -269,22 +270,11 @@ static char *read_bounded(const char *path, size_t max, size_t *len)
 /* A /proc file (reported size 0): its first MAX_CGROUP_BYTES, NUL-terminated, or NULL. */
 static char *read_proc(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
     char *text = malloc(MAX_CGROUP_BYTES + 1);
-    size_t len = 0;
-    while (text && len < MAX_CGROUP_BYTES) {
-        ssize_t n = read(fd, text + len, MAX_CGROUP_BYTES - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
+    if (text && pp_read_small_file(path, text, MAX_CGROUP_BYTES + 1) < 0) {
+        free(text);
+        text = NULL;
     }
-    close(fd);
-    if (text)
-        text[len] = '\0';
     return text;
 }
 

@@ -4,6 +4,8 @@
  * gProfiler's identifier loop does. */
 #include "runtimes/appid.h"
 
+#include "runtimes/procfiles.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -708,22 +710,10 @@ char *pp_appid_for_pid(int pid, const char *runtime)
 
     char path[64], root[64], cwd[PATH_MAX];
     snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    char *buf = malloc(MAX_CMDLINE_BYTES);
-    size_t len = 0;
-    while (buf && len < MAX_CMDLINE_BYTES) {
-        ssize_t n = read(fd, buf + len, MAX_CMDLINE_BYTES - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
+    char *buf = malloc(MAX_CMDLINE_BYTES + 1);
+    ssize_t len = buf ? pp_read_small_file(path, buf, MAX_CMDLINE_BYTES + 1) : -1;
     int argc = 0;
-    char **argv = buf ? pp_appid_split_cmdline(buf, len, &argc) : NULL;
+    char **argv = len > 0 ? pp_appid_split_cmdline(buf, (size_t)len, &argc) : NULL;
     free(buf);
     if (!argv)
         return NULL;

@@ -1,5 +1,6 @@
 #include "runtimes/procfiles.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@ ssize_t pp_read_small_file(const char *path, char *buf, size_t len)
     size_t got = 0;
     while (got < len - 1) {
         ssize_t r = read(fd, buf + got, len - 1 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
         if (r <= 0)
             break;
         got += (size_t)r;
