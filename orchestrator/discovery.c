@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "orchestrator/log.h"
+#include "runtimes/procfiles.h"
 
 #define MAPS_INIT (64 * 1024)
 #define MAPS_KEEP (1024 * 1024)     /* a bigger buffer is released after each pass */
@@ -342,7 +343,7 @@ static bool python_blacklisted(pp_discovery *d, int pid, const char *exe, size_t
     char path[48];
     snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
     size_t cap = d->bufcap < CMDLINE_CAP ? d->bufcap : CMDLINE_CAP;
-    ssize_t n = pp_disc_read_small(path, d->buf, cap);
+    ssize_t n = pp_read_small_file(path, d->buf, cap);
     if (n <= 0)
         return false;
     for (ssize_t i = 0; i < n; i++)
@@ -429,7 +430,7 @@ static int read_stat(int pid, pp_stat_info *st)
 {
     char path[48], line[1024];
     snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    ssize_t n = pp_disc_read_small(path, line, sizeof(line));
+    ssize_t n = pp_read_small_file(path, line, sizeof(line));
     if (n <= 0)
         return -1;
     return pp_disc_parse_stat(line, (size_t)n, st);
@@ -452,7 +453,7 @@ static void read_uptime(pp_discovery *d)
 {
     char line[128];
     d->uptime = 0;
-    if (d->min_duration > 0 && pp_disc_read_small("/proc/uptime", line, sizeof(line)) > 0)
+    if (d->min_duration > 0 && pp_read_small_file("/proc/uptime", line, sizeof(line)) > 0)
         d->uptime = strtod(line, NULL);
 }
 

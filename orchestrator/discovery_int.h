@@ -25,7 +25,6 @@ int pp_disc_parse_stat(const char *buf, size_t len, pp_stat_info *out);
 
 /* Reads a whole (small) /proc file into buf (NUL-terminated, at most cap - 1 bytes). Returns
  * the length, or -1 with errno. */
-ssize_t pp_disc_read_small(const char *path, char *buf, size_t cap);
 
 /* Go executables: an ELF note named "Go" of type 4 (NT_GO_BUILDID) in a PT_NOTE segment or
  * SHT_NOTE section, or a .go.buildinfo section. The answer is cached per executable identity

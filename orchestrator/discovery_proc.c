@@ -16,31 +16,6 @@
 #define GO_NOTE_MAX (64 * 1024) /* a Go build-id note is ~100 bytes; bound what we map */
 #define GO_CACHE_MAX 65536      /* distinct executables; beyond this the cache starts over */
 
-ssize_t pp_disc_read_small(const char *path, char *buf, size_t cap)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    size_t len = 0;
-    while (len + 1 < cap) {
-        ssize_t r = read(fd, buf + len, cap - 1 - len);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            close(fd);
-            errno = e;
-            return -1;
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    close(fd);
-    buf[len] = '\0';
-    return (ssize_t)len;
-}
-
 /* Next space-separated unsigned field; advances *p. */
 static int next_ull(const char **p, const char *end, unsigned long long *v)
 {

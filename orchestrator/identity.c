@@ -68,28 +68,18 @@ static const pp_proc *find_proc(const pp_proc_list *l, int pid)
     return NULL;
 }
 
-static entry *lookup(pp_identity *id, const pp_proc *p)
-{
-    for (size_t i = 0; i < id->n; i++)
-        if (id->e[i].pid == p->pid) {
-            if (id->e[i].start == p->start_ticks && id->e[i].kind == p->kind)
-                return &id->e[i];
-            entry_clear(&id->e[i]); /* pid reused by another process */
-            id->e[i] = (entry){.pid = p->pid, .start = p->start_ticks, .kind = p->kind};
-            return NULL;
-        }
-    return NULL;
-}
-
+/* The cached entry of process p, computed when p is new (or its pid was reused). */
 static entry *add(pp_identity *id, const pp_proc *p)
 {
-    entry *e = lookup(id, p);
-    if (e)
-        return e;
-    for (size_t i = 0; i < id->n; i++)
+    entry *e = NULL;
+    for (size_t i = 0; i < id->n && !e; i++)
         if (id->e[i].pid == p->pid)
             e = &id->e[i];
-    if (!e) {
+    if (e && e->start == p->start_ticks && e->kind == p->kind)
+        return e;
+    if (e) {
+        entry_clear(e); /* pid reused by another process */
+    } else {
         if (id->n == id->cap) {
             size_t nc = id->cap ? id->cap * 2 : 64;
             entry *ne = realloc(id->e, nc * sizeof(*ne));
@@ -99,8 +89,8 @@ static entry *add(pp_identity *id, const pp_proc *p)
             id->cap = nc;
         }
         e = &id->e[id->n++];
-        *e = (entry){.pid = p->pid, .start = p->start_ticks, .kind = p->kind};
     }
+    *e = (entry){.pid = p->pid, .start = p->start_ticks, .kind = p->kind};
     const pp_runtime_driver *d = pp_runtime_for_kind(p->kind);
     if (d && d->appid)
         e->appid = d->appid(p->pid);

@@ -18,9 +18,15 @@ ssize_t pp_read_small_file(const char *path, char *buf, size_t len)
     size_t got = 0;
     while (got < len - 1) {
         ssize_t r = read(fd, buf + got, len - 1 - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        if (r == 0)
             break;
         got += (size_t)r;
     }

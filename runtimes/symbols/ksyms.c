@@ -5,26 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int pp_ksyms_parse_line(const char *line, size_t len, pp_symtab *t)
 {
     size_t i = 0;
     uint64_t addr = 0;
     int digits = 0;
-    while (i < len && hexval(line[i]) >= 0) {
+    while (i < len && pp_hexval(line[i]) >= 0) {
         if (digits >= 16)
             return 0;
-        addr = (addr << 4) | (uint64_t)hexval(line[i]);
+        addr = (addr << 4) | (uint64_t)pp_hexval(line[i]);
         i++;
         digits++;
     }

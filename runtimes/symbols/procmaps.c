@@ -4,24 +4,13 @@
 
 #include <string.h>
 
-static int hexd(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Parses a number in base 16 or 10 at s[*i]; returns 0 on success. */
 static int num(const char *s, size_t len, size_t *i, int base, uint64_t *out)
 {
     uint64_t v = 0;
     int digits = 0;
     while (*i < len) {
-        int d = hexd(s[*i]);
+        int d = pp_hexval(s[*i]);
         if (d < 0 || d >= base)
             break;
         if (++digits > (base == 16 ? 16 : 20))

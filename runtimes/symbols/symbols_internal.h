@@ -9,6 +9,18 @@
 
 #include "runtimes/symbols/symbolizer.h"
 
+/* Value of a hex digit, or -1. */
+static inline int pp_hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 /* ---- symbol table (symtab.c) ---- */
 
 #define PP_SYM_FUNC 0x01   /* STT_FUNC / STT_GNU_IFUNC / kernel text */
