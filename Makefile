@@ -113,6 +113,11 @@ run: deps
 	./$(BUILD)/polyprof -d 10 -o out
 	@echo "profile written: $$(readlink -f out/last_profile.col)"
 
+# ---- benchmarks (programs linked with the library objects) ----
+$(BUILD)/bench/bench_discovery: bench/discovery/bench_discovery.c $(OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(OBJ) $(LDLIBS)
+
 bench: all
 	bash bench/sampler/run.sh
 	bash bench/discovery/run.sh

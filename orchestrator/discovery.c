@@ -242,55 +242,6 @@ static void pc_put(pcache *c, const pc_entry *e)
 
 /* ---- reading /proc ---- */
 
-/* Reads /proc/<pid>/maps into d->buf (bounded by MAPS_CAP, cut at the last full line). */
-static ssize_t read_maps(pp_discovery *d, int pid)
-{
-    char path[48];
-    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    size_t len = 0;
-    bool truncated = false;
-    for (;;) {
-        if (len == d->bufcap) {
-            if (d->bufcap >= MAPS_CAP) {
-                truncated = true;
-                break;
-            }
-            size_t ncap = d->bufcap * 2 > MAPS_CAP ? MAPS_CAP : d->bufcap * 2;
-            char *nb = realloc(d->buf, ncap);
-            if (!nb) {
-                truncated = true;
-                break;
-            }
-            memset(nb + d->bufcap, 0, ncap - d->bufcap);
-            d->buf = nb;
-            d->bufcap = ncap;
-        }
-        ssize_t r = read(fd, d->buf + len, d->bufcap - len);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            close(fd);
-            errno = e;
-            return -1;
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    close(fd);
-    if (truncated) {
-        pp_debug("discovery: maps of pid %d exceed %d MiB; classified from the first part", pid,
-                 MAPS_CAP >> 20);
-        const char *nl = memrchr(d->buf, '\n', len);
-        len = nl ? (size_t)(nl - d->buf) + 1 : 0;
-    }
-    return (ssize_t)len;
-}
-
 static bool re_match(pp_discovery *d, int k, const char *s, size_t len)
 {
     return pcre2_match(d->re[k], (PCRE2_SPTR)s, len, 0, 0, d->md, NULL) >= 0;
@@ -394,7 +345,7 @@ static int classify(pp_discovery *d, int pid, const pp_stat_info *st, pp_proc *o
     /* The rest is zeroed: PCRE2's JIT may read a few bytes past the subject (SIMD). */
     memset(exe + el, 0, (size_t)(sizeof(exe) - (size_t)el) < 64 ? sizeof(exe) - (size_t)el : 64);
     unsigned kinds = 0, exe_kinds = 0;
-    ssize_t ml = read_maps(d, pid);
+    ssize_t ml = pp_disc_read_maps(pid, &d->buf, &d->bufcap, MAPS_CAP);
     d->stats.maps_reads++;
     if (ml < 0 && errno != EACCES)
         return -1;

@@ -52,6 +52,15 @@ int pp_go_check_pid(pp_go_cache *c, int pid, bool *is_go);
 int pp_go_check_fd(int fd);
 void pp_go_cache_free(pp_go_cache *c);
 
+/* Reads the file mappings of pid as maps text into *buf (grown as needed up to limit bytes,
+ * NUL-terminated; what does not fit is left out at a line boundary): with PROCMAP_QUERY only
+ * the executable file-backed mappings, each as "0-0 r-xp 0 0:0 0 <path>"; on older kernels the
+ * whole text of /proc/<pid>/maps. Returns the length, or -1 with errno (ESRCH/ENOENT: gone,
+ * EACCES: not permitted). */
+ssize_t pp_disc_read_maps(int pid, char **buf, size_t *cap, size_t limit);
+/* Tests and benchmarks: read the whole text even where PROCMAP_QUERY exists. */
+void pp_disc_force_text_maps(bool on);
+
 /* Matches maps text (each distinct file mapping once, the whole maps line as subject) with the
  * maps-line kinds. Sets bits in *kinds, and in *exe_kinds for matches on the executable's own
  * mapping (exe: readlink of /proc/<pid>/exe, may be empty). */

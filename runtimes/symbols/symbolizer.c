@@ -69,6 +69,9 @@ struct pp_symbolizer {
     pp_symtab ksyms;
     int ksyms_loaded;
     char *kallsyms_path;
+    pp_kernel_namer namer;
+    void *namer_arg;
+    pp_kcache *kcache; /* names given by the namer */
     pp_symtab vdso;
     pp_elf_meta vdso_meta;
     uint64_t vdso_len;
@@ -135,6 +138,7 @@ void pp_symbolizer_free(pp_symbolizer *s)
         }
     }
     pp_symtab_free(&s->ksyms);
+    pp_kcache_free(s->kcache);
     pp_symtab_free(&s->vdso);
     free(s->kallsyms_path);
     free(s);
@@ -185,10 +189,49 @@ void pp_symbolizer_set_kallsyms_path(pp_symbolizer *s, const char *path)
 
 /* ---- kernel ---- */
 
+void pp_symbolizer_set_kernel_namer(pp_symbolizer *s, pp_kernel_namer fn, void *arg)
+{
+    if (!s)
+        return;
+    if (fn && !s->kcache)
+        s->kcache = pp_kcache_new(0);
+    s->namer = s->kcache ? fn : NULL;
+    s->namer_arg = arg;
+}
+
+/* 1 named by the namer (buf written), 0 when the namer cannot answer. */
+static int kernel_by_namer(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz)
+{
+    const char *name;
+    if (!pp_kcache_get(s->kcache, ip, &name)) {
+        char tmp[256];
+        int rc = s->namer(s->namer_arg, ip, tmp, sizeof(tmp));
+        if (rc < 0)
+            return 0;
+        s->stats.kernel_named++;
+        if (pp_kcache_put(s->kcache, ip, rc == 0 ? tmp : "") != 0 ||
+            !pp_kcache_get(s->kcache, ip, &name))
+            name = rc == 0 ? tmp : "";
+        if (name == tmp) {
+            pp_frame_write(buf, bufsz, tmp, "_[k]");
+            return 1;
+        }
+    }
+    if (!name[0]) {
+        s->stats.unknown_frames++;
+        pp_frame_write(buf, bufsz, "[unknown]", "_[k]");
+    } else {
+        pp_frame_write(buf, bufsz, name, "_[k]");
+    }
+    return 1;
+}
+
 size_t pp_symbolize_kernel(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz)
 {
     if (!s)
         return pp_frame_write(buf, bufsz, "[unknown]", "_[k]");
+    if (s->namer && kernel_by_namer(s, ip, buf, bufsz))
+        return strlen(buf);
     if (!s->ksyms_loaded) {
         s->ksyms_loaded = 1;
         long n = pp_ksyms_load(s->kallsyms_path, &s->ksyms);

@@ -27,6 +27,7 @@ typedef struct pp_symbolizer_stats {
     uint64_t binaries_evicted; /* tables dropped by the cache bound */
     uint64_t maps_reads;       /* /proc/<pid>/maps reads */
     uint64_t unknown_frames;   /* addresses that could not be named by symbol */
+    uint64_t kernel_named;     /* kernel addresses named by the kernel namer (cache misses) */
 } pp_symbolizer_stats;
 
 /* max_binaries: bound of the symbol-table cache (0 = default 256). Returns NULL on OOM. */
@@ -41,8 +42,17 @@ void pp_symbolizer_begin_pass(pp_symbolizer *s);
  * into buf and returns its length (truncated to bufsz-1). Never fails. */
 size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size_t bufsz);
 
-/* Names kernel address ip from /proc/kallsyms (loaded once, lazily): "<symbol>_[k]". */
+/* Names kernel address ip: "<symbol>_[k]". With a kernel namer set, asks it and caches the
+ * answer per address (bounded); otherwise (or when the namer fails) from /proc/kallsyms, loaded
+ * once, lazily. */
 size_t pp_symbolize_kernel(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz);
+
+/* A way to name one kernel address without reading /proc/kallsyms: returns 0 with the symbol
+ * in name, 1 when the kernel has no symbol for ip, -1 when it cannot answer (the symbolizer then
+ * falls back to /proc/kallsyms). */
+typedef int (*pp_kernel_namer)(void *arg, uint64_t ip, char *name, size_t len);
+/* Sets (fn != NULL) or removes the kernel namer. Names already cached stay cached. */
+void pp_symbolizer_set_kernel_namer(pp_symbolizer *s, pp_kernel_namer fn, void *arg);
 
 /* Drops the cached mappings of a pid that is gone (binaries stay cached). */
 void pp_symbolizer_forget_pid(pp_symbolizer *s, int pid);

@@ -90,6 +90,16 @@ long pp_ksyms_load(const char *path, pp_symtab *t);
 /* Parses one kallsyms line into t (not finished). Returns 1 if a symbol was added, else 0. */
 int pp_ksyms_parse_line(const char *line, size_t len, pp_symtab *t);
 
+/* ---- kernel names asked of a namer, cached per address (kcache.c) ---- */
+
+typedef struct pp_kcache pp_kcache;
+pp_kcache *pp_kcache_new(size_t max_entries);
+void pp_kcache_free(pp_kcache *c);
+/* The cached name of ip: 1 found (*name set, "" = the kernel has no symbol), 0 not cached. */
+int pp_kcache_get(const pp_kcache *c, uint64_t ip, const char **name);
+/* Caches name ("" for none) for ip; when full, the cache starts over. 0, or -1 on OOM. */
+int pp_kcache_put(pp_kcache *c, uint64_t ip, const char *name);
+
 /* ---- perf maps (perfmap.c) ---- */
 
 /* Parses "START SIZE name" (hex, optional 0x). Returns 0 and sets the outputs, -1 if malformed. */

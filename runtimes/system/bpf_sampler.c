@@ -15,6 +15,7 @@
 #include "bpf/sampler.h"
 #include "orchestrator/log.h"
 #include "runtimes/system/cpus.h"
+#include "runtimes/system/ksym_bpf.h"
 #include "sampler.skel.h"
 
 #define MAX_CPUS 1024
@@ -27,6 +28,8 @@ struct pp_bpf_sampler {
     int ncpus;
     int ncpu_possible;
     pp_emitter *emit;
+    pp_symbolizer *sym;
+    pp_ksym_bpf *ksym;
     uint64_t drains;
     uint64_t *counter_buf;
 };
@@ -55,6 +58,9 @@ void pp_bpf_sampler_stop(pp_bpf_sampler *s)
     free(s->links);
     free(s->fds);
     sampler_bpf__destroy(s->skel);
+    if (s->ksym)
+        pp_symbolizer_set_kernel_namer(s->sym, NULL, NULL);
+    pp_ksym_bpf_close(s->ksym);
     pp_emitter_free(s->emit);
     free(s->counter_buf);
     free(s);
@@ -106,6 +112,14 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
                  strerror(-rc));
         goto fail;
     }
+    /* Kernel frames are named by the kernel itself when it lets us (else from /proc/kallsyms). */
+    char kerr[256];
+    s->sym = sym;
+    s->ksym = pp_ksym_bpf_open(kerr, sizeof(kerr));
+    if (s->ksym)
+        pp_symbolizer_set_kernel_namer(sym, pp_ksym_bpf_namer, s->ksym);
+    else
+        pp_debug("%s; kernel symbols will come from /proc/kallsyms", kerr);
     for (size_t i = 0; i < o->npids; i++) {
         uint32_t pid = (uint32_t)o->pids[i];
         uint8_t one = 1;

@@ -127,7 +127,9 @@ static const pp_proc *find(const pp_proc_list *l, int pid)
     return NULL;
 }
 
-/* Classifies pid through a --pids restricted pass and through pp_discover_one; both must agree. */
+/* Classifies pid through a --pids restricted pass and through pp_discover_one, reading the
+ * mappings with PROCMAP_QUERY (where the kernel has it) and from the whole maps text: all must
+ * agree. */
 static pp_proc classify(int pid)
 {
     pp_discovery_opts o = {.pids = &pid, .npids = 1, .self_pid = -1};
@@ -140,6 +142,16 @@ static pp_proc classify(int pid)
     d = new_disc(&o);
     cr_assert_eq(pp_discover_one(d, pid, &q), 0);
     cr_assert_eq(q.kind, p.kind);
+    cr_assert_eq(q.kinds, p.kinds);
+    cr_assert_eq(q.blacklisted, p.blacklisted);
+    pp_discovery_free(d);
+    pp_disc_force_text_maps(true);
+    d = new_disc(&o);
+    int rc = pp_discover_one(d, pid, &q);
+    pp_disc_force_text_maps(false);
+    cr_assert_eq(rc, 0);
+    cr_assert_eq(q.kind, p.kind, "maps text: %s, query: %s", pp_proc_kind_name(q.kind),
+                 pp_proc_kind_name(p.kind));
     cr_assert_eq(q.kinds, p.kinds);
     cr_assert_eq(q.blacklisted, p.blacklisted);
     pp_discovery_free(d);

@@ -17,6 +17,7 @@
 
 #include "runtimes/symbols/symbolizer.h"
 #include "runtimes/symbols/symbols_internal.h"
+#include "runtimes/system/ksym_bpf.h"
 
 #define FIXENV "PP_TEST_SYMBOLS_FIXDIR"
 
@@ -393,6 +394,77 @@ Test(symbols, kallsyms_real)
     pp_symbolize_kernel(s, addr + 1, buf, sizeof(buf));
     cr_assert_str_eq(buf, "schedule_[k]");
     pp_symbolizer_free(s);
+}
+
+/* The kernel namer (BPF %ps) names addresses as /proc/kallsyms does: sample every 97th text
+ * symbol of kallsyms (core and modules) and check that the symbolizer with the namer gives the
+ * same frame as the one reading kallsyms (aliases at one address may differ: accept any name
+ * at that address). Unknown addresses are "[unknown]_[k]" in both. */
+Test(symbols, kernel_namer_matches_kallsyms)
+{
+    char err[256];
+    pp_ksym_bpf *k = pp_ksym_bpf_open(err, sizeof(err));
+    cr_assert_not_null(k, "%s", err);
+    pp_symbolizer *named = pp_symbolizer_new(0), *plain = pp_symbolizer_new(0);
+    pp_symbolizer_set_kernel_namer(named, pp_ksym_bpf_namer, k);
+    FILE *f = fopen("/proc/kallsyms", "r");
+    cr_assert_not_null(f);
+    char line[512];
+    unsigned long long prev = 0;
+    int checked = 0, differ = 0, i = 0;
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long long addr;
+        char type, name[256];
+        if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || (type != 'T' && type != 't'))
+            continue;
+        if (i++ % 97 || addr == prev) {
+            prev = addr;
+            continue;
+        }
+        prev = addr;
+        char a[300], b[300];
+        pp_symbolize_kernel(named, addr, a, sizeof(a));
+        pp_symbolize_kernel(plain, addr, b, sizeof(b));
+        /* An alias (another symbol at the same address) may be named instead; never unknown. */
+        cr_assert(strstr(a, "[unknown]") == NULL, "%llx: namer %s, kallsyms %s", addr, a, b);
+        if (strcmp(a, b) != 0)
+            differ++;
+        checked++;
+    }
+    fclose(f);
+    cr_assert_gt(checked, 100);
+    cr_assert_lt(differ * 50, checked, "%d of %d names differ", differ, checked);
+    char a[300];
+    pp_symbolize_kernel(named, 1, a, sizeof(a));
+    cr_assert_str_eq(a, "[unknown]_[k]");
+    /* cached: a second lookup does not ask the kernel again */
+    pp_symbolizer_stats st1, st2;
+    pp_symbolizer_get_stats(named, &st1);
+    pp_symbolize_kernel(named, 1, a, sizeof(a));
+    pp_symbolizer_get_stats(named, &st2);
+    cr_assert_eq(st1.kernel_named, st2.kernel_named);
+    pp_symbolizer_free(named);
+    pp_symbolizer_free(plain);
+    pp_ksym_bpf_close(k);
+}
+
+/* The bounded cache of namer answers starts over when full and keeps answering. */
+Test(symbols, kernel_name_cache_bound)
+{
+    pp_kcache *c = pp_kcache_new(4);
+    const char *n;
+    for (uint64_t ip = 1; ip <= 10; ip++) {
+        char name[16];
+        snprintf(name, sizeof(name), "f%llu", (unsigned long long)ip);
+        cr_assert_eq(pp_kcache_put(c, ip, name), 0);
+        cr_assert_eq(pp_kcache_get(c, ip, &n), 1);
+        cr_assert_str_eq(n, name);
+    }
+    cr_assert_eq(pp_kcache_get(c, 1, &n), 0, "old entries are dropped when the cache starts over");
+    cr_assert_eq(pp_kcache_put(c, 42, ""), 0);
+    cr_assert_eq(pp_kcache_get(c, 42, &n), 1);
+    cr_assert_str_eq(n, "");
+    pp_kcache_free(c);
 }
 
 /* ---- ELF tables ---- */
