@@ -15,12 +15,14 @@
 #define PP_GPROFILER_COMPAT_VERSION "1.57.1"
 
 typedef enum {
-    PP_PERF_BPF = 0,   /* eBPF sampler, falls back to perf-event when it does not load */
-    PP_PERF_EVENT,     /* perf_event mmap ring buffers, no BPF */
-    PP_PERF_DISABLED,  /* no system sampler: runtime stacks concatenated unscaled */
+    PP_PERF_BPF = 0,  /* eBPF sampler, falls back to perf-event when it does not load */
+    PP_PERF_EVENT,    /* perf_event mmap ring buffers, no BPF */
+    PP_PERF_DISABLED, /* no system sampler: runtime stacks concatenated unscaled */
 } pp_perf_mode;
 
 typedef enum { PP_CMD_PROFILE = 0, PP_CMD_UPLOAD_FILE } pp_command;
+
+#define PP_CFG_KINDS 8 /* = PP_KIND_COUNT of orchestrator/discovery.h (checked there) */
 
 /* Runtimes polyprof knows. Order is stable: used to index pp_config.runtime_mode. */
 typedef enum {
@@ -43,26 +45,29 @@ typedef struct pp_config {
     pp_command command;
 
     /* output and session */
-    char *output_dir;         /* -o/--output-dir, NULL if not given */
-    int duration;             /* -d/--profiling-duration, seconds, default 60 */
-    int frequency;            /* -f/--profiling-frequency, Hz, default 11, 1..1000 */
-    bool continuous;          /* -c/--continuous */
-    bool rotating_output;     /* --rotating-output */
-    int *pids;                /* --pids (comma lists, repeatable), NULL if none */
+    char *output_dir;     /* -o/--output-dir, NULL if not given */
+    int duration;         /* -d/--profiling-duration, seconds, default 60 */
+    int frequency;        /* -f/--profiling-frequency, Hz, default 11, 1..1000 */
+    bool continuous;      /* -c/--continuous */
+    bool rotating_output; /* --rotating-output */
+    int *pids;            /* --pids (comma lists, repeatable), NULL if none */
     size_t npids;
-    int min_duration;         /* --min-duration, seconds, default 0 */
-    bool insert_dso_name;     /* --insert-dso-name */
-    bool flamegraph;          /* --flamegraph / --no-flamegraph (default true) */
-    char *profiling_mode;     /* --mode: "cpu" (default), "allocation", "none" */
-    pp_perf_mode perf_mode;   /* --perf-mode */
-    char *perf_mode_given;    /* the --perf-mode text as given (e.g. "fp"), NULL if default */
+    int min_duration; /* --min-duration, seconds, default 0 */
+    /* --<rt>-maps-regex overrides of discovery's regexes, indexed by pp_proc_kind (discovery.h);
+     * NULL = built-in, "" = that kind is never detected from maps. */
+    char *maps_regex[PP_CFG_KINDS];
+    bool insert_dso_name;   /* --insert-dso-name */
+    bool flamegraph;        /* --flamegraph / --no-flamegraph (default true) */
+    char *profiling_mode;   /* --mode: "cpu" (default), "allocation", "none" */
+    pp_perf_mode perf_mode; /* --perf-mode */
+    char *perf_mode_given;  /* the --perf-mode text as given (e.g. "fp"), NULL if default */
 
     /* runtimes: mode strings after alias mapping ("none" -> "disabled"); --no-<rt> sets
      * "disabled". Defaults: java "auto", python "auto", ruby "auto", php "disabled",
      * dotnet "disabled", nodejs "disabled". */
     char *runtime_mode[PP_RT_COUNT];
-    bool python_versions;     /* --no-python-versions clears it (default true) */
-    char *php_proc_filter;    /* --php-proc-filter, default "php-fpm" */
+    bool python_versions;  /* --no-python-versions clears it (default true) */
+    char *php_proc_filter; /* --php-proc-filter, default "php-fpm" */
 
     /* identity, metadata */
     bool disable_container_names;
@@ -87,23 +92,23 @@ typedef struct pp_config {
     bool dont_disable_core_files;
 
     /* uploads (issue 6 wires these) */
-    bool upload;              /* -u/--upload-results */
-    char *token;              /* --token, or --token-file contents, or env; never logged */
-    char *token_file;         /* --token-file PATH */
-    char *service_name;       /* --service-name */
-    char *server_host;        /* --server-host, default https://profiler.granulate.io */
-    char *api_server;         /* --api-server / --glogger-server */
+    bool upload;               /* -u/--upload-results */
+    char *token;               /* --token, or --token-file contents, or env; never logged */
+    char *token_file;          /* --token-file PATH */
+    char *service_name;        /* --service-name */
+    char *server_host;         /* --server-host, default https://profiler.granulate.io */
+    char *api_server;          /* --api-server / --glogger-server */
     int server_upload_timeout; /* --server-upload-timeout, default 120 */
-    bool no_verify;           /* --no-verify */
-    char *ca_bundle;          /* --ca-bundle PATH */
-    bool dont_send_logs;      /* --dont-send-logs */
-    char *spool_dir;          /* --spool-dir, default /var/lib/polyprof/spool */
-    char *pyroscope_server;   /* --pyroscope-server URL */
+    bool no_verify;            /* --no-verify */
+    char *ca_bundle;           /* --ca-bundle PATH */
+    bool dont_send_logs;       /* --dont-send-logs */
+    char *spool_dir;           /* --spool-dir, default /var/lib/polyprof/spool */
+    char *pyroscope_server;    /* --pyroscope-server URL */
     char *pyroscope_tenant_id; /* --pyroscope-tenant-id (X-Scope-OrgID) */
     char *pyroscope_auth_file; /* --pyroscope-basic-auth-file PATH ("user:password") */
 
     /* upload-file subcommand */
-    char *file_path;          /* --file-path */
+    char *file_path; /* --file-path */
 
     /* gProfiler options given that have no effect in polyprof, in option-table order. */
     pp_cli_noop *noop_options;

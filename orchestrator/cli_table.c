@@ -103,6 +103,20 @@ const pp_opt pp_opts[] = {
      .cnt_off = OFF(npids),
      .metavar = "PID[,PID...]",
      .help = "profile only these processes (repeatable, extends the list)"},
+    /* ---- discovery regexes (polyprof) ---- */
+    STR("java-maps-regex", maps_regex[1], NULL, "REGEX",
+        "PCRE2 matched per executable file mapping to detect Java (default: ^.+/libjvm\\.so; "
+        "\"\" disables detection)"),
+    STR("python-maps-regex", maps_regex[2], NULL, "REGEX",
+        "same, to detect Python (default: python binaries, libpython, site-packages, "
+        "dist-packages)"),
+    STR("ruby-maps-regex", maps_regex[3], NULL, "REGEX", "same, to detect Ruby"),
+    STR("php-maps-regex", maps_regex[4], NULL, "REGEX", "same, to detect PHP"),
+    STR("dotnet-maps-regex", maps_regex[5], NULL, "REGEX", "same, to detect .NET"),
+    STR("nodejs-exe-regex", maps_regex[6], NULL, "REGEX",
+        "PCRE2 matched against the executable's path to detect Node.js"),
+    STR("go-maps-regex", maps_regex[7], NULL, "REGEX",
+        "same as --java-maps-regex, detects Go in addition to the ELF note check"),
     {.name = "min-duration",
      .kind = PP_OPT_INT,
      .off = OFF(min_duration),

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "orchestrator/cli.h"
 #include "orchestrator/log.h"
 #include "runtimes/procfiles.h"
 
@@ -26,6 +27,8 @@
 #define ANCESTOR_MAX 64
 
 #define BIT(k) (1u << (k))
+
+_Static_assert(PP_KIND_COUNT == PP_CFG_KINDS, "pp_config.maps_regex is indexed by pp_proc_kind");
 /* Kinds with a runtime profiler: when the executable itself matches one of them, it wins. */
 #define RUNTIME_KINDS                                                                              \
     (BIT(PP_KIND_JAVA) | BIT(PP_KIND_PYTHON) | BIT(PP_KIND_RUBY) | BIT(PP_KIND_PHP) |              \

@@ -9,6 +9,7 @@
 
 #include "orchestrator/child.h"
 #include "orchestrator/cli.h"
+#include "orchestrator/discovery.h"
 #include "orchestrator/log.h"
 #include "orchestrator/output.h"
 #include "orchestrator/precond.h"
@@ -25,11 +26,24 @@ static bool all_runtimes_disabled(const pp_config *cfg)
     return true;
 }
 
+/* A --<rt>-maps-regex that does not compile is a usage error. */
+static int check_regexes(const pp_config *cfg, char *err, size_t len)
+{
+    pp_discovery_opts o = {.self_pid = -1};
+    for (int k = 0; k < PP_KIND_COUNT; k++)
+        o.maps_regex[k] = cfg->maps_regex[k];
+    pp_discovery *d = pp_discovery_new(&o, err, len);
+    pp_discovery_free(d);
+    return d ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
     pp_config cfg;
     char err[1024] = "";
     int rc = pp_cli_parse(argc, argv, environ, stdout, &cfg, err, sizeof(err));
+    if (rc == PP_CLI_OK && check_regexes(&cfg, err, sizeof(err)) < 0)
+        rc = PP_CLI_USAGE;
     if (rc == PP_CLI_EXIT_OK) {
         pp_config_free(&cfg);
         return 0;

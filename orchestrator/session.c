@@ -255,6 +255,8 @@ static int run_init(run_state *rs, const pp_config *cfg)
                                .npids = cfg->npids,
                                .min_duration = cfg->min_duration,
                                .self_pid = getpid()};
+    for (int k = 0; k < PP_KIND_COUNT; k++)
+        dopts.maps_regex[k] = cfg->maps_regex[k];
     rs->disc = pp_discovery_new(&dopts, err, sizeof(err));
     rs->sym = pp_symbolizer_new(0);
     rs->ident = pp_identity_new(cfg);

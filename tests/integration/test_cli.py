@@ -16,6 +16,7 @@ from conftest import POLYPROF, run_polyprof
     (["-o", "/tmp/x", "--perf-mode", "bogus"], "perf-mode"),
     (["-o", "/tmp/x", "--java-mode", "bogus"], "java-mode"),
     (["-o", "/tmp/x", "--no-such-flag"], "--no-such-flag"),
+    (["-o", "/tmp/x", "--java-maps-regex", "("], "bad java regex"),
     ([], "--output-dir"),
     (["-u"], "token"),
     (["-o", "/tmp/x", "-d"], "-d"),

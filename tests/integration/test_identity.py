@@ -117,3 +117,24 @@ def test_disabled_identifiers_and_names(appdir, start_app, outdir, python_link):
         assert not any(fr.startswith("appid:") for fr in frames)
     py = [f for f, _ in prof.stacks if len(f) > 1 and f[1] == "python3.11"]
     assert py and all(f[0] == "" for f in py)
+
+
+def test_discovery_regex_override(appdir, start_app, outdir, python_link):
+    """--python-maps-regex "" turns Python detection off: the process is profiled as native (no
+    appid, no Python metadata); a custom regex naming a native program's binary makes it Python."""
+    start_app(python_link, APPS / "hot.py")
+    native = start_app(appdir / "pp_hot_c")
+    run_polyprof("-d", 2, "-f", 49, "-o", outdir, "--python-maps-regex", "")
+    prof = last_profile(outdir)
+    py = prof.for_comm("python3.11")
+    assert py, "python3.11 sampled"
+    assert not any(len(f) > 3 and f[3].startswith("appid:") for f, _ in py)
+    assert all(f[0] == "0" for f, _ in py), "native processes use metadata index 0"
+
+    run_polyprof("-d", 2, "-f", 49, "-o", outdir, "--python-maps-regex", r"/pp_hot_c$")
+    prof = last_profile(outdir)
+    hot = prof.for_comm("pp_hot_c")
+    assert hot and all(f[0] != "0" for f, _ in hot), "pp_hot_c classified as Python"
+    md = prof.header["application_metadata"][int(hot[0][0][0])]
+    assert "python_version" in md
+    assert native.proc.poll() is None
