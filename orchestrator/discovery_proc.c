@@ -1,5 +1,6 @@
 /* Process discovery helpers: /proc/<pid>/stat parsing and the cached Go-executable check. */
 #include "orchestrator/discovery_int.h"
+#include "runtimes/elfnotes.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define NT_GO_BUILDID 4
 #define GO_NOTE_MAX (64 * 1024) /* a Go build-id note is ~100 bytes; bound what we map */
 #define GO_CACHE_MAX 65536      /* distinct executables; beyond this the cache starts over */
 
@@ -73,37 +73,18 @@ int pp_disc_parse_stat(const char *buf, size_t len, pp_stat_info *out)
 
 /* ---- Go check ---- */
 
-static bool note_is_go(Elf_Data *d)
+static int go_note(void *arg, const char *name, size_t namesz, uint32_t type,
+                   const unsigned char *desc, size_t descsz)
 {
-    GElf_Nhdr nh;
-    size_t off = 0, name_off, desc_off;
-    while (off < d->d_size && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-        /* The Go linker writes the name "Go" NUL-padded to 4 bytes (n_namesz 4). */
-        const char *name = (const char *)d->d_buf + name_off;
-        if (nh.n_type == NT_GO_BUILDID && nh.n_namesz >= 2 && nh.n_namesz <= 4 &&
-            memcmp(name, "Go", 2) == 0 && (nh.n_namesz < 3 || name[2] == '\0') &&
-            (nh.n_namesz < 4 || name[3] == '\0'))
-            return true;
-    }
-    return false;
+    (void)arg, (void)desc, (void)descsz;
+    /* The Go linker writes the name "Go" NUL-padded to 4 bytes (n_namesz 4). */
+    return type == PP_NT_GO_BUILDID && pp_elf_note_named(name, namesz, "Go");
 }
 
 static bool elf_is_go(Elf *e)
 {
-    /* Program headers first: they survive even when section headers are stripped. */
-    size_t nph = 0;
-    if (elf_getphdrnum(e, &nph) == 0) {
-        for (size_t i = 0; i < nph && i < 256; i++) {
-            GElf_Phdr ph;
-            if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE || ph.p_filesz == 0 ||
-                ph.p_filesz > GO_NOTE_MAX)
-                continue;
-            Elf_Data *d = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz,
-                                               ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-            if (d && note_is_go(d))
-                return true;
-        }
-    }
+    if (pp_elf_notes_walk(e, GO_NOTE_MAX, go_note, NULL))
+        return true;
     size_t shstrndx;
     if (elf_getshdrstrndx(e, &shstrndx) != 0)
         return false;
@@ -115,11 +96,6 @@ static bool elf_is_go(Elf *e)
         const char *name = elf_strptr(e, shstrndx, sh.sh_name);
         if (name && strcmp(name, ".go.buildinfo") == 0)
             return true;
-        if (sh.sh_type == SHT_NOTE && sh.sh_size > 0 && sh.sh_size <= GO_NOTE_MAX) {
-            Elf_Data *d = elf_getdata(scn, NULL);
-            if (d && note_is_go(d))
-                return true;
-        }
     }
     return false;
 }

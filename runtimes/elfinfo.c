@@ -1,4 +1,5 @@
 #include "runtimes/elfinfo.h"
+#include "runtimes/elfnotes.h"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -52,23 +53,20 @@ static const char *machine_name(unsigned m)
     }
 }
 
-/* Walks the notes of a note section's data; sets buildid / go flags. */
-static void scan_notes(Elf_Data *d, pp_elfinfo *out)
+/* Note callback: sets buildid / go flags. */
+static int info_note(void *arg, const char *name, size_t namesz, uint32_t type,
+                     const unsigned char *desc, size_t descsz)
 {
-    size_t off = 0, name_off, desc_off;
-    GElf_Nhdr nh;
-    while (d && off < d->d_size && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-        const char *name = (const char *)d->d_buf + name_off;
-        const unsigned char *desc = (const unsigned char *)d->d_buf + desc_off;
-        if (nh.n_namesz == 4 && memcmp(name, "GNU", 4) == 0 && nh.n_type == NT_GNU_BUILD_ID &&
-            !out->buildid[0] && nh.n_descsz <= 40) {
-            size_t k = (size_t)snprintf(out->buildid, sizeof(out->buildid), "buildid:");
-            for (size_t i = 0; i < nh.n_descsz; i++)
-                k += (size_t)snprintf(out->buildid + k, sizeof(out->buildid) - k, "%02x", desc[i]);
-        } else if (nh.n_namesz == 3 && memcmp(name, "Go", 3) == 0 && nh.n_type == 4) {
-            out->go = true;
-        }
+    pp_elfinfo *out = arg;
+    if (type == NT_GNU_BUILD_ID && pp_elf_note_named(name, namesz, "GNU") && !out->buildid[0] &&
+        descsz <= 40) {
+        size_t k = (size_t)snprintf(out->buildid, sizeof(out->buildid), "buildid:");
+        for (size_t i = 0; i < descsz; i++)
+            k += (size_t)snprintf(out->buildid + k, sizeof(out->buildid) - k, "%02x", desc[i]);
+    } else if (type == PP_NT_GO_BUILDID && pp_elf_note_named(name, namesz, "Go")) {
+        out->go = true;
     }
+    return 0;
 }
 
 /* .go.buildinfo: "\xff Go buildinf:" magic, pointer size, flags; with flags & 2 (Go 1.18+) the
@@ -122,11 +120,10 @@ int pp_elfinfo_read(const char *path, pp_elfinfo *out)
         const char *name = elf_strptr(e, shstrndx, sh.sh_name);
         if (sh.sh_type == SHT_SYMTAB)
             out->has_symtab = true;
-        if (sh.sh_type == SHT_NOTE && sh.sh_size < (1 << 20))
-            scan_notes(elf_getdata(scn, NULL), out);
         if (name && strcmp(name, ".go.buildinfo") == 0 && sh.sh_type != SHT_NOBITS)
             go_buildinfo(elf_getdata(scn, NULL), out);
     }
+    pp_elf_notes_walk(e, 0, info_note, out);
     size_t nph = 0;
     elf_getphdrnum(e, &nph);
     for (size_t i = 0; i < nph; i++) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "runtimes/elfnotes.h"
 #include "orchestrator/log.h"
 
 #define MAX_SECTIONS (1u << 16)
@@ -50,26 +51,16 @@ static Elf_Scn *find_section(Elf *e, const char *name, GElf_Shdr *out)
     return NULL;
 }
 
-static void notes_build_id(Elf_Data *d, pp_elf_meta *meta)
+static int build_id_note(void *arg, const char *name, size_t namesz, uint32_t type,
+                         const unsigned char *desc, size_t descsz)
 {
-    if (!d || !d->d_buf || meta->build_id_len)
-        return;
-    size_t off = 0, name_off, desc_off;
-    GElf_Nhdr nh;
-    int guard = 0;
-    while (off < d->d_size && guard++ < 1024) {
-        size_t next = gelf_getnote(d, off, &nh, &name_off, &desc_off);
-        if (next == 0 || next <= off)
-            break;
-        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-            memcmp((const char *)d->d_buf + name_off, "GNU", 4) == 0 && nh.n_descsz > 0 &&
-            nh.n_descsz <= PP_BUILD_ID_MAX) {
-            memcpy(meta->build_id, (const char *)d->d_buf + desc_off, nh.n_descsz);
-            meta->build_id_len = nh.n_descsz;
-            return;
-        }
-        off = next;
-    }
+    pp_elf_meta *meta = arg;
+    if (type != NT_GNU_BUILD_ID || !pp_elf_note_named(name, namesz, "GNU") || descsz == 0 ||
+        descsz > PP_BUILD_ID_MAX)
+        return 0;
+    memcpy(meta->build_id, desc, descsz);
+    meta->build_id_len = descsz;
+    return 1;
 }
 
 int pp_elf_meta_read(Elf *e, pp_elf_meta *meta)
@@ -106,8 +97,6 @@ int pp_elf_meta_read(Elf *e, pp_elf_meta *meta)
             meta->has_symtab = 1;
         else if (sh.sh_type == SHT_DYNSYM && sh.sh_size > 0)
             meta->has_dynsym = 1;
-        else if (sh.sh_type == SHT_NOTE && !meta->build_id_len)
-            notes_build_id(elf_getdata(scn, NULL), meta);
         if (!n)
             continue;
         if (strcmp(n, ".gnu_debugdata") == 0 && sh.sh_type != SHT_NOBITS)
@@ -137,17 +126,7 @@ int pp_elf_meta_read(Elf *e, pp_elf_meta *meta)
             meta->debuglink[nl] = '\0';
         }
     }
-    if (!meta->build_id_len) {
-        for (size_t i = 0; i < phnum && i < 4096; i++) {
-            GElf_Phdr ph;
-            if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE)
-                continue;
-            notes_build_id(elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR),
-                           meta);
-            if (meta->build_id_len)
-                break;
-        }
-    }
+    pp_elf_notes_walk(e, 0, build_id_note, meta);
     return 0;
 }
 
