@@ -108,9 +108,19 @@ def test_header_has_every_spec_key(profiles, mode):
     assert h["metadata"]["run_arguments"]["perf_mode"] in (mode, "bpf", "perf-event")
     assert h["polyprof"]["sampler"] == mode
     assert h["polyprof"]["samples"] > 0
+    pp = h["polyprof"]
     for k in ("dropped_map_full", "user_stack_collisions", "kernel_stack_collisions",
-              "lost_samples"):
-        assert k in h["polyprof"]
+              "lost_samples", "filtered_samples", "user_stack_errors"):
+        assert isinstance(pp[k], int) and pp[k] >= 0, k
+    # polyprof's own cost of the session: measured, and small
+    assert 0 < pp["cpu_seconds"] < 5
+    assert 1024 < pp["rss_kb"] < 100 * 1024
+    assert pp["discovery_ms"] > 0
+    # every sample the sampler counted is in the file, or counted as dropped (the counters are
+    # read after the last drain: the few samples taken in between are counted, not written)
+    total = sum(c for _, c in prof.stacks)
+    kept = pp["samples"] - pp["dropped_map_full"] - pp["filtered_samples"] - pp["lost_samples"]
+    assert kept * 0.99 <= total, (total, pp)
     assert os.readlink(d / "last_profile.col").startswith("profile_")
     assert not temp_leftovers(d)
 
