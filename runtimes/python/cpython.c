@@ -23,9 +23,10 @@ typedef struct py_module {
     uint64_t start;      /* start of its file-offset-0 mapping */
 } py_module;
 
-enum { SYM_RUNTIME, SYM_VERSION, SYM_CODE, SYM_UNICODE, SYM_BYTES, NSYMS };
-static const char *const sym_names[NSYMS] = {"_PyRuntime", "Py_Version", "PyCode_Type",
-                                             "PyUnicode_Type", "PyBytes_Type"};
+/* version.0: Py_GetVersion's static buffer ("3.8.18 (default, ..."), in .symtab only. */
+enum { SYM_RUNTIME, SYM_VERSION, SYM_CODE, SYM_UNICODE, SYM_BYTES, SYM_VERBUF, NSYMS };
+static const char *const sym_names[NSYMS] = {"_PyRuntime",     "Py_Version",   "PyCode_Type",
+                                             "PyUnicode_Type", "PyBytes_Type", "version.0"};
 
 /* The first libpython mapping and the main executable's mapping. */
 static int find_modules(int pid, py_module *lib, py_module *exe)
@@ -76,9 +77,21 @@ static int version_from_name(const char *path, unsigned *major, unsigned *minor)
     return p && sscanf(p + 6, "%u.%u", major, minor) == 2 ? 0 : -1;
 }
 
-static int digits_dots(const char *s)
+/* "X.Y.Z" from Py_GetVersion's buffer when it starts with "X.Y." (else just "X.Y"). */
+static void micro_version(pp_rmem *m, uint64_t verbuf, unsigned major, unsigned minor, char *out,
+                          size_t len)
 {
-    return s[strspn(s, "0123456789.")] == '\0';
+    char buf[24] = "", prefix[16];
+    int pl = snprintf(prefix, sizeof(prefix), "%u.%u.", major, minor);
+    snprintf(out, len, "%u.%u", major, minor);
+    if (!verbuf || pp_rmem_read(m, verbuf, buf, sizeof(buf) - 1) != 0 ||
+        strncmp(buf, prefix, (size_t)pl) != 0)
+        return;
+    size_t n = (size_t)pl + strspn(buf + pl, "0123456789");
+    if (n > (size_t)pl && n < len) {
+        memcpy(out, buf, n);
+        out[n] = '\0';
+    }
 }
 
 static pp_py_proc *fail(pp_py_proc *p, pp_py_open_status *st, pp_py_open_status code, char *err,
@@ -127,8 +140,12 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
     p->pid = pid;
     pp_rmem_init(&p->mem, pid);
     py_module lib, exe;
-    if (pid <= 0 || find_modules(pid, &lib, &exe) != 0)
+    if (pid <= 0 || find_modules(pid, &lib, &exe) != 0) {
+        if (pid > 0 && errno != ENOENT && errno != ESRCH)
+            return fail(p, status, PP_PY_ERROR, err, errlen,
+                        "cannot read /proc/%s/maps (permission? run as root)", pidbuf);
         return fail(p, status, PP_PY_GONE, err, errlen, "process exited (pid %s)", pidbuf);
+    }
 
     /* libpython first (pyenv / --enable-shared builds), else the executable itself. */
     py_module *mods[2] = {lib.path[0] ? &lib : NULL, exe.path[0] ? &exe : NULL};
@@ -170,11 +187,8 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
     } else if (p->mem.gone) {
         return fail(p, status, PP_PY_GONE, err, errlen, "process exited (pid %s)", pidbuf);
     } else if (version_from_name(mod->path, &major, &minor) == 0) {
-        char prefix[16];
-        snprintf(prefix, sizeof(prefix), "%u.%u.", major, minor);
-        if (pp_elf_find_string(file, prefix, "0123456789", 12, digits_dots, p->version,
-                               sizeof(p->version)) != 0)
-            snprintf(p->version, sizeof(p->version), "%u.%u", major, minor);
+        micro_version(&p->mem, sym[SYM_VERBUF] ? bias + sym[SYM_VERBUF] : 0, major, minor,
+                      p->version, sizeof(p->version));
     } else {
         return fail(p, status, PP_PY_UNSUPPORTED, err, errlen,
                     "cannot tell the Python version of %s (no Py_Version, no X.Y in its name)",
