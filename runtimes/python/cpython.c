@@ -275,11 +275,14 @@ static bool cycle_step(cycle *c, uint64_t addr)
     return false;
 }
 
-/* Walks one thread's frames from the leaf; fills p->frames root first. Returns the count. */
+/* Walks one thread's frames from the leaf; fills p->frames root first. Returns the count.
+ * Two passes: the frame chain first (code object address and instruction of each frame), then
+ * the code objects, validated in one batched read (pp_py_code_prefetch). */
 static size_t walk_frames(pp_py_proc *p, uint64_t f, bool *truncated)
 {
     const pp_py_layout *L = &p->L;
-    pp_py_frame leaf[PP_PY_MAX_DEPTH];
+    uint64_t codes[PP_PY_MAX_DEPTH];
+    int idxs[PP_PY_MAX_DEPTH];
     size_t n = 0;
     cycle cy = {0, 1, 0};
     uint8_t buf[256];
@@ -294,38 +297,40 @@ static size_t walk_frames(pp_py_proc *p, uint64_t f, bool *truncated)
         uint64_t code, back, ip = 0;
         memcpy(&code, buf + L->fr_code, 8);
         memcpy(&back, buf + L->fr_back, 8);
+        f = back;
         int idx;
         if (L->frame_object) {
             int32_t lasti;
             memcpy(&lasti, buf + L->fr_ip, 4);
             idx = lasti;
         } else {
-            if (L->minor >= 12 && buf[L->fr_owner] == FRAME_OWNED_BY_CSTACK) {
-                f = back;
-                continue;
-            }
+            if (L->minor >= 12 && buf[L->fr_owner] == FRAME_OWNED_BY_CSTACK)
+                continue; /* shim / entry frame */
             memcpy(&ip, buf + L->fr_ip, 8);
             int64_t d = (int64_t)(ip - (code + L->co_code_adaptive));
-            if (d < 0) { /* incomplete frame: being set up, no instruction run yet */
-                f = back;
-                continue;
-            }
+            if (d < 0)
+                continue; /* incomplete frame: being set up, no instruction run yet */
             idx = d / 2 > INT_MAX ? INT_MAX : (int)(d / 2);
         }
-        pp_py_code *co = pp_py_code_get(&p->codes, &p->mem, L, code);
+        codes[n] = code;
+        idxs[n++] = idx;
+    }
+    pp_py_code_prefetch(&p->codes, &p->mem, L, codes, n);
+    size_t good = 0; /* leaf-side frames whose code object was read */
+    for (; good < n; good++) {
+        pp_py_code *co = pp_py_code_get(&p->codes, &p->mem, L, codes[good]);
         if (!co) {
             *truncated = true;
             break;
         }
-        leaf[n].name = co->name;
-        leaf[n].file = co->file;
-        leaf[n].line = pp_py_code_line(co, L, idx);
-        n++;
-        f = back;
+        pp_py_frame *fr = &p->frames[n - 1 - good]; /* root first */
+        fr->name = co->name;
+        fr->file = co->file;
+        fr->line = pp_py_code_line(co, L, idxs[good]);
     }
-    for (size_t i = 0; i < n; i++)
-        p->frames[i] = leaf[n - 1 - i];
-    return n;
+    if (good < n) /* keep the leaf-side part: move it to the front */
+        memmove(p->frames, p->frames + (n - good), good * sizeof(*p->frames));
+    return good;
 }
 
 static long thread_tid(pp_py_proc *p, const uint8_t *ts)

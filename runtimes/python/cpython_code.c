@@ -201,17 +201,21 @@ typedef struct code_hdr {
     int firstlineno;
 } code_hdr;
 
-static int read_hdr(pp_rmem *m, const pp_py_layout *L, uint64_t addr, code_hdr *h)
+static uint32_t hdr_size(const pp_py_layout *L)
 {
-    uint8_t buf[512];
     uint32_t need = L->co_firstlineno + 4;
     const uint32_t offs[4] = {L->co_filename, L->co_name, L->co_qualname, L->co_linetable};
     for (int i = 0; i < 4; i++)
         if (offs[i] + 8 > need)
             need = offs[i] + 8;
-    if (!pp_rmem_valid_ptr(addr, 8) || need > sizeof(buf) ||
-        pp_rmem_read_cached(m, addr, buf, need) != 0)
-        return -1;
+    return need;
+}
+
+#define HDR_MAX 512
+
+static int parse_hdr(const uint8_t *buf, const pp_py_layout *L, code_hdr *h)
+{
+    const uint32_t offs[4] = {L->co_filename, L->co_name, L->co_qualname, L->co_linetable};
     memcpy(&h->type, buf + OB_TYPE, 8);
     if (L->code_type && h->type != L->code_type)
         return -1;
@@ -224,6 +228,21 @@ static int read_hdr(pp_rmem *m, const pp_py_layout *L, uint64_t addr, code_hdr *
     if (!pp_rmem_valid_ptr(h->check[0], 8) || !pp_rmem_valid_ptr(h->check[1], 8))
         return -1;
     return 0;
+}
+
+static int read_hdr(pp_rmem *m, const pp_py_layout *L, uint64_t addr, code_hdr *h)
+{
+    uint8_t buf[HDR_MAX];
+    uint32_t need = hdr_size(L);
+    if (!pp_rmem_valid_ptr(addr, 8) || need > sizeof(buf) ||
+        pp_rmem_read_cached(m, addr, buf, need) != 0)
+        return -1;
+    return parse_hdr(buf, L, h);
+}
+
+static bool hdr_matches(const pp_py_code *e, const code_hdr *h)
+{
+    return memcmp(e->check, h->check, sizeof(h->check)) == 0 && e->firstlineno == h->firstlineno;
 }
 
 static uint8_t *read_bytes(pp_rmem *m, const pp_py_layout *L, uint64_t addr, size_t *len)
@@ -276,8 +295,61 @@ static size_t slot_of(uint64_t addr)
     return (size_t)(((addr >> 3) * 0x9e3779b97f4a7c15ull) >> 40) % NSLOTS;
 }
 
+static pp_py_code *lookup(pp_py_code_cache *c, uint64_t addr)
+{
+    if (!c->slots)
+        return NULL;
+    size_t i = slot_of(addr);
+    for (size_t k = 0; k < NSLOTS && c->slots[i].addr; k++, i = (i + 1) % NSLOTS)
+        if (c->slots[i].addr == addr)
+            return &c->slots[i];
+    return NULL;
+}
+
+void pp_py_code_prefetch(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *L,
+                         const uint64_t *addrs, size_t n)
+{
+    enum { MAXV = 64 };
+    const unsigned long long QUEUED = ~0ull;
+    uint64_t va[MAXV];
+    size_t lens[MAXV];
+    uint8_t *bufs[MAXV];
+    pp_py_code *ents[MAXV];
+    bool ok[MAXV];
+    static __thread uint8_t hdrs[MAXV][HDR_MAX];
+    uint32_t need = hdr_size(L);
+    size_t k = 0;
+    if (need > HDR_MAX)
+        return;
+    for (size_t i = 0; i < n && k < MAXV; i++) {
+        pp_py_code *e = lookup(c, addrs[i]);
+        if (!e || e->checked_gen == m->gen || e->checked_gen == QUEUED)
+            continue;
+        e->checked_gen = QUEUED; /* queued (dedupes repeated code objects) */
+        ents[k] = e;
+        va[k] = e->addr;
+        lens[k] = need;
+        bufs[k] = hdrs[k];
+        k++;
+    }
+    if (k == 0)
+        return;
+    pp_rmem_readv(m, va, lens, bufs, k, ok);
+    for (size_t i = 0; i < k; i++) {
+        code_hdr h;
+        bool good = ok[i] && parse_hdr(hdrs[i], L, &h) == 0 && hdr_matches(ents[i], &h);
+        /* Not confirmed: pp_py_code_get re-reads it (and reloads it if it changed). */
+        ents[i]->checked_gen = good ? m->gen : 0;
+    }
+}
+
 pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *L, uint64_t addr)
 {
+    pp_py_code *known = lookup(c, addr);
+    if (known && known->checked_gen == m->gen) {
+        c->hits++;
+        return known; /* validated in this sample already */
+    }
     code_hdr h;
     if (read_hdr(m, L, addr, &h) != 0)
         return NULL;
@@ -290,8 +362,9 @@ pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *
             break;
         if (e->addr != addr)
             continue;
-        if (memcmp(e->check, h.check, sizeof(h.check)) == 0 && e->firstlineno == h.firstlineno) {
+        if (hdr_matches(e, &h)) {
             c->hits++;
+            e->checked_gen = m->gen;
             return e;
         }
         /* The address now holds another code object: reload in place. */
@@ -306,6 +379,7 @@ pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *
             e->addr = 1;
             return NULL;
         }
+        e->checked_gen = m->gen;
         return e;
     }
     c->misses++;
@@ -318,6 +392,7 @@ pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *
     pp_py_code *e = &c->slots[i];
     if (fill(e, m, L, addr, &h) != 0)
         return NULL;
+    e->checked_gen = m->gen;
     c->n++;
     return e;
 }

@@ -73,7 +73,8 @@ typedef struct pp_py_code {
     char *name, *file; /* owned (or the shared "<invalid>") */
     uint8_t *table;    /* line table copy */
     size_t table_len;
-    int last_idx, last_line; /* memo of the last lookup */
+    int last_idx, last_line;        /* memo of the last lookup */
+    unsigned long long checked_gen; /* sample generation (pp_rmem.gen) it was last validated in */
 } pp_py_code;
 
 typedef struct pp_py_code_cache {
@@ -83,9 +84,15 @@ typedef struct pp_py_code_cache {
 } pp_py_code_cache;
 
 void pp_py_code_cache_free(pp_py_code_cache *c);
-/* Looks code object addr up (validating a cached entry against the target), reading it on a
- * miss. Returns NULL when it cannot be read or is not a plausible code object. */
+/* Looks code object addr up (validating a cached entry against the target unless it was in this
+ * sample), reading it on a miss. Returns NULL when it cannot be read or is not a plausible code
+ * object. */
 pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *L, uint64_t addr);
+/* Validates the cached code objects among addrs (n entries, duplicates allowed) that were not
+ * validated in this sample yet, with one batched read; pp_py_code_get then answers them without
+ * reading. Objects not cached are left to pp_py_code_get. */
+void pp_py_code_prefetch(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *L,
+                         const uint64_t *addrs, size_t n);
 /* Line for code-unit index idx (3.11+), byte offset (3.8/3.9) or instruction index (3.10) as
  * the version's line table counts; 0 if unknown. */
 int pp_py_code_line(pp_py_code *co, const pp_py_layout *L, int idx);
