@@ -478,3 +478,138 @@ Test(cpython, line_tables)
     cr_assert_eq(pp_py_line_locations(loc, sizeof(loc), 10, 6), 0);
     cr_assert_eq(pp_py_line_locations(loc, sizeof(loc), 10, 7), 0);
 }
+
+/* ---- a fake 3.12 process in memory (through the reader's test hook) ---- */
+
+#define FAKE_BASE 0x100000ull
+#define FAKE_SIZE 0x10000u
+#define FAKE_CODE_TYPE 0xc0de000ull
+#define FAKE_STR_TYPE 0x5712000ull
+#define FAKE_BYTES_TYPE 0xb7e5000ull
+static uint8_t fake[FAKE_SIZE];
+
+static int fake_read(void *arg, uint64_t addr, void *buf, size_t len)
+{
+    (void)arg;
+    if (addr < FAKE_BASE || addr + len > FAKE_BASE + FAKE_SIZE)
+        return -1;
+    memcpy(buf, fake + (addr - FAKE_BASE), len);
+    return 0;
+}
+
+static void put64(uint64_t at, uint64_t v)
+{
+    memcpy(fake + (at - FAKE_BASE), &v, 8);
+}
+
+static void put32(uint64_t at, uint32_t v)
+{
+    memcpy(fake + (at - FAKE_BASE), &v, 4);
+}
+
+/* A str object: ASCII when every char < 0x80, else compact UCS-2. */
+static void put_str(uint64_t at, const uint16_t *chars, size_t n, bool ascii)
+{
+    put64(at + 8, FAKE_STR_TYPE);
+    put64(at + 16, n);
+    put32(at + 32, (ascii ? (1u << 2) | 0x40 : (2u << 2)) | 0x20);
+    for (size_t i = 0; i < n; i++) {
+        if (ascii)
+            fake[at + 40 - FAKE_BASE + i] = (uint8_t)chars[i];
+        else
+            memcpy(fake + (at + 56 - FAKE_BASE) + 2 * i, &chars[i], 2);
+    }
+}
+
+static void put_ascii(uint64_t at, const char *s)
+{
+    uint16_t c[64];
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++)
+        c[i] = (uint8_t)s[i];
+    put_str(at, c, n, true);
+}
+
+static pp_py_proc *fake_proc(void)
+{
+    memset(fake, 0, sizeof(fake));
+    const uint64_t rt = FAKE_BASE, interp = rt + 0x1000, ts = rt + 0x2000, cframe = rt + 0x3000,
+                   frame = rt + 0x4000, code = rt + 0x5000, table = rt + 0x6300;
+    put64(rt + 40, interp);                /* interpreters.head */
+    put64(interp + 72, ts);                /* threads.head */
+    put64(ts + 56, cframe);                /* cframe */
+    put64(ts + 144, 4242);                 /* native_thread_id */
+    put64(cframe + 0, frame);              /* current_frame */
+    put64(frame + 0, code);                /* f_code */
+    put64(frame + 56, code + 192 + 2 * 3); /* prev_instr: code unit 3 */
+    put64(code + 8, FAKE_CODE_TYPE);
+    put32(code + 68, 10); /* co_firstlineno */
+    put64(code + 112, rt + 0x6000);
+    put64(code + 120, rt + 0x6100);
+    put64(code + 128, rt + 0x6200);
+    put64(code + 136, table);
+    put_ascii(rt + 0x6000, "/fake.py");
+    put_ascii(rt + 0x6100, "f");
+    put_ascii(rt + 0x6200, "Fake.f");
+    /* Location table: one "no columns" entry (code 13), line delta +3, 8 code units. */
+    put64(table + 8, FAKE_BYTES_TYPE);
+    put64(table + 16, 2);
+    fake[table + 32 - FAKE_BASE] = 0x80 | (13 << 3) | 7;
+    fake[table + 33 - FAKE_BASE] = 6;
+    pp_py_proc *p = calloc(1, sizeof(*p));
+    p->pid = getpid();
+    pp_rmem_init(&p->mem, p->pid);
+    p->mem.hook = fake_read;
+    p->L = *pp_py_layout_for(12);
+    p->L.code_type = FAKE_CODE_TYPE;
+    p->L.unicode_type = FAKE_STR_TYPE;
+    p->L.bytes_type = FAKE_BYTES_TYPE;
+    p->runtime = rt;
+    return p;
+}
+
+static cap *fake_sample(pp_py_proc *p)
+{
+    static cap c;
+    char err[256];
+    c.n = 0;
+    cr_assert_eq(pp_py_sample(p, capture, &c, err, sizeof(err)), 1, "%s", err);
+    return &c;
+}
+
+Test(cpython, fake_process_and_code_reuse)
+{
+    pp_py_proc *p = fake_proc();
+    cap *c = fake_sample(p);
+    cr_assert_eq(c->s[0].tid, 4242);
+    cr_assert_eq(c->s[0].n, 1);
+    cr_assert(frame_is(&c->s[0].fr[0], "Fake.f", "/fake.py", 13), "%s", describe(&c->s[0]));
+    c = fake_sample(p);
+    cr_assert(frame_is(&c->s[0].fr[0], "Fake.f", "/fake.py", 13));
+    pp_py_stats st;
+    pp_py_get_stats(p, &st);
+    cr_assert_eq(st.code_cached, 1);
+    cr_assert_eq(st.code_misses, 1);
+    /* The code object is freed and another one takes its address: other qualname and first
+     * line. The cache must notice. A UCS-2 name checks the non-ASCII path. */
+    const uint16_t other[] = {'O', 0xe9, '.', 0x20ac, 'g'}; /* "Oé.€g" */
+    put_str(FAKE_BASE + 0x6400, other, 5, false);
+    put64(FAKE_BASE + 0x5000 + 128, FAKE_BASE + 0x6400);
+    put32(FAKE_BASE + 0x5000 + 68, 20);
+    c = fake_sample(p);
+    cr_assert(frame_is(&c->s[0].fr[0], "O\xc3\xa9.\xe2\x82\xacg", "/fake.py", 23), "%s",
+              describe(&c->s[0]));
+    pp_py_get_stats(p, &st);
+    cr_assert_eq(st.code_misses, 2);
+    /* A frame chain that loops on itself: cut, marked truncated, no endless walk. */
+    put64(FAKE_BASE + 0x4000 + 8, FAKE_BASE + 0x4000);
+    c = fake_sample(p);
+    cr_assert(c->s[0].truncated && c->s[0].n >= 1 && c->s[0].n <= 2);
+    /* Not a code object any more (wrong type): the frame is dropped, the stack truncated. */
+    put64(FAKE_BASE + 0x4000 + 8, 0);
+    put64(FAKE_BASE + 0x5000 + 8, 0x1234000);
+    char err[256];
+    c->n = 0;
+    cr_assert_eq(pp_py_sample(p, capture, c, err, sizeof(err)), 0);
+    pp_py_close(p);
+}
