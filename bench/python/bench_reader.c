@@ -25,11 +25,33 @@ static double now_us(void)
 }
 
 typedef struct acc {
-    double last;         /* time of the previous callback (or sample start) */
-    double sum[NDEPTHS]; /* µs spent on stacks of each depth */
-    long count[NDEPTHS];
-    int seen; /* depths seen in this sample (bitmask) */
+    pp_py_proc *p;
+    double last;                  /* time of the previous callback (or sample start) */
+    unsigned long long lastreads; /* reads counter then */
+    double *us[NDEPTHS];          /* µs spent on each stack of each depth */
+    double reads[NDEPTHS];        /* syscalls spent on stacks of each depth (sum) */
+    long count[NDEPTHS], cap;
+    int seen; /* depths seen (bitmask) */
 } acc;
+
+static unsigned long long reads_of(pp_py_proc *p)
+{
+    pp_py_stats s;
+    pp_py_get_stats(p, &s);
+    return s.reads;
+}
+
+static void mark(acc *a)
+{
+    a->lastreads = reads_of(a->p);
+    a->last = now_us();
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
 
 static int on_stack(void *arg, const pp_py_stack *st)
 {
@@ -37,11 +59,13 @@ static int on_stack(void *arg, const pp_py_stack *st)
     double t = now_us();
     for (int i = 0; i < NDEPTHS; i++)
         if ((int)st->n == depths[i]) {
-            a->sum[i] += t - a->last;
+            if (a->count[i] < a->cap)
+                a->us[i][a->count[i]] = t - a->last;
             a->count[i]++;
+            a->reads[i] += (double)(reads_of(a->p) - a->lastreads);
             a->seen |= 1 << i;
         }
-    a->last = now_us();
+    mark(a);
     return 0;
 }
 
@@ -78,10 +102,10 @@ int main(int argc, char **argv)
         goto out;
     }
     /* Warm up until every depth is seen (threads park asynchronously). */
-    acc a = {0};
+    acc a = {.p = p};
     double t0 = now_us(), cold = -1;
     while (a.seen != (1 << NDEPTHS) - 1 && now_us() < end) {
-        a.last = now_us();
+        mark(&a);
         if (pp_py_sample(p, on_stack, &a, err, sizeof(err)) < 0) {
             fprintf(stderr, "sample: %s\n", err);
             goto out;
@@ -90,9 +114,13 @@ int main(int argc, char **argv)
             cold = now_us() - t0;
     }
     memset(&a, 0, sizeof(a));
+    a.p = p;
+    a.cap = samples;
+    for (int i = 0; i < NDEPTHS; i++)
+        a.us[i] = calloc((size_t)samples, sizeof(double));
     double total = now_us();
     for (int i = 0; i < samples; i++) {
-        a.last = now_us();
+        mark(&a);
         if (pp_py_sample(p, on_stack, &a, err, sizeof(err)) < 0) {
             fprintf(stderr, "sample: %s\n", err);
             goto out;
@@ -104,9 +132,16 @@ int main(int argc, char **argv)
     printf("python %s: first sample (cold cache, all threads) %.0f us; warm sample of all "
            "threads %.1f us; %llu reads, %llu code hits, %llu misses\n",
            pp_py_version(p), cold, total / samples, s.reads, s.code_hits, s.code_misses);
-    for (int i = 0; i < NDEPTHS; i++)
-        printf("%d frames: %.2f us/stack\n", depths[i],
-               a.count[i] ? a.sum[i] / (double)a.count[i] : -1.0);
+    /* Median and minimum: the machine may be loaded, means would mostly measure preemption. */
+    for (int i = 0; i < NDEPTHS; i++) {
+        long k = a.count[i] < a.cap ? a.count[i] : a.cap;
+        qsort(a.us[i], (size_t)k, sizeof(double), cmp_double);
+        printf("%d frames: %.2f us/stack median, %.2f min, %.1f reads/stack\n", depths[i],
+               k ? a.us[i][k / 2] : -1.0, k ? a.us[i][0] : -1.0,
+               a.count[i] ? a.reads[i] / (double)a.count[i] : -1.0);
+        free(a.us[i]);
+        a.us[i] = NULL;
+    }
     rc = 0;
 out:
     pp_py_close(p);
