@@ -162,9 +162,11 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
             snprintf(file, sizeof(file), "/proc/%d/root%s", pid, mods[i]->path);
         if (pp_elf_symbol_values(file, sym_names, NSYMS, sym, &first_load) > 0 && sym[SYM_RUNTIME])
             mod = mods[i];
-        else if (!major && version_from_name(mods[i]->path, &major, &minor) == 0 &&
+        else if (version_from_name(mods[i]->path, &major, &minor) == 0 &&
                  (major != 3 || minor < 8 || minor > 13))
             break; /* a named python outside the supported range */
+        else
+            major = minor = 0;
     }
     if (!mod && major) {
         char v[32];

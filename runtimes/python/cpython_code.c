@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "merge/strtab.h"
 #include "runtimes/python/cpython_int.h"
 
 #define NSLOTS (2 * PP_PY_CODE_CACHE)
@@ -176,13 +177,12 @@ int pp_py_line_locations(const uint8_t *t, size_t n, int firstlineno, int idx)
 
 static void entry_free(pp_py_code *e)
 {
-    free(e->name);
-    free(e->file);
     free(e->table);
     memset(e, 0, sizeof(*e));
 }
 
-void pp_py_code_cache_free(pp_py_code_cache *c)
+/* Drops the entries (the interned strings stay: callers may hold them until close). */
+static void cache_clear(pp_py_code_cache *c)
 {
     if (c->slots)
         for (size_t i = 0; i < NSLOTS; i++)
@@ -191,6 +191,13 @@ void pp_py_code_cache_free(pp_py_code_cache *c)
     free(c->slots);
     c->slots = NULL;
     c->n = 0;
+}
+
+void pp_py_code_cache_free(pp_py_code_cache *c)
+{
+    cache_clear(c);
+    pp_strtab_free(c->strs);
+    c->strs = NULL;
 }
 
 /* What is compared on a hit: ob_type, the name/file/qualname/line-table pointers and the first
@@ -267,21 +274,29 @@ static uint8_t *read_bytes(pp_rmem *m, const pp_py_layout *L, uint64_t addr, siz
     return t;
 }
 
-static char *str_or_invalid(pp_rmem *m, const pp_py_layout *L, uint64_t addr)
+/* The string at addr, interned for the handle's lifetime ("<invalid>" when unreadable). */
+static const char *intern_str(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *L, uint64_t addr)
 {
+    if (!c->strs && !(c->strs = pp_strtab_new()))
+        return NULL;
+    if (pp_strtab_bytes(c->strs) > PP_PY_STRINGS_MAX)
+        return "<too many names>";
     char *s = pp_py_read_str(m, L, addr);
-    return s ? s : strdup("<invalid>");
+    uint32_t id = pp_strtab_intern_cstr(c->strs, s ? s : "<invalid>");
+    free(s);
+    return id == UINT32_MAX ? NULL : pp_strtab_get(c->strs, id);
 }
 
-static int fill(pp_py_code *e, pp_rmem *m, const pp_py_layout *L, uint64_t addr, const code_hdr *h)
+static int fill(pp_py_code_cache *c, pp_py_code *e, pp_rmem *m, const pp_py_layout *L,
+                uint64_t addr, const code_hdr *h)
 {
     e->addr = addr;
     memcpy(e->check, h->check, sizeof(e->check));
     e->firstlineno = h->firstlineno;
     e->last_idx = INT_MIN;
     e->last_line = 0;
-    e->file = str_or_invalid(m, L, h->check[0]);
-    e->name = str_or_invalid(m, L, L->co_qualname ? h->check[2] : h->check[1]);
+    e->file = intern_str(c, m, L, h->check[0]);
+    e->name = intern_str(c, m, L, L->co_qualname ? h->check[2] : h->check[1]);
     e->table = read_bytes(m, L, h->check[3], &e->table_len);
     if (!e->file || !e->name) {
         entry_free(e);
@@ -369,12 +384,9 @@ pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *
         }
         /* The address now holds another code object: reload in place. */
         c->misses++;
-        free(e->name);
-        free(e->file);
         free(e->table);
-        e->name = e->file = NULL;
         e->table = NULL;
-        if (fill(e, m, L, addr, &h) != 0) {
+        if (fill(c, e, m, L, addr, &h) != 0) {
             /* Keep the probe chain intact: leave a tombstone that never matches. */
             e->addr = 1;
             return NULL;
@@ -384,13 +396,13 @@ pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *
     }
     c->misses++;
     if (c->n >= PP_PY_CODE_CACHE) { /* full: start over (cheap, rare) */
-        pp_py_code_cache_free(c);
+        cache_clear(c);
         if (!(c->slots = calloc(NSLOTS, sizeof(*c->slots))))
             return NULL;
         i = slot_of(addr);
     }
     pp_py_code *e = &c->slots[i];
-    if (fill(e, m, L, addr, &h) != 0)
+    if (fill(c, e, m, L, addr, &h) != 0)
         return NULL;
     e->checked_gen = m->gen;
     c->n++;

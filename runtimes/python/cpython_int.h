@@ -16,6 +16,7 @@
 #define PP_PY_STR_MAX 1024            /* code-unit bound of a name / file name */
 #define PP_PY_LINETABLE_MAX (1 << 20) /* larger line tables are not read (line 0) */
 #define PP_PY_CODE_CACHE 4096         /* code objects cached; the cache is cleared when full */
+#define PP_PY_STRINGS_MAX (32u << 20) /* interned names beyond this: "<too many names>" */
 
 typedef enum pp_py_lines {
     PP_PY_LNOTAB,    /* 3.8/3.9 co_lnotab */
@@ -70,15 +71,18 @@ typedef struct pp_py_code {
     uint64_t addr;     /* code object address (0: free slot) */
     uint64_t check[4]; /* filename, name, qualname/linetable pointers: validated on hits */
     int firstlineno;
-    char *name, *file; /* owned (or the shared "<invalid>") */
-    uint8_t *table;    /* line table copy */
+    const char *name, *file; /* interned in the cache's string table (live until close) */
+    uint8_t *table;          /* line table copy */
     size_t table_len;
     int last_idx, last_line;        /* memo of the last lookup */
     unsigned long long checked_gen; /* sample generation (pp_rmem.gen) it was last validated in */
 } pp_py_code;
 
+typedef struct pp_strtab pp_strtab;
+
 typedef struct pp_py_code_cache {
     pp_py_code *slots; /* open addressing, PP_PY_CODE_CACHE * 2 */
+    pp_strtab *strs;   /* names and file names, freed only by pp_py_close */
     size_t n;
     unsigned long long hits, misses;
 } pp_py_code_cache;
