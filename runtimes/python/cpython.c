@@ -349,6 +349,25 @@ static long thread_tid(pp_py_proc *p, const uint8_t *ts)
     return tid;
 }
 
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* With sub-interpreters one OS thread has a thread state in each interpreter it entered: the
+ * newest interpreter (listed first) holds the code running now, an older one only the frame
+ * suspended in the call that entered it (e.g. _interpreters.run_string). Report each tid once:
+ * returns false when an earlier interpreter of this sample reported tid already. */
+static bool tid_first(pp_py_proc *p, long tid, size_t nsorted, size_t *nseen)
+{
+    if (bsearch(&tid, p->tids, nsorted, sizeof(*p->tids), cmp_long))
+        return false;
+    if (*nseen < PP_PY_MAX_THREADS)
+        p->tids[(*nseen)++] = tid;
+    return true;
+}
+
 static int gone(pp_py_proc *p, char *err, size_t errlen)
 {
     snprintf(err, errlen, "process exited (pid %d)", p->pid);
@@ -370,6 +389,8 @@ int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t 
     if (L->rt_gil_tstate)
         pp_rmem_ptr(&p->mem, p->runtime + L->rt_gil_tstate, &gil_ts);
     int reported = 0, threads = 0;
+    bool multi = false;            /* several interpreters: report each tid once */
+    size_t nseen = 0, nsorted = 0; /* p->tids[0, nsorted) sorted, then this interpreter's */
     cycle icy = {0, 1, 0};
     for (int ni = 0; interp && ni < PP_PY_MAX_INTERPS; ni++) {
         uint64_t ts, next_interp = 0;
@@ -377,6 +398,7 @@ int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t 
             pp_rmem_ptr(&p->mem, interp + L->is_threads_head, &ts) != 0)
             break;
         pp_rmem_ptr(&p->mem, interp + L->is_next, &next_interp);
+        multi = multi || next_interp;
         if (L->is_gil_ptr) { /* 3.12+: the GIL this interpreter uses */
             uint64_t gil = 0, holder = 0;
             int32_t locked = 0;
@@ -413,13 +435,20 @@ int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t 
                 st.tid = thread_tid(p, tsb);
                 st.holds_gil = gil_ts && gil_ts == ts;
                 st.frames = p->frames;
+                if (multi && !tid_first(p, st.tid, nsorted, &nseen))
+                    goto next_thread; /* this OS thread runs a newer interpreter's code */
                 reported++;
                 if (cb(arg, &st) != 0)
                     return reported;
             }
+        next_thread:
             ts = next;
         }
         interp = next_interp;
+        if (multi) { /* tids of this interpreter join the sorted set */
+            qsort(p->tids, nseen, sizeof(*p->tids), cmp_long);
+            nsorted = nseen;
+        }
     }
     if (p->mem.gone)
         return gone(p, err, errlen);

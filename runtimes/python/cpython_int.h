@@ -119,6 +119,7 @@ struct pp_py_proc {
     uint32_t pthread_tid; /* <= 3.10: offset of the kernel tid in glibc's struct pthread */
     pp_py_code_cache codes;
     pp_py_frame frames[PP_PY_MAX_DEPTH];
+    long tids[PP_PY_MAX_THREADS]; /* tids reported in this sample (several interpreters only) */
 };
 
 #endif

@@ -35,11 +35,12 @@ typedef struct fixture {
     char path[PATH_MAX];
 } fixture;
 
-/* Starts python on the fixture with extra args and waits (<= 30 s) for its ready file. */
-static void fixture_start(fixture *f, const char *python, const char *const *extra)
+/* Starts python on a fixture script with extra args and waits (<= 30 s) for its ready file. */
+static void fixture_start_script(fixture *f, const char *python, const char *script,
+                                 const char *const *extra)
 {
     memset(f, 0, sizeof(*f));
-    cr_assert(realpath(FIXTURE, f->path) != NULL, "run from the repository root");
+    cr_assert(realpath(script, f->path) != NULL, "run from the repository root");
     f->dir = pp_test_mkdtemp();
     char ready[PATH_MAX];
     snprintf(ready, sizeof(ready), "%s/ready", f->dir);
@@ -64,6 +65,11 @@ static void fixture_start(fixture *f, const char *python, const char *const *ext
     fclose(rf);
 }
 
+static void fixture_start(fixture *f, const char *python, const char *const *extra)
+{
+    fixture_start_script(f, python, FIXTURE, extra);
+}
+
 static void fixture_stop(fixture *f)
 {
     pp_child_free(f->child);
@@ -82,10 +88,10 @@ static long fixture_tid(const fixture *f, const char *name)
     return atol(p + strlen(key));
 }
 
-/* Line of the "# L:<name>" marker in the fixture. */
-static int marker(const char *name)
+/* Line of the "# L:<name>" marker in a fixture file. */
+static int marker_in(const char *file, const char *name)
 {
-    FILE *fp = fopen(FIXTURE, "r");
+    FILE *fp = fopen(file, "r");
     cr_assert(fp);
     char line[512], key[64];
     snprintf(key, sizeof(key), "# L:%s\n", name);
@@ -101,6 +107,11 @@ static int marker(const char *name)
     fclose(fp);
     cr_assert(found, "marker %s", name);
     return found;
+}
+
+static int marker(const char *name)
+{
+    return marker_in(FIXTURE, name);
 }
 
 /* ---- captured samples ---- */
@@ -612,4 +623,45 @@ Test(cpython, fake_process_and_code_reuse)
     c->n = 0;
     cr_assert_eq(pp_py_sample(p, capture, c, err, sizeof(err)), 0);
     pp_py_close(p);
+}
+
+/* A thread inside a sub-interpreter (3.12+): reported once, with the sub-interpreter's stack
+ * (the main interpreter's thread state of the same OS thread is suspended in run_string). */
+static void run_subinterp(const char *python)
+{
+    if (access(python, X_OK) != 0)
+        cr_skip_test("%s not installed", python);
+    fixture f;
+    fixture_start_script(&f, python, "tests/fixtures/python/subinterp.py", NULL);
+    char err[256];
+    double end = now() + 10;
+    pp_py_open_status st;
+    pp_py_proc *p = pp_py_open(f.pid, &st, err, sizeof(err));
+    cr_assert(p, "%s", err);
+    cap *c = calloc(1, sizeof(*c));
+    long sub = fixture_tid(&f, "sub");
+    bool ok = false;
+    while (!ok && now() < end) {
+        c->n = 0;
+        cr_assert(pp_py_sample(p, capture, c, err, sizeof(err)) >= 0, "%s", err);
+        const cap_stack *s = by_tid(c, sub), *m = by_tid(c, f.pid);
+        ok = c->n == 2 && s && m && s->n == 2 && frame_is(&s->fr[0], "<module>", "<string>", 8) &&
+             frame_is(&s->fr[1], "subfunc", "<string>", 7) &&
+             frame_is(&m->fr[m->n - 1], "main_wait", f.path, marker_in(f.path, "main_wait"));
+    }
+    cr_assert(ok, "%s: %d stacks; sub:%s", python, c->n,
+              by_tid(c, sub) ? describe(by_tid(c, sub)) : " none");
+    free(c);
+    pp_py_close(p);
+    fixture_stop(&f);
+}
+
+Test(cpython, subinterpreter_py312)
+{
+    run_subinterp(PYENV "3.12.1/bin/python3.12");
+}
+
+Test(cpython, subinterpreter_py313)
+{
+    run_subinterp(PYENV "3.13.0/bin/python3.13");
 }
