@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "orchestrator/child.h"
+#include "runtimes/procfiles.h"
 #include "runtimes/python/cpython.h"
 #include "runtimes/python/cpython_int.h"
 #include "testutil.h"
@@ -31,24 +32,22 @@ typedef struct fixture {
     pp_child *child;
     char *dir;
     int pid;
-    char ready[512]; /* "ready <pid> main=<tid> gen=<tid> ..." */
-    char path[PATH_MAX];
+    char ready[512];          /* "ready <pid> main=<tid> gen=<tid> ..." */
+    char path[PATH_MAX];      /* the script, absolute */
+    char readyfile[PATH_MAX]; /* where the script writes its ready line */
 } fixture;
 
-/* Starts python on a fixture script with extra args and waits (<= 30 s) for its ready file. */
-static void fixture_start_script(fixture *f, const char *python, const char *script,
-                                 const char *const *extra)
+static void fixture_prepare(fixture *f, const char *script)
 {
     memset(f, 0, sizeof(*f));
     cr_assert(realpath(script, f->path) != NULL, "run from the repository root");
     f->dir = pp_test_mkdtemp();
-    char ready[PATH_MAX];
-    snprintf(ready, sizeof(ready), "%s/ready", f->dir);
-    char *argv[16] = {(char *)python, f->path, ready};
-    int n = 3;
-    for (; extra && *extra && n < 15; extra++)
-        argv[n++] = (char *)*extra;
-    argv[n] = NULL;
+    snprintf(f->readyfile, sizeof(f->readyfile), "%s/ready", f->dir);
+}
+
+/* Starts argv and waits (<= 30 s) for the ready file. */
+static void fixture_launch(fixture *f, char *const *argv)
+{
     pp_child_opts o = {.argv = argv, .quiet = true};
     char err[256];
     f->child = pp_child_start(&o, err, sizeof(err));
@@ -56,13 +55,26 @@ static void fixture_start_script(fixture *f, const char *python, const char *scr
     f->pid = pp_child_pid(f->child);
     double end = now() + 30;
     FILE *rf = NULL;
-    while (!(rf = fopen(ready, "r")) && now() < end) {
+    while (!(rf = fopen(f->readyfile, "r")) && now() < end) {
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    cr_assert(rf, "%s did not get ready", python);
+    cr_assert(rf, "%s did not get ready", argv[0]);
     cr_assert(fgets(f->ready, sizeof(f->ready), rf));
     fclose(rf);
+}
+
+/* Starts python on a fixture script with extra args and waits for its ready file. */
+static void fixture_start_script(fixture *f, const char *python, const char *script,
+                                 const char *const *extra)
+{
+    fixture_prepare(f, script);
+    char *argv[16] = {(char *)python, f->path, f->readyfile};
+    int n = 3;
+    for (; extra && *extra && n < 15; extra++)
+        argv[n++] = (char *)*extra;
+    argv[n] = NULL;
+    fixture_launch(f, argv);
 }
 
 static void fixture_start(fixture *f, const char *python, const char *const *extra)
@@ -664,4 +676,53 @@ Test(cpython, subinterpreter_py312)
 Test(cpython, subinterpreter_py313)
 {
     run_subinterp(PYENV "3.13.0/bin/python3.13");
+}
+
+/* A python in another mount namespace whose libpython path exists only there (as in a
+ * container): found through /proc/<pid>/root. */
+Test(cpython, other_mount_namespace)
+{
+    const char *home = PYENV "3.12.1";
+    if (access(home, X_OK) != 0 || access("/usr/bin/unshare", X_OK) != 0)
+        cr_skip_test("needs pyenv 3.12.1 and unshare");
+    pp_child_opts probe = {.argv = (char *[]){"/usr/bin/unshare", "--mount", "true", NULL},
+                           .quiet = true};
+    char err[256];
+    pp_child *pc = pp_child_start(&probe, err, sizeof(err));
+    pp_child_result res;
+    bool can = pc && pp_child_wait(pc, now() + 30, &res) == 0 && res.exited && !res.exit_code;
+    pp_child_free(pc);
+    if (!can)
+        cr_skip_test("cannot create a mount namespace here");
+    fixture f;
+    fixture_prepare(&f, FIXTURE);
+    /* In the namespace: the install is bound on <dir>/py and hidden at its real path, so the
+     * mapped libpython is <dir>/py/lib/..., which the host sees as an empty directory. */
+    char script[4 * PATH_MAX];
+    snprintf(script, sizeof(script),
+             "mkdir -p %s/py %s/empty && mount --bind %s %s/py && mount --bind %s/empty %s/lib && "
+             "PYTHONHOME=%s/py LD_LIBRARY_PATH=%s/py/lib exec %s/py/bin/python3.12 %s %s",
+             f.dir, f.dir, home, f.dir, f.dir, home, f.dir, f.dir, f.dir, f.path, f.readyfile);
+    fixture_launch(&f, (char *[]){"/usr/bin/unshare", "--mount", "--propagation", "private", "--",
+                                  "/bin/sh", "-c", script, NULL});
+    char lib[PATH_MAX];
+    cr_assert(pp_find_mapping(f.pid, "/libpython", lib, sizeof(lib)) == 0);
+    cr_assert(strncmp(lib, f.dir, strlen(f.dir)) == 0, "mapped from %s", lib);
+    cr_assert(access(lib, F_OK) != 0, "%s should not exist outside the namespace", lib);
+    pp_py_open_status st;
+    pp_py_proc *p = pp_py_open(f.pid, &st, err, sizeof(err));
+    cr_assert(p, "%s", err);
+    cr_assert_str_eq(pp_py_version(p), "3.12.1");
+    cap *c = calloc(1, sizeof(*c));
+    const char *why = "no sample";
+    double end = now() + 10;
+    while (why && now() < end) {
+        c->n = 0;
+        cr_assert(pp_py_sample(p, capture, c, err, sizeof(err)) >= 0, "%s", err);
+        why = check(&f, c, 12, false);
+    }
+    cr_assert(!why, "%s", why);
+    free(c);
+    pp_py_close(p);
+    fixture_stop(&f);
 }
