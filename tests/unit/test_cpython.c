@@ -442,14 +442,68 @@ static int check_cb(void *arg, const pp_py_stack *st)
     return 0;
 }
 
+/* A 3.13.0 _Py_DebugOffsets block with the values read from a live pyenv 3.13.0 (sizes and
+ * GIL offsets partly made up, but consistent). */
+static void debug_offsets_313(uint8_t *buf)
+{
+    static const struct {
+        int idx;
+        uint64_t v;
+    } vals[] = {{1, 0x030d00f0}, {3, 283320}, {5, 632},   {6, 8000},  {8, 7264}, {9, 7344},
+                {14, 16},        {15, 7400},  {17, 7408}, {18, 7416}, {19, 304}, {21, 8},
+                {22, 16},        {23, 72},    {24, 152},  {25, 160},  {28, 80},  {29, 8},
+                {30, 0},         {31, 56},    {33, 70},   {34, 208},  {35, 112}, {36, 120},
+                {37, 128},       {38, 136},   {39, 68},   {43, 200},  {64, 40},  {65, 16},
+                {66, 32},        {67, 64},    {68, 32},   {69, 16},   {70, 40}};
+    memset(buf, 0, PP_PY_DEBUG_OFFSETS_SIZE);
+    memcpy(buf, "xdebugpy", 8);
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+        memcpy(buf + 8 * vals[i].idx, &vals[i].v, 8);
+}
+
+Test(cpython, debug_offsets_313)
+{
+    uint8_t buf[PP_PY_DEBUG_OFFSETS_SIZE];
+    debug_offsets_313(buf);
+    pp_py_layout L;
+    char err[128];
+    cr_assert_eq(pp_py_layout_from_debug(buf, sizeof(buf), &L, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(L.minor, 13);
+    cr_assert_eq(L.rt_interp_head, 632);
+    cr_assert_eq(L.is_threads_head, 7344);
+    cr_assert_eq(L.is_next, 7264);
+    cr_assert_eq(L.gil_locked, 8);
+    cr_assert_eq(L.gil_holder, 16);
+    cr_assert_eq(L.ts_frame, 72);
+    cr_assert_eq(L.cframe_current, -1);
+    cr_assert_eq(L.ts_native_tid, 160);
+    cr_assert_eq(L.fr_ip, 56);
+    cr_assert_eq(L.fr_owner, 70);
+    cr_assert_eq(L.fr_size, 71);
+    cr_assert_eq(L.co_code_adaptive, 200);
+    cr_assert_eq(L.u_ascii_data, 40);
+    cr_assert_eq(L.u_compact_data, 56);
+    uint64_t ft = 1;
+    memcpy(buf + 16, &ft, 8);
+    cr_assert_eq(pp_py_layout_from_debug(buf, sizeof(buf), &L, err, sizeof(err)), -1);
+    cr_assert(strstr(err, "free-threaded"), "%s", err);
+}
+
 Test(cpython, garbage_memory_all_layouts)
 {
-    for (int minor = 8; minor <= 12; minor++) {
+    for (int minor = 8; minor <= 13; minor++) {
         pp_py_proc *p = calloc(1, sizeof(*p));
         p->pid = getpid();
         pp_rmem_init(&p->mem, p->pid);
         p->mem.hook = garbage;
-        p->L = *pp_py_layout_for(minor);
+        if (minor == 13) {
+            uint8_t buf[PP_PY_DEBUG_OFFSETS_SIZE];
+            char err[128];
+            debug_offsets_313(buf);
+            cr_assert_eq(pp_py_layout_from_debug(buf, sizeof(buf), &p->L, err, sizeof(err)), 0);
+        } else {
+            p->L = *pp_py_layout_for(minor);
+        }
         p->runtime = 0x10000;
         p->pthread_tid = 0x2d0;
         char err[256];
