@@ -20,7 +20,8 @@
 
 typedef struct py_module {
     char path[PATH_MAX]; /* as mapped in the target's mount namespace */
-    uint64_t start;      /* start of its file-offset-0 mapping */
+    uint64_t start, end; /* its file-offset-0 mapping */
+    bool deleted;        /* the file was replaced or removed since it was mapped */
 } py_module;
 
 /* version.0: Py_GetVersion's static buffer ("3.8.18 (default, ..."), in .symtab only. */
@@ -62,6 +63,8 @@ static int find_modules(int pid, py_module *lib, py_module *exe)
             memcpy(m->path, ml.path, plen);
             m->path[plen] = '\0';
             m->start = ml.start;
+            m->end = ml.end;
+            m->deleted = ml.deleted;
         }
     }
     free(line);
@@ -158,6 +161,9 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
             continue;
         if (mods[i] == &exe)
             snprintf(file, sizeof(file), "/proc/%d/exe", pid);
+        else if (mods[i]->deleted) /* e.g. upgraded in place: the mapped file itself */
+            snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
+                     (unsigned long long)mods[i]->start, (unsigned long long)mods[i]->end);
         else
             snprintf(file, sizeof(file), "/proc/%d/root%s", pid, mods[i]->path);
         if (pp_elf_symbol_values(file, sym_names, NSYMS, sym, &first_load) > 0 && sym[SYM_RUNTIME])
@@ -179,7 +185,8 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
     uint64_t bias = mod->start - first_load;
     p->runtime = bias + sym[SYM_RUNTIME];
 
-    /* Version: Py_Version (3.11+), else the file name plus the PY_VERSION literal. */
+    /* Version: Py_Version (3.11+), else X.Y from the file name and the micro version from
+     * Py_GetVersion's buffer. */
     uint32_t hex = 0;
     if (sym[SYM_VERSION] && pp_rmem_read(&p->mem, bias + sym[SYM_VERSION], &hex, 4) == 0 &&
         (hex >> 24) == 3) {

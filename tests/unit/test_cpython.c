@@ -780,3 +780,54 @@ Test(cpython, other_mount_namespace)
     pp_py_close(p);
     fixture_stop(&f);
 }
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    cr_assert(in && out, "copy %s -> %s", from, to);
+    char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+        cr_assert_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    cr_assert_eq(fclose(out), 0);
+}
+
+/* libpython replaced on disk after the process mapped it (an in-place upgrade): the mapping
+ * reads "(deleted)" and the symbols come from /proc/<pid>/map_files. */
+Test(cpython, deleted_libpython)
+{
+    const char *home = PYENV "3.10.13";
+    if (access(home, X_OK) != 0)
+        cr_skip_test("needs pyenv 3.10.13");
+    fixture f;
+    fixture_prepare(&f, FIXTURE);
+    char lib[PATH_MAX], env[PATH_MAX + 32];
+    snprintf(lib, sizeof(lib), "%s/libpython3.10.so.1.0", f.dir);
+    copy_file(PYENV "3.10.13/lib/libpython3.10.so.1.0", lib);
+    snprintf(env, sizeof(env), "LD_LIBRARY_PATH=%s", f.dir);
+    /* python3.10 has a RUNPATH, so LD_LIBRARY_PATH wins: it maps the copy. */
+    fixture_launch(&f, (char *[]){"/usr/bin/env", env, PYENV "3.10.13/bin/python3.10", f.path,
+                                  f.readyfile, NULL});
+    char mapped[PATH_MAX];
+    cr_assert(pp_find_mapping(f.pid, "/libpython", mapped, sizeof(mapped)) == 0);
+    cr_assert(strncmp(mapped, lib, strlen(lib)) == 0, "maps %s", mapped);
+    cr_assert_eq(unlink(lib), 0);
+    pp_py_open_status st;
+    char err[256];
+    pp_py_proc *p = pp_py_open(f.pid, &st, err, sizeof(err));
+    cr_assert(p, "%s", err);
+    cr_assert_str_eq(pp_py_version(p), "3.10.13");
+    cap *c = calloc(1, sizeof(*c));
+    const char *why = "no sample";
+    double end = now() + 10;
+    while (why && now() < end) {
+        c->n = 0;
+        cr_assert(pp_py_sample(p, capture, c, err, sizeof(err)) >= 0, "%s", err);
+        why = check(&f, c, 10, false);
+    }
+    cr_assert(!why, "%s", why);
+    free(c);
+    pp_py_close(p);
+    fixture_stop(&f);
+}
