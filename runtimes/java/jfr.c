@@ -260,6 +260,8 @@ static int decode_stack(chunk *c, int64_t key, stack_rec *rec)
         c->tmp[i] = (uint32_t)id;
     }
     size_t total = (size_t)n + (rec->trunc ? 1 : 0);
+    if (total == 0)
+        return -1; /* an empty stack says nothing: dropped as unresolved */
     if (grow((void **)&c->frames, &c->capframes, c->nframes + total, sizeof(uint32_t)) < 0)
         return -1;
     rec->off = c->nframes;
@@ -354,7 +356,7 @@ static int read_pools(chunk *c, size_t off)
         }
         if (delta == 0)
             return 0;
-        if (delta > 0 || (uint64_t)-delta > off - JFR_HEADER_SIZE)
+        if (delta > 0 || delta < -(int64_t)(off - JFR_HEADER_SIZE))
             return fail(c->err, c->errlen, "bad constant pool link at offset %zu", c->base + off);
         off -= (size_t)-delta;
     }
