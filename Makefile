@@ -81,9 +81,6 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(HDRS) $(SKELS)
 	$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) -fsanitize=fuzzer,address,undefined \
 	    -o $@ $< $(LIB_SRC) $(LDLIBS)
 
-$(BUILD)/bench/bench_pyreader: bench/python/bench_reader.c $(OBJ)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(OBJ) $(LDLIBS)
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; ASAN_OPTIONS=detect_leaks=1 $$t; done
@@ -118,14 +115,19 @@ run: deps
 	@echo "profile written: $$(readlink -f out/last_profile.col)"
 
 # ---- benchmarks (programs linked with the library objects) ----
-$(BUILD)/bench/bench_discovery: bench/discovery/bench_discovery.c $(OBJ)
+BENCH_BIN := $(BUILD)/bench/bench_discovery $(BUILD)/bench/bench_pyreader $(BUILD)/bench/bench_jfr
+$(BUILD)/bench/bench_discovery: bench/discovery/bench_discovery.c
+$(BUILD)/bench/bench_pyreader: bench/python/bench_reader.c
+$(BUILD)/bench/bench_jfr: bench/java/bench_jfr.c
+$(BENCH_BIN): $(OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(OBJ) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(filter %.c,$^) $(OBJ) $(LDLIBS)
 
 bench: all
 	bash bench/sampler/run.sh
 	bash bench/discovery/run.sh
 	bash bench/python/run.sh
+	bash bench/java/run.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
