@@ -780,10 +780,14 @@ int pp_cli_parse(int argc, char **argv, char **envp, FILE *out, pp_config *cfg, 
     if (rc == PP_CLI_OK) {
         for (size_t i = 0; i < c.nnotices; i++)
             pp_info("%s", c.notices[i]);
-        for (size_t i = 0; i < cfg->nnoop_options; i++)
+        for (size_t i = 0; i < cfg->nnoop_options; i++) {
+            size_t row = row_of(cfg->noop_options[i].name);
+            if (row < pp_nopts && pp_opts[row].driver_opt)
+                continue;
             pp_info("option --%s is accepted for gProfiler compatibility and has no effect in "
                     "polyprof",
                     cfg->noop_options[i].name);
+        }
     }
     for (size_t i = 0; i < pp_nopts; i++)
         free(c.noop_val[i]);

@@ -58,6 +58,9 @@ typedef struct pp_opt {
     const char *def_str;
     const pp_choice *choices; /* terminated by {NULL} */
     unsigned scope;
+    /* NOOP kinds that a runtime driver reads from pp_config.noop_options (the async-profiler
+     * launcher): no "has no effect" notice. */
+    bool driver_opt;
     const char *section; /* help section header printed before the first row of a section */
     const char *metavar;
     const char *help;

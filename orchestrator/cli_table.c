@@ -58,6 +58,23 @@ static const pp_choice nodejs_choices[] = {
         .max = hi, .metavar = "N", .help = h                                                       \
     }
 #define NOTIMPL "(gProfiler compatibility; no effect)"
+#define APONLY "(with --java-mode ap: passed to async-profiler as gProfiler does)"
+/* async-profiler options: kept in noop_options for the launcher (runtimes/java/asprof_cmd.c). */
+#define APF(n)                                                                                     \
+    {                                                                                              \
+        .name = n, .kind = PP_OPT_NOOP_FLAG, .off = PP_OFF_NONE, .help = APONLY,                   \
+        .driver_opt = true                                                                         \
+    }
+#define APA(n, mv)                                                                                 \
+    {                                                                                              \
+        .name = n, .kind = PP_OPT_NOOP_ARG, .off = PP_OFF_NONE, .metavar = mv, .help = APONLY,     \
+        .driver_opt = true                                                                         \
+    }
+#define API(n, lo, hi)                                                                             \
+    {                                                                                              \
+        .name = n, .kind = PP_OPT_NOOP_ARG, .off = PP_OFF_NONE, .ranged = true, .min = lo,         \
+        .max = hi, .metavar = "N", .help = APONLY, .driver_opt = true                              \
+    }
 
 const pp_opt pp_opts[] = {
     /* ---- output and session ---- */
@@ -176,28 +193,28 @@ const pp_opt pp_opts[] = {
      .metavar = "{auto,jfr,ap,disabled}",
      .help = "Java profiler (--no-java: disabled)"},
     NOOPF("java-no-version-check", NOTIMPL),
-    NOOPA("java-async-profiler-mode", "MODE", NOTIMPL),
-    NOOPI("java-async-profiler-safemode", 0, 511, NOTIMPL),
-    NOOPA("java-async-profiler-features", "LIST", NOTIMPL),
-    NOOPA("java-async-profiler-args", "ARGS", NOTIMPL),
+    APA("java-async-profiler-mode", "MODE"),
+    API("java-async-profiler-safemode", 0, 511),
+    APA("java-async-profiler-features", "LIST"),
+    APA("java-async-profiler-args", "ARGS"),
     {.name = "java-safemode",
      .kind = PP_OPT_NOOP_OPTARG,
      .off = PP_OFF_NONE,
      .metavar = "[OPTIONS]",
      .help = NOTIMPL},
-    NOOPI("java-jattach-timeout", 1, INT_MAX, NOTIMPL),
-    NOOPI("java-async-profiler-mcache", 0, 255, NOTIMPL),
+    API("java-jattach-timeout", 1, INT_MAX),
+    API("java-async-profiler-mcache", 0, 255),
     NOOPF("java-collect-spark-app-name-as-appid", NOTIMPL),
-    NOOPF("java-async-profiler-no-report-meminfo", NOTIMPL),
+    APF("java-async-profiler-no-report-meminfo"),
     {.name = "java-collect-jvm-flags",
      .kind = PP_OPT_NOOP_OPTARG,
      .off = PP_OFF_NONE,
      .metavar = "[FLAGS]",
      .help = NOTIMPL},
     NOOPF("java-full-hserr", NOTIMPL),
-    NOOPF("java-include-method-modifiers", NOTIMPL),
-    NOOPA("java-line-numbers", "MODE", NOTIMPL),
-    NOOPF("java-collect-thread-names", NOTIMPL),
+    APF("java-include-method-modifiers"),
+    APA("java-line-numbers", "MODE"),
+    APF("java-collect-thread-names"),
     {.name = "python-mode",
      .neg = "no-python",
      .kind = PP_OPT_CHOICE,
