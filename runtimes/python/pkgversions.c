@@ -408,3 +408,42 @@ int pp_pkgver_annotation(const char *root, const char *file, const char *pyver, 
     pthread_mutex_unlock(&cache_lock);
     return found;
 }
+
+int pp_py_frame_text(char *out, size_t len, const char *name, const char *file, int line,
+                     const char *ann)
+{
+    int n;
+    bool a = ann && ann[0];
+    if (!file || !file[0])
+        n = snprintf(out, len, "%s_[p]", name);
+    else if (line <= 0)
+        n = snprintf(out, len, "%s (%s)_[p]", name, file);
+    else
+        n = snprintf(out, len, "%s (%s:%d%s%s)_[p]", name, file, line, a ? " " : "", a ? ann : "");
+    return n < 0 ? 0 : (size_t)n >= len ? (int)len - 1 : n;
+}
+
+void pp_pkgver_rewrite_frame(const char *root, const char *frame, const char *pyver, char *out,
+                             size_t len)
+{
+    snprintf(out, len, "%s", frame);
+    size_t fl = strlen(frame);
+    if (fl < 8 || strcmp(frame + fl - 5, ")_[p]") != 0)
+        return;
+    const char *open = strrchr(frame, '(');
+    const char *colon = strrchr(frame, ':');
+    if (!open || !colon || colon < open || open == frame || open[-1] != ' ')
+        return;
+    for (const char *d = colon + 1; d < frame + fl - 5; d++)
+        if (!isdigit((unsigned char)*d))
+            return;
+    char file[PATH_MAX], ann[512];
+    size_t flen = (size_t)(colon - open - 1);
+    if (flen == 0 || flen >= sizeof(file))
+        return;
+    memcpy(file, open + 1, flen);
+    file[flen] = '\0';
+    if (!pp_pkgver_annotation(root, file, pyver, ann, sizeof(ann)))
+        return;
+    snprintf(out, len, "%.*s %s)_[p]", (int)(fl - 5), frame, ann);
+}

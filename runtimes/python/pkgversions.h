@@ -25,6 +25,18 @@
 int pp_pkgver_annotation(const char *root, const char *file, const char *pyver, char *out,
                          size_t len);
 
+/* Python frame text as py-spy prints it through gProfiler: "<name> (<file>:<line>)_[p]",
+ * "<name> (<file>)_[p]" when line is 0 or less, "<name>_[p]" without a file; with a non-empty
+ * ann: "<name> (<file>:<line> <ann>)_[p]". Returns the length (truncated to len-1). */
+int pp_py_frame_text(char *out, size_t len, const char *name, const char *file, int line,
+                     const char *ann);
+
+/* Rewrites one py-spy frame: "<func> (<file>.py:<n>)_[p]" becomes
+ * "<func> (<file>.py:<n> <annotation>)_[p]" when the file has one; any other frame is copied
+ * unchanged. root and pyver as in pp_pkgver_annotation. */
+void pp_pkgver_rewrite_frame(const char *root, const char *frame, const char *pyver, char *out,
+                             size_t len);
+
 /* Drops every cached directory map (tests, and a bound on memory). */
 void pp_pkgver_clear_cache(void);
 
