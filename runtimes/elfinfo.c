@@ -199,6 +199,36 @@ int pp_elf_find_string(const char *path, const char *prefix, const char *accept,
     return rc;
 }
 
+/* st_value of each of names[0..n) (0 when absent) from .dynsym, then .symtab. Returns found. */
+static size_t find_symbols(Elf *e, const char *const *names, size_t n, uint64_t *values)
+{
+    size_t found = 0;
+    memset(values, 0, n * sizeof(*values));
+    Elf_Scn *scn = NULL;
+    while (found < n && (scn = elf_nextscn(e, scn))) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
+            !sh.sh_entsize)
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        size_t cnt = d ? d->d_size / sh.sh_entsize : 0;
+        for (size_t i = 0; i < cnt && found < n; i++) {
+            GElf_Sym s;
+            const char *sn;
+            if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !s.st_value ||
+                !(sn = elf_strptr(e, sh.sh_link, s.st_name)))
+                continue;
+            for (size_t k = 0; k < n; k++)
+                if (!values[k] && strcmp(sn, names[k]) == 0) {
+                    values[k] = s.st_value;
+                    found++;
+                    break;
+                }
+        }
+    }
+    return found;
+}
+
 int pp_elf_read_symbol(const char *path, const char *name, void *buf, size_t size)
 {
     int fd;
@@ -206,27 +236,8 @@ int pp_elf_read_symbol(const char *path, const char *name, void *buf, size_t siz
     if (!e)
         return -1;
     int rc = -1;
-    GElf_Addr addr = 0;
-    bool found = false;
-    Elf_Scn *scn = NULL;
-    while (!found && (scn = elf_nextscn(e, scn))) {
-        GElf_Shdr sh;
-        if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
-            !sh.sh_entsize)
-            continue;
-        Elf_Data *d = elf_getdata(scn, NULL);
-        size_t n = d ? d->d_size / sh.sh_entsize : 0;
-        for (size_t i = 0; i < n; i++) {
-            GElf_Sym s;
-            const char *sn;
-            if (gelf_getsym(d, (int)i, &s) && s.st_shndx != SHN_UNDEF &&
-                (sn = elf_strptr(e, sh.sh_link, s.st_name)) && strcmp(sn, name) == 0) {
-                addr = s.st_value;
-                found = true;
-                break;
-            }
-        }
-    }
+    uint64_t addr = 0;
+    bool found = find_symbols(e, &name, 1, &addr) == 1;
     size_t nph = 0, fsz = 0;
     char *img = found ? elf_rawfile(e, &fsz) : NULL;
     elf_getphdrnum(e, &nph);
@@ -245,4 +256,27 @@ int pp_elf_read_symbol(const char *path, const char *name, void *buf, size_t siz
     elf_end(e);
     close(fd);
     return rc;
+}
+
+long pp_elf_symbol_values(const char *path, const char *const *names, size_t n, uint64_t *values,
+                          uint64_t *first_load)
+{
+    int fd;
+    Elf *e = open_elf(path, &fd);
+    if (!e)
+        return -1;
+    long found = (long)find_symbols(e, names, n, values);
+    size_t nph = 0;
+    uint64_t low = UINT64_MAX;
+    elf_getphdrnum(e, &nph);
+    for (size_t i = 0; i < nph; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < low)
+            low = ph.p_vaddr;
+    }
+    if (first_load)
+        *first_load = low == UINT64_MAX ? 0 : low & ~(uint64_t)0xfff;
+    elf_end(e);
+    close(fd);
+    return found;
 }

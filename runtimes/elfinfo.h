@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct pp_elfinfo {
     bool valid;          /* a readable ELF */
@@ -30,5 +31,11 @@ int pp_elf_find_string(const char *path, const char *prefix, const char *accept,
 /* Reads `size` bytes at the address of symbol `name` (from .dynsym or .symtab) from the file.
  * Returns 0 on success. */
 int pp_elf_read_symbol(const char *path, const char *name, void *buf, size_t size);
+
+/* Looks up several symbols at once (.dynsym, then .symtab): values[i] = st_value of names[i], 0
+ * when absent. *first_load (may be NULL) = lowest PT_LOAD p_vaddr rounded down to a page, for
+ * the load bias (map start of file offset 0 minus it). Returns symbols found, -1 if not an ELF. */
+long pp_elf_symbol_values(const char *path, const char *const *names, size_t n, uint64_t *values,
+                          uint64_t *first_load);
 
 #endif
