@@ -3,7 +3,6 @@
  * orchestrator/child.h, its raw folded output parsed and annotated with package versions. */
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,10 +153,10 @@ void *pp_pyspy_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, 
     }
     s->annotate = ctx->cfg->python_versions;
     int rate = ctx->cfg->frequency < PP_PYSPY_MAX_HZ ? ctx->cfg->frequency : PP_PYSPY_MAX_HZ;
-    int duration = (int)lround(deadline - pp_mono_now());
-    if (duration < 1)
-        duration = 1;
+    /* gProfiler passes the session duration (not the time left) and allows 10 s more. */
+    int duration = ctx->cfg->duration > 0 ? ctx->cfg->duration : 1;
     s->child_deadline = pp_mono_now() + duration + PYSPY_TIMEOUT_EXTRA;
+    (void)deadline;
     for (size_t i = 0; i < n; i++, s->n++) {
         spyproc *p = &s->procs[i];
         p->pid = procs[i].pid;

@@ -24,6 +24,7 @@
 #include "runtimes/python/pkgversions.h"
 #include "runtimes/python/python_int.h"
 
+#define SAMPLER_NICE (-10)
 #define MAX_THREAD_FDS 4096 /* per process; more threads are read with open/pread/close */
 
 /* Descriptors kept open by all sessions together: a quarter of RLIMIT_NOFILE, so that many
@@ -42,10 +43,16 @@ static long fds_budget(void)
     return budget;
 }
 
+/* A thread's CPU accounting: its /proc/<pid>/task/<tid>/schedstat (kept open within the
+ * descriptor budget, else -1 and reopened per read), the on-CPU nanoseconds at its previous
+ * sample, and the fraction of a sample not yet emitted. */
 typedef struct tfd {
     long tid; /* 0: empty slot */
     int fd;
     unsigned gen; /* last sample that saw the thread */
+    bool have_last;
+    unsigned long long last_ns;
+    double carry;
 } tfd;
 
 /* Frame cache: the reader's strings are stable until pp_py_close, so (name, file, line) by
@@ -60,7 +67,8 @@ typedef struct pyproc {
     int pid;
     unsigned long long start_ticks;
     char comm[64];
-    char root[40]; /* /proc/<pid>/root */
+    char root[40];  /* /proc/<pid>/root */
+    char pyver[32]; /* exact "X.Y.Z" for standard-library annotations */
     pp_py_proc *h;
     char reason[300]; /* "[Profiling skipped: ...]" / "[Profiling error: ...]", or "" */
     bool gone;
@@ -87,6 +95,7 @@ typedef struct pysampler {
     pthread_cond_t cond;
     bool stop;
     unsigned long long ticks, late;
+    double busy; /* seconds spent sampling (thread CPU time) */
 } pysampler;
 
 /* ---- thread state ---- */
@@ -99,22 +108,46 @@ static uint64_t hash64(uint64_t x)
     return x;
 }
 
-static int state_of_fd(int fd)
+/* Kernel state letter of /proc/<pid>/task/<tid>/stat, or -1. */
+static int state_of_stat(int pid, long tid)
 {
-    char buf[512];
-    ssize_t r = pread(fd, buf, sizeof(buf) - 1, 0);
-    if (r <= 0)
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/task/%ld/stat", pid, tid);
+    if (pp_read_small_file(path, buf, sizeof(buf)) <= 0)
         return -1;
-    buf[r] = '\0';
     const char *p = strrchr(buf, ')'); /* comm may hold ')' and spaces */
     return p && p[1] == ' ' && p[2] ? p[2] : -1;
 }
 
-static int open_stat(int pid, long tid)
+static int open_schedstat(int pid, long tid)
 {
     char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/task/%ld/stat", pid, tid);
+    snprintf(path, sizeof(path), "/proc/%d/task/%ld/schedstat", pid, tid);
     return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* Cumulative on-CPU nanoseconds of the thread (first field of schedstat), or -1. */
+static int read_cpu_ns(const tfd *e, int pid, unsigned long long *ns)
+{
+    int fd = e->fd >= 0 ? e->fd : open_schedstat(pid, e->tid);
+    char buf[128];
+    ssize_t r = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
+    if (fd >= 0 && fd != e->fd)
+        close(fd);
+    if (r <= 0)
+        return -1;
+    buf[r] = '\0';
+    char *end;
+    *ns = strtoull(buf, &end, 10);
+    return end == buf ? -1 : 0;
+}
+
+static void tfd_close(tfd *e)
+{
+    if (e->fd >= 0) {
+        close(e->fd);
+        fds_held--;
+    }
 }
 
 static void fds_rehash(pyproc *p, size_t ncap)
@@ -126,8 +159,7 @@ static void fds_rehash(pyproc *p, size_t ncap)
         if (!p->fds[i].tid)
             continue;
         if (p->fds[i].gen + 64 < p->gen) { /* not seen for 64 samples: thread likely gone */
-            close(p->fds[i].fd);
-            fds_held--;
+            tfd_close(&p->fds[i]);
             continue;
         }
         size_t j = hash64((uint64_t)p->fds[i].tid) & (ncap - 1);
@@ -153,46 +185,52 @@ static tfd *fds_find(pyproc *p, long tid)
     return &p->fds[j];
 }
 
-/* True when thread tid of p is running or runnable right now. */
-static bool thread_running(pyproc *p, long tid)
+/* How many samples thread tid of p counts for at this tick: 0 unless it is running or
+ * runnable (state 'R') now; then the CPU time it used since it was last counted, in sampling
+ * periods, rounded, the rest carried over (a thread's counts sum to its CPU time, across late
+ * or skipped ticks and across ticks where it was blocked). A thread seen for the first time,
+ * without schedstat, or beyond MAX_THREAD_FDS threads counts 1 when in state 'R'. */
+static unsigned thread_samples(pyproc *p, long tid, double period)
 {
     tfd *e = fds_find(p, tid);
     if ((!e || !e->tid) && p->fn < MAX_THREAD_FDS && (p->fn + 1) * 2 > p->fcap) {
         fds_rehash(p, p->fcap ? p->fcap * 2 : 16); /* also closes threads not seen lately */
         e = fds_find(p, tid);
     }
-    if (!e || (!e->tid && p->fn >= MAX_THREAD_FDS)) {
-        int fd = open_stat(p->pid, tid);
-        int st = fd >= 0 ? state_of_fd(fd) : -1;
-        if (fd >= 0)
-            close(fd);
-        return st == 'R';
-    }
+    if (!e || (!e->tid && p->fn >= MAX_THREAD_FDS))
+        return state_of_stat(p->pid, tid) == 'R';
     if (!e->tid) {
-        int fd = fds_held < fds_budget() ? open_stat(p->pid, tid) : -1;
-        if (fd < 0) { /* out of budget (or gone): read once */
-            fd = open_stat(p->pid, tid);
-            int st = fd >= 0 ? state_of_fd(fd) : -1;
-            if (fd >= 0)
-                close(fd);
-            return st == 'R';
-        }
-        fds_held++;
-        e->tid = tid;
-        e->fd = fd;
+        *e = (tfd){.tid = tid, .fd = -1};
+        if (fds_held < fds_budget() && (e->fd = open_schedstat(p->pid, tid)) >= 0)
+            fds_held++;
         p->fn++;
     }
     e->gen = p->gen;
-    return state_of_fd(e->fd) == 'R'; /* -1: the thread exited */
+    unsigned long long ns;
+    if (read_cpu_ns(e, p->pid, &ns) < 0)
+        return state_of_stat(p->pid, tid) == 'R'; /* no schedstat, or the thread exited */
+    if (!e->have_last || ns < e->last_ns) {
+        e->have_last = true;
+        e->last_ns = ns;
+        return state_of_stat(p->pid, tid) == 'R';
+    }
+    e->carry += (double)(ns - e->last_ns) / 1e9 / period;
+    e->last_ns = ns;
+    /* Emitted only while the thread runs (or waits for a CPU): the CPU of a thread that has
+     * blocked since was spent elsewhere than where it sleeps now, and waits for its next
+     * running moment. */
+    if (e->carry < 0.5 || state_of_stat(p->pid, tid) != 'R')
+        return 0;
+    double n = floor(e->carry + 0.5);
+    e->carry -= n;
+    return n > 0 ? (unsigned)n : 0;
 }
 
 static void fds_close(pyproc *p)
 {
     for (size_t i = 0; i < p->fcap; i++)
-        if (p->fds[i].tid) {
-            close(p->fds[i].fd);
-            fds_held--;
-        }
+        if (p->fds[i].tid)
+            tfd_close(&p->fds[i]);
     free(p->fds);
     p->fds = NULL;
     p->fcap = p->fn = 0;
@@ -237,7 +275,7 @@ static uint32_t frame_id(pysampler *s, pyproc *p, const pp_py_frame *f)
     }
     char ann[320] = "", text[PATH_MAX + 600];
     if (s->annotate && f->line > 0)
-        pp_pkgver_annotation(p->root, file, pp_py_version(p->h), ann, sizeof(ann));
+        pp_pkgver_annotation(p->root, file, p->pyver, ann, sizeof(ann));
     pp_py_frame_text(text, sizeof(text), name, file, f->line, ann);
     uint32_t id = pp_profile_intern(s->prof, text);
     p->frames[j] = (fent){name, file, f->line, id};
@@ -255,7 +293,10 @@ static int on_stack(void *arg, const pp_py_stack *st)
     cbarg *a = arg;
     pyproc *p = a->p;
     /* Without a kernel tid the reader's GIL holder is the best guess. */
-    if (!st->n || !(st->tid > 0 ? thread_running(p, st->tid) : st->holds_gil))
+    unsigned count = !st->n        ? 0
+                     : st->tid > 0 ? thread_samples(p, st->tid, a->s->period)
+                                   : st->holds_gil;
+    if (!count)
         return 0;
     uint32_t ids[PP_PY_MAX_DEPTH + 1];
     size_t n = 0, lim = st->n < PP_PY_MAX_DEPTH ? st->n : PP_PY_MAX_DEPTH;
@@ -268,7 +309,7 @@ static int on_stack(void *arg, const pp_py_stack *st)
         if (!p->pp)
             return 1;
     }
-    pp_pid_add(p->pp, ids, n, 1);
+    pp_pid_add(p->pp, ids, n, count);
     return 0;
 }
 
@@ -310,6 +351,11 @@ static void sample_all(pysampler *s)
 static void *sampler_main(void *arg)
 {
     pysampler *s = arg;
+    /* A tick costs ~0.1 ms per process, but on a loaded host a normal-priority thread wakes
+     * late and misses ticks (the system sampler runs in interrupt context and never does):
+     * a higher weight lets it run on time. Needs root; harmless when refused. */
+    if (setpriority(PRIO_PROCESS, (id_t)gettid(), SAMPLER_NICE) < 0)
+        pp_debug("python sampler: cannot raise the thread's priority: %s", strerror(errno));
     double t0 = pp_mono_now();
     unsigned long long k = 0;
     pthread_mutex_lock(&s->lock);
@@ -324,7 +370,11 @@ static void *sampler_main(void *arg)
         if (s->stop)
             break;
         pthread_mutex_unlock(&s->lock);
+        struct timespec c0, c1;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
         sample_all(s);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+        s->busy += (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
         s->ticks++;
         /* The next tick after now: ticks missed while sampling are skipped, not bunched. */
         unsigned long long nk = (unsigned long long)((pp_mono_now() - t0) / s->period) + 1;
@@ -347,7 +397,15 @@ static void open_proc(pysampler *s, pyproc *p, const pp_proc *src)
     char err[200] = "";
     p->h = pp_py_open(p->pid, &st, err, sizeof(err));
     if (p->h) {
-        pp_debug("python pid %d (%s): CPython %s", p->pid, p->comm, pp_py_version(p->h));
+        /* The reader may only know "X.Y" (before 3.11): the version literal has "X.Y.Z". */
+        const char *v = pp_py_version(p->h);
+        const char *dot = strchr(v, '.');
+        if (s->annotate && (!dot || !strchr(dot + 1, '.')) &&
+            pp_python_process_version(p->pid, p->pyver, sizeof(p->pyver)) == 0)
+            v = p->pyver;
+        if (v != p->pyver)
+            snprintf(p->pyver, sizeof(p->pyver), "%s", v);
+        pp_debug("python pid %d (%s): CPython %s", p->pid, p->comm, p->pyver);
         return;
     }
     if (st == PP_PY_GONE) {
@@ -364,7 +422,6 @@ static void open_proc(pysampler *s, pyproc *p, const pp_proc *src)
         if (first)
             pp_warn("python pid %d (%s) cannot be profiled: %s", p->pid, p->comm, err);
     }
-    (void)s;
 }
 
 void pp_pysampler_free(void *session)
@@ -456,6 +513,7 @@ int pp_pysampler_collect(void *session, pp_profile *out)
             return -1;
         }
     }
-    pp_debug("python sampler: %llu ticks, %llu skipped (late)", s->ticks, s->late);
+    pp_debug("python sampler: %llu ticks, %llu skipped (late), %.1f ms CPU per tick", s->ticks,
+             s->late, s->ticks ? s->busy * 1000 / (double)s->ticks : 0.0);
     return 0;
 }

@@ -1,0 +1,103 @@
+"""Integration fixture for the Python profilers (runs on CPython 3.6+).
+
+One busy thread calls Worker.hot_a and Worker.hot_b (a class method each) through a recursive
+helper; hot_a does three times the work of hot_b, so the CPU ratio of hot_a to hot_b is 3:1.
+The amount of work per cycle is random (hot_a always does three times hot_b's), so that the
+cycle never locks in phase with the scheduler's time slices or the sampling period: on a busy
+host a thread's waits for a CPU then fall into both functions in proportion too.
+Each unit of work drives a generator and calls C-extension code (re, json) through the standard
+library. Idle threads sleep, wait on a lock and block on a pipe read: they must not appear in a
+CPU profile. The main thread waits in join(). Prints "ready <pid>" once everything runs.
+
+Usage: pyhot.py [SLOT_START SLOT_LENGTH] (wall-clock seconds since the epoch, seconds): the busy
+thread uses a whole CPU during its slot and about 3% of one outside it (and all the time when
+no slot is given it uses a whole CPU), so that many copies can take turns on a small machine.
+"""
+import json
+import os
+import random
+import re
+import sys
+import threading
+import time
+
+PATTERN = re.compile(r"(\d+)-(\w+)")
+UNIT = 2000  # generator steps per unit of work (~0.2 ms)
+UNITS = 20  # mean units per call of hot_b
+
+
+def squares(n):
+    for i in range(n):
+        yield i * i
+
+
+def unit_of_work():
+    total = sum(squares(UNIT))
+    text = json.dumps({"total": total, "items": [1, 2, 3]})
+    m = PATTERN.search("id 42-answer " + text)
+    return total + len(m.group(2))
+
+
+class Worker:
+    def hot_a(self, units):
+        s = 0
+        for _ in range(3 * units):
+            s += unit_of_work()
+        return s
+
+    def hot_b(self, units):
+        s = 0
+        for _ in range(units):
+            s += unit_of_work()
+        return s
+
+
+def recurse(depth, fn, arg):
+    if depth == 0:
+        return fn(arg)
+    return recurse(depth - 1, fn, arg)
+
+
+def busy(slot):
+    w = Worker()
+    rng = random.Random(1)
+    while True:
+        t = time.monotonic()
+        units = rng.randint(1, 2 * UNITS - 1)
+        recurse(4, w.hot_a, units)
+        recurse(4, w.hot_b, units)
+        if slot and not slot[0] <= time.time() < slot[0] + slot[1]:
+            time.sleep(min(30 * (time.monotonic() - t), 0.5))
+
+
+def idle_sleeper():
+    while True:
+        time.sleep(1000)
+
+
+def idle_lock_waiter(lock):
+    lock.acquire()
+    lock.acquire()  # never released: blocks forever
+
+
+def idle_pipe_reader(fd):
+    os.read(fd, 1)  # nobody writes
+
+
+def main():
+    slot = (float(sys.argv[1]), float(sys.argv[2])) if len(sys.argv) > 2 else None
+    lock = threading.Lock()
+    rfd, _wfd = os.pipe()
+    threads = [
+        threading.Thread(target=busy, args=(slot,), daemon=True),
+        threading.Thread(target=idle_sleeper, daemon=True),
+        threading.Thread(target=idle_lock_waiter, args=(lock,), daemon=True),
+        threading.Thread(target=idle_pipe_reader, args=(rfd,), daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    print("ready", os.getpid(), flush=True)
+    threads[0].join()
+
+
+main()
