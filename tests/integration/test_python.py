@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import APPS, App, last_profile, run_polyprof
+from conftest import APPS, POLYPROF, App, last_profile, run_polyprof
 
 STANDINS = Path(__file__).resolve().parent / "standins"
 SAMPLER_LINE = re.compile(r"runtime python pid (\d+): (\d+) runtime samples, (\d+) sampler samples")
@@ -72,20 +72,45 @@ class Proc:
 LANES, SLOT = 2, 4.0  # burners at full speed at a time, seconds each
 
 
+def profile_in_turns(procs, gofile, nslots, out):
+    """Runs polyprof without the system sampler; once its Python sampler runs, starts the
+    processes' turns (writes the go file). Returns its stderr."""
+    p = subprocess.Popen([str(POLYPROF), "-d", str(int(4 + nslots * SLOT + 1)), "-f", "99",
+                          "-o", str(out), "--python-mode", "builtin", "-v",
+                          "--perf-mode", "disabled"], stderr=subprocess.PIPE, text=True)
+    head = []
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            line = p.stderr.readline()
+            head.append(line)
+            if not line or "python sampler:" in line:
+                break
+        assert "python sampler:" in head[-1], "".join(head)
+        Path(gofile).write_text(str(time.time() + 0.2))
+        _, rest = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, "".join(head)
+    return "".join(head) + rest
+
+
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
     d = tmp_path_factory.mktemp("pyhot")
+    gofile = d / "go"
     procs, apps = {}, []
     nsdir = Path(tempfile.mkdtemp(prefix="pp_ns_"))
     labels = [label for label, _ in INTERPRETERS] + ["namespace"]
-    t0 = time.time() + 3.0  # after polyprof's start-up
-    slot = {label: t0 + (i // LANES) * SLOT for i, label in enumerate(labels)}
-    end = max(slot.values()) + SLOT
+    offset = {label: str((i // LANES) * SLOT) for i, label in enumerate(labels)}
+    nslots = (len(labels) + LANES - 1) // LANES
     try:
         for label, exe in INTERPRETERS:
             script = d / f"pyhot_{label.replace('.', '_').replace('-', '_')}.py"
             shutil.copy(APPS / "pyhot.py", script)
-            a = App([exe, str(script), str(slot[label]), str(SLOT)])
+            a = App([exe, str(script), str(gofile), offset[label], str(SLOT)])
             apps.append(a)
             procs[label] = Proc(label, exe, str(script), a, a.pid)
         # Mount namespace: a tmpfs over nsdir (empty on the host) holds the script.
@@ -94,25 +119,24 @@ def session(tmp_path_factory):
             ns_script = nsdir / "pyhot_ns.py"
             a = App(["unshare", "--mount", "--fork", "--kill-child", "sh", "-c",
                      f"mount -t tmpfs tmpfs {nsdir} && cp {APPS / 'pyhot.py'} {ns_script} && "
-                     f"exec {ns_exe} {ns_script} {slot['namespace']} {SLOT}"])
+                     f"exec {ns_exe} {ns_script} {gofile} {offset['namespace']} {SLOT}"])
             apps.append(a)
             pid = int(a.first_line.split()[1])
             procs["namespace"] = Proc("namespace", ns_exe, str(ns_script), a, pid)
         old = sorted(glob.glob("/root/.pyenv/versions/3.7.*/bin/python3.7"))
-        if old:  # never in its slot: a few % of a CPU
+        if old:  # never gets a turn: a few % of a CPU
             script = d / "pyhot_37.py"
             shutil.copy(APPS / "pyhot.py", script)
-            a = App([old[0], str(script), "1e12", "1"])
+            a = App([old[0], str(script), str(gofile), "1e12", "1"])
             apps.append(a)
             procs["3.7"] = Proc("3.7", old[0], str(script), a, a.pid)
         out = tmp_path_factory.mktemp("out")
-        r = run_polyprof("-d", int(end - time.time()) + 1, "-f", 99, "-o", out,
-                         "--python-mode", "builtin", "-v", "--perf-mode", "disabled")
+        stderr = profile_in_turns(procs, gofile, nslots, out)
         prof = last_profile(out)
         out2 = tmp_path_factory.mktemp("out2")
         r2 = run_polyprof("-d", 3, "-f", 99, "-o", out2, "--python-mode", "builtin", "-v")
         counts = {int(m[1]): int(m[3]) for m in SAMPLER_LINE.finditer(r2.stderr)}
-        yield prof, procs, (last_profile(out2), counts), r.stderr
+        yield prof, procs, (last_profile(out2), counts), stderr
     finally:
         for a in apps:
             a.stop()

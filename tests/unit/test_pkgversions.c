@@ -101,3 +101,35 @@ Test(pkgversions, host_root_and_output_truncation)
     cr_assert_eq(pp_pkgver_annotation("", "/x/os.py", "3.11.2", out, 0), 0);
     pp_pkgver_clear_cache();
 }
+
+Test(pkgversions, frame_text_and_pyspy_rewrite)
+{
+    char out[512];
+    pp_py_frame_text(out, sizeof(out), "Worker.run", "/app/w.py", 12, "");
+    cr_assert_str_eq(out, "Worker.run (/app/w.py:12)_[p]");
+    pp_py_frame_text(out, sizeof(out), "f", "/usr/lib/python3.11/os.py", 7,
+                     "[standard-library==3.11.2]");
+    cr_assert_str_eq(out, "f (/usr/lib/python3.11/os.py:7 [standard-library==3.11.2])_[p]");
+    pp_py_frame_text(out, sizeof(out), "g", "<string>", 0, NULL);
+    cr_assert_str_eq(out, "g (<string>)_[p]");
+    pp_py_frame_text(out, sizeof(out), "h", "", 3, NULL);
+    cr_assert_str_eq(out, "h_[p]");
+
+    char *root = fixture();
+    pp_pkgver_rewrite_frame(root, "get (" SP "/requests/api.py:73)_[p]", "3.11.7", out,
+                            sizeof(out));
+    cr_assert_str_eq(out, "get (" SP "/requests/api.py:73 [requests==2.31.0])_[p]");
+    pp_pkgver_rewrite_frame(root, "<module> (/usr/lib/python3.11/os.py:1)_[p]", "3.11.7", out,
+                            sizeof(out));
+    cr_assert_str_eq(out, "<module> (/usr/lib/python3.11/os.py:1 [standard-library==3.11.7])_[p]");
+    /* Unchanged: no line, not a Python frame, unknown file, garbage. */
+    static const char *const same[] = {
+        "f (/usr/lib/python3.11/os.py)_[p]",    "main", "f (/app/x.py:3)_[p]", "(:)_[p]",
+        "x (/usr/lib/python3.11/os.py:1a)_[p]", ""};
+    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+        pp_pkgver_rewrite_frame(root, same[i], "3.11.7", out, sizeof(out));
+        cr_assert_str_eq(out, same[i]);
+    }
+    pp_pkgver_clear_cache();
+    pp_test_rmtree(root);
+}

@@ -9,9 +9,10 @@ Each unit of work drives a generator and calls C-extension code (re, json) throu
 library. Idle threads sleep, wait on a lock and block on a pipe read: they must not appear in a
 CPU profile. The main thread waits in join(). Prints "ready <pid>" once everything runs.
 
-Usage: pyhot.py [SLOT_START SLOT_LENGTH] (wall-clock seconds since the epoch, seconds): the busy
-thread uses a whole CPU during its slot and about 3% of one outside it (and all the time when
-no slot is given it uses a whole CPU), so that many copies can take turns on a small machine.
+Usage: pyhot.py [GO_FILE SLOT_OFFSET SLOT_LENGTH]: once GO_FILE exists and holds a wall-clock
+time T (seconds since the epoch), the busy thread uses a whole CPU from T + SLOT_OFFSET for
+SLOT_LENGTH seconds and about 3% of one otherwise, so that many copies can take turns on a small
+machine. Without arguments it always uses a whole CPU.
 """
 import json
 import os
@@ -58,6 +59,17 @@ def recurse(depth, fn, arg):
     return recurse(depth - 1, fn, arg)
 
 
+def in_slot(slot):
+    if not slot:
+        return True
+    try:
+        with open(slot[0]) as f:
+            start = float(f.read()) + slot[1]
+    except (OSError, ValueError):
+        return False
+    return start <= time.time() < start + slot[2]
+
+
 def busy(slot):
     w = Worker()
     rng = random.Random(1)
@@ -66,7 +78,7 @@ def busy(slot):
         units = rng.randint(1, 2 * UNITS - 1)
         recurse(4, w.hot_a, units)
         recurse(4, w.hot_b, units)
-        if slot and not slot[0] <= time.time() < slot[0] + slot[1]:
+        if not in_slot(slot):
             time.sleep(min(30 * (time.monotonic() - t), 0.5))
 
 
@@ -85,7 +97,7 @@ def idle_pipe_reader(fd):
 
 
 def main():
-    slot = (float(sys.argv[1]), float(sys.argv[2])) if len(sys.argv) > 2 else None
+    slot = (sys.argv[1], float(sys.argv[2]), float(sys.argv[3])) if len(sys.argv) > 3 else None
     lock = threading.Lock()
     rfd, _wfd = os.pipe()
     threads = [
