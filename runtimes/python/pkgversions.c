@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtimes/procfiles.h"
+
 #define MAX_LIST_FILE (16u << 20) /* RECORD / installed-files.txt */
 #define MAX_META_FILE (64u << 10) /* only the first headers of METADATA / PKG-INFO are read */
 #define MAX_DISTS 8192            /* *.dist-info / *.egg-info entries per directory */
@@ -110,34 +112,6 @@ static const char *map_get(const dirmap *m, const char *rel)
     return NULL;
 }
 
-/* Reads at most max bytes of path into a NUL-terminated malloc'd buffer. */
-static char *read_capped(const char *path, size_t max, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return NULL;
-    }
-    size_t want = (size_t)st.st_size < max ? (size_t)st.st_size : max;
-    char *buf = malloc(want + 1);
-    size_t got = 0;
-    while (buf && got < want) {
-        ssize_t r = read(fd, buf + got, want - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    if (buf) {
-        buf[got] = '\0';
-        *len = got;
-    }
-    return buf;
-}
-
 /* Normalizes a relative path in place ("a/./b/../c" -> "a/c"). Returns false when it leaves
  * the directory (leading ".."), is absolute or empty. */
 static bool normalize_rel(char *p)
@@ -178,7 +152,7 @@ static bool ends_with(const char *s, const char *suf)
 static bool read_name_version(const char *path, char *name, size_t nlen, char *ver, size_t vlen)
 {
     size_t len;
-    char *buf = read_capped(path, MAX_META_FILE, &len);
+    char *buf = pp_read_file(path, MAX_META_FILE, PP_READ_TRUNCATE | PP_READ_NOFOLLOW, &len);
     if (!buf)
         return false;
     name[0] = ver[0] = '\0';
@@ -283,7 +257,7 @@ static dirmap *build_map(const char *path, const struct stat *st)
             continue;
         snprintf(sub, sizeof(sub), "%s/%s/%s", path, d, dist ? "RECORD" : "installed-files.txt");
         size_t len;
-        char *buf = read_capped(sub, MAX_LIST_FILE, &len);
+        char *buf = pp_read_file(sub, MAX_LIST_FILE, PP_READ_TRUNCATE | PP_READ_NOFOLLOW, &len);
         if (!buf)
             continue;
         int idx = add_dist(m, name, ver);

@@ -15,6 +15,7 @@
 #include "merge/strtab.h"
 #include "orchestrator/child.h"
 #include "orchestrator/log.h"
+#include "runtimes/procfiles.h"
 #include "runtimes/python/pkgversions.h"
 #include "runtimes/python/python_int.h"
 
@@ -179,38 +180,13 @@ void pp_pyspy_stop(void *session)
         pp_debug("py-spy: cannot signal stop: %s", strerror(errno));
 }
 
-static bool process_alive(int pid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return false;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-}
-
 static char *read_output(const char *path)
 {
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return NULL;
-    struct stat st;
-    size_t want = fstat(fileno(f), &st) == 0 && st.st_size > 0 ? (size_t)st.st_size : 0;
-    if (want > MAX_OUTPUT) {
-        pp_warn("py-spy output %s is larger than %u MiB: only its start is read", path,
-                MAX_OUTPUT >> 20);
-        want = MAX_OUTPUT;
-    }
-    char *buf = malloc(want + 1);
-    size_t n = buf ? fread(buf, 1, want, f) : 0;
-    fclose(f);
-    if (buf)
-        buf[n] = '\0';
-    return buf;
+    size_t len;
+    char *text = pp_read_file(path, MAX_OUTPUT, PP_READ_TRUNCATE | PP_READ_NOFOLLOW, &len);
+    if (text && len == MAX_OUTPUT)
+        pp_warn("py-spy output %s reached %u MiB: only its start is read", path, MAX_OUTPUT >> 20);
+    return text;
 }
 
 /* Frame ids in out of raw frames (cached: py-spy repeats frames on every line). */
@@ -220,7 +196,7 @@ typedef struct framemap {
     size_t cap;
 } framemap;
 
-static uint32_t map_frame(framemap *m, pp_profile *out, const spyproc *p, bool annotate,
+static uint32_t map_frame(framemap *m, pp_profile *out, const char *root, const char *pyver,
                           const char *f, size_t len)
 {
     uint32_t r = pp_strtab_intern(m->raw, f, len);
@@ -241,8 +217,8 @@ static uint32_t map_frame(framemap *m, pp_profile *out, const spyproc *p, bool a
     if (m->ids[r] == UINT32_MAX) {
         const char *raw = pp_strtab_get(m->raw, r);
         char text[PATH_MAX + 600];
-        if (annotate)
-            pp_pkgver_rewrite_frame(p->root, raw, p->pyver, text, sizeof(text));
+        if (root)
+            pp_pkgver_rewrite_frame(root, raw, pyver, text, sizeof(text));
         else
             snprintf(text, sizeof(text), "%s", raw);
         m->ids[r] = pp_profile_intern(out, text);
@@ -250,9 +226,8 @@ static uint32_t map_frame(framemap *m, pp_profile *out, const spyproc *p, bool a
     return m->ids[r];
 }
 
-/* Parses py-spy's raw output ("frame;frame;... count" per line, root first) into dst. */
-static size_t parse_raw(char *text, pp_profile *out, pp_pid_profile *dst, const spyproc *p,
-                        bool annotate)
+size_t pp_pyspy_parse(char *text, pp_profile *out, pp_pid_profile *dst, const char *root,
+                      const char *pyver)
 {
     framemap m = {.raw = pp_strtab_new()};
     uint32_t ids[1024];
@@ -261,16 +236,20 @@ static size_t parse_raw(char *text, pp_profile *out, pp_pid_profile *dst, const 
         char *nl = strchr(line, '\n');
         if (nl)
             *nl = '\0';
+        size_t ll = strlen(line);
+        if (ll && line[ll - 1] == '\r')
+            line[ll - 1] = '\0';
         char *sp = strrchr(line, ' ');
-        char *end;
-        unsigned long long count = sp ? strtoull(sp + 1, &end, 10) : 0;
-        if (sp && sp > line && count > 0 && *end == '\0') {
+        char *end = NULL;
+        unsigned long long count =
+            sp && sp[1] >= '0' && sp[1] <= '9' ? strtoull(sp + 1, &end, 10) : 0;
+        if (sp && sp > line && count > 0 && count < (1ull << 40) && *end == '\0') {
             size_t n = 0;
             for (char *f = line; f < sp && n < 1024;) {
                 char *semi = memchr(f, ';', (size_t)(sp - f));
                 size_t fl = semi ? (size_t)(semi - f) : (size_t)(sp - f);
                 if (fl)
-                    ids[n++] = map_frame(&m, out, p, annotate, f, fl);
+                    ids[n++] = map_frame(&m, out, root, pyver, f, fl);
                 f += fl + 1;
             }
             if (n && pp_pid_add(dst, ids, n, count) == 0)
@@ -307,7 +286,7 @@ int pp_pyspy_collect(void *session, pp_profile *out)
         pp_child_wait_until(p->child, s->child_deadline, s->stop_fd, &res);
         char desc[128], frame[400];
         bool failed = pp_child_describe(&res, desc, sizeof(desc));
-        bool alive = process_alive(p->pid);
+        bool alive = pp_proc_alive(p->pid);
         char *text = read_output(p->output);
         unlink(p->output);
         if (text && text[0]) {
@@ -318,7 +297,7 @@ int pp_pyspy_collect(void *session, pp_profile *out)
             }
             dst->comm = pp_profile_intern(out, p->comm);
             dst->runtime = "python";
-            parse_raw(text, out, dst, p, s->annotate);
+            pp_pyspy_parse(text, out, dst, s->annotate ? p->root : NULL, p->pyver);
         } else if (!alive) {
             if (res.err && strstr(res.err, "Error: Failed to get process executable name"))
                 add_error(out, p, "[Profiling error: process exited before py-spy started]");

@@ -22,6 +22,13 @@ int pp_pyspy_collect(void *session, pp_profile *out);
 void pp_pyspy_stop(void *session);
 void pp_pyspy_free(void *session);
 
+/* Parses py-spy's raw output (one "frame;frame;...;frame count" per line, root first, split at
+ * the last space; malformed lines are skipped) into dst, a pid entry of out. With a root
+ * (/proc/<pid>/root), frames get package annotations (pkgversions.h), pyver being the process's
+ * Python version. text is modified. Returns the number of lines added. */
+size_t pp_pyspy_parse(char *text, pp_profile *out, pp_pid_profile *dst, const char *root,
+                      const char *pyver);
+
 /* Path of the py-spy executable: resources/python/py-spy next to polyprof's executable (or one
  * level up, for build/polyprof in a source tree), else on PATH. 0 or -1 (not found). */
 int pp_pyspy_find(char *out, size_t len);

@@ -315,16 +315,6 @@ static int on_stack(void *arg, const pp_py_stack *st)
 
 /* ---- sampling ---- */
 
-static bool process_gone(int pid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    if (pp_read_small_file(path, buf, sizeof(buf)) < 0)
-        return true;
-    const char *p = strrchr(buf, ')');
-    return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
-}
-
 static void sample_all(pysampler *s)
 {
     for (size_t i = 0; i < s->n; i++) {
@@ -338,7 +328,7 @@ static void sample_all(pysampler *s)
             p->samples++;
             continue;
         }
-        if (process_gone(p->pid)) {
+        if (!pp_proc_alive(p->pid)) {
             p->gone = true; /* normal: keep what was gathered */
             pp_debug("python pid %d exited during the session", p->pid);
             continue;
