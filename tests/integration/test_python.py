@@ -103,7 +103,7 @@ def session(tmp_path_factory):
     gofile = d / "go"
     procs, apps = {}, []
     nsdir = Path(tempfile.mkdtemp(prefix="pp_ns_"))
-    labels = [label for label, _ in INTERPRETERS] + ["namespace"]
+    labels = [label for label, _ in INTERPRETERS] + ["namespace", "deep"]
     offset = {label: str((i // LANES) * SLOT) for i, label in enumerate(labels)}
     nslots = (len(labels) + LANES - 1) // LANES
     try:
@@ -123,6 +123,14 @@ def session(tmp_path_factory):
             apps.append(a)
             pid = int(a.first_line.split()[1])
             procs["namespace"] = Proc("namespace", ns_exe, str(ns_script), a, pid)
+        # Deeper than the reader walks (256 frames): truncated stacks.
+        script = d / "pyhot_deep.py"
+        shutil.copy(APPS / "pyhot.py", script)
+        a = App(["env", "PYHOT_DEPTH=300", "/usr/bin/python3", str(script), str(gofile),
+                 offset["deep"], str(SLOT)])
+        apps.append(a)
+        procs["deep"] = Proc("deep", "/usr/bin/python3", str(script), a,
+                             int(a.first_line.split()[1]))
         old = sorted(glob.glob("/root/.pyenv/versions/3.7.*/bin/python3.7"))
         if old:  # never gets a turn: a few % of a CPU
             script = d / "pyhot_37.py"
@@ -204,6 +212,17 @@ def test_process_in_its_own_mount_namespace(session):
     p = procs["namespace"]
     assert not os.path.exists(p.script), "the script exists only inside the namespace"
     check_process(prof, p, counts, True)
+
+
+def test_truncated_stacks_are_marked_at_the_root_end(session):
+    prof, procs, _, _ = session
+    stacks = stacks_of(prof, procs["deep"].script)
+    deep = [f[4:] for f, _ in stacks if any(frame_name(x) == "Worker.hot_a" for x in f)]
+    assert deep, "samples in the deep process"
+    assert all(f[0] == "[truncated]" and len(f) == 257 for f in deep), [len(f) for f in deep]
+    for f in deep:
+        hot = [frame_name(x) for x in f].index("Worker.hot_a")
+        assert hot > 200 and all(frame_name(x) == "recurse" for x in f[1:hot])
 
 
 def test_unsupported_python_gets_the_skip_stack(session):

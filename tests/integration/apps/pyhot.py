@@ -12,7 +12,8 @@ CPU profile. The main thread waits in join(). Prints "ready <pid>" once everythi
 Usage: pyhot.py [GO_FILE SLOT_OFFSET SLOT_LENGTH]: once GO_FILE exists and holds a wall-clock
 time T (seconds since the epoch), the busy thread uses a whole CPU from T + SLOT_OFFSET for
 SLOT_LENGTH seconds and about 3% of one otherwise, so that many copies can take turns on a small
-machine. Without arguments it always uses a whole CPU.
+machine. Without arguments it always uses a whole CPU. PYHOT_DEPTH (default 4) sets the depth
+of the recursion above the hot functions.
 """
 import json
 import os
@@ -73,13 +74,14 @@ def in_slot(slot):
 
 
 def busy(slot):
+    depth = int(os.environ.get("PYHOT_DEPTH", "4"))
     w = Worker()
     rng = random.Random(1)
     while True:
         t = time.monotonic()
         units = rng.randint(1, 2 * UNITS - 1)
-        recurse(4, w.hot_a, units)
-        recurse(4, w.hot_b, units)
+        recurse(depth, w.hot_a, units)
+        recurse(depth, w.hot_b, units)
         if not in_slot(slot):
             time.sleep(min(30 * (time.monotonic() - t), 0.5))
 
