@@ -103,7 +103,7 @@ def session(tmp_path_factory):
     gofile = d / "go"
     procs, apps = {}, []
     nsdir = Path(tempfile.mkdtemp(prefix="pp_ns_"))
-    labels = [label for label, _ in INTERPRETERS] + ["namespace", "deep"]
+    labels = [label for label, _ in INTERPRETERS] + ["namespace", "deep", "exits"]
     offset = {label: str((i // LANES) * SLOT) for i, label in enumerate(labels)}
     nslots = (len(labels) + LANES - 1) // LANES
     try:
@@ -131,6 +131,13 @@ def session(tmp_path_factory):
         apps.append(a)
         procs["deep"] = Proc("deep", "/usr/bin/python3", str(script), a,
                              int(a.first_line.split()[1]))
+        # Exits mid-session, at the end of its turn.
+        script = d / "pyhot_exits.py"
+        shutil.copy(APPS / "pyhot.py", script)
+        a = App(["env", "PYHOT_EXIT_AFTER_SLOT=1", "/usr/bin/python3", str(script), str(gofile),
+                 offset["exits"], str(SLOT)])
+        apps.append(a)
+        procs["exits"] = Proc("exits", "/usr/bin/python3", str(script), a, a.pid)
         old = sorted(glob.glob("/root/.pyenv/versions/3.7.*/bin/python3.7"))
         if old:  # never gets a turn: a few % of a CPU
             script = d / "pyhot_37.py"
@@ -223,6 +230,16 @@ def test_truncated_stacks_are_marked_at_the_root_end(session):
     for f in deep:
         hot = [frame_name(x) for x in f].index("Worker.hot_a")
         assert hot > 200 and all(frame_name(x) == "recurse" for x in f[1:hot])
+
+
+def test_process_exiting_mid_session_keeps_its_samples(session):
+    prof, procs, _, stderr = session
+    p = procs["exits"]
+    assert p.app.proc.poll() == 0, "exited during the session"
+    stacks = stacks_of(prof, p.script)
+    assert sum(c for f, c in stacks if any(frame_name(x) == "Worker.hot_a" for x in f)) > 0
+    assert not any(x.startswith("[Profiling") for f, _ in stacks for x in f)
+    assert f"pid {p.pid} (" not in stderr.replace(f"python pid {p.pid} (python3): CPython", "")
 
 
 def test_unsupported_python_gets_the_skip_stack(session):

@@ -13,7 +13,8 @@ Usage: pyhot.py [GO_FILE SLOT_OFFSET SLOT_LENGTH]: once GO_FILE exists and holds
 time T (seconds since the epoch), the busy thread uses a whole CPU from T + SLOT_OFFSET for
 SLOT_LENGTH seconds and about 3% of one otherwise, so that many copies can take turns on a small
 machine. Without arguments it always uses a whole CPU. PYHOT_DEPTH (default 4) sets the depth
-of the recursion above the hot functions.
+of the recursion above the hot functions; with PYHOT_EXIT_AFTER_SLOT set the process exits when
+its slot ends.
 """
 import json
 import os
@@ -75,6 +76,8 @@ def in_slot(slot):
 
 def busy(slot):
     depth = int(os.environ.get("PYHOT_DEPTH", "4"))
+    exit_after = "PYHOT_EXIT_AFTER_SLOT" in os.environ
+    was_in = False
     w = Worker()
     rng = random.Random(1)
     while True:
@@ -82,7 +85,11 @@ def busy(slot):
         units = rng.randint(1, 2 * UNITS - 1)
         recurse(depth, w.hot_a, units)
         recurse(depth, w.hot_b, units)
-        if not in_slot(slot):
+        if in_slot(slot):
+            was_in = True
+        elif exit_after and was_in:
+            os._exit(0)
+        else:
             time.sleep(min(30 * (time.monotonic() - t), 0.5))
 
 
