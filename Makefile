@@ -81,6 +81,10 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(HDRS) $(SKELS)
 	$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) -fsanitize=fuzzer,address,undefined \
 	    -o $@ $< $(LIB_SRC) $(LDLIBS)
 
+$(BUILD)/bench/bench_pyreader: bench/python/bench_reader.c $(OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(OBJ) $(LDLIBS)
+
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; ASAN_OPTIONS=detect_leaks=1 $$t; done
 
@@ -116,6 +120,7 @@ run: deps
 bench: all
 	bash bench/sampler/run.sh
 	bash bench/discovery/run.sh
+	bash bench/python/run.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -20,12 +20,14 @@
 
 typedef struct py_module {
     char path[PATH_MAX]; /* as mapped in the target's mount namespace */
-    uint64_t start;      /* start of its file-offset-0 mapping */
+    uint64_t start, end; /* its file-offset-0 mapping */
+    bool deleted;        /* the file was replaced or removed since it was mapped */
 } py_module;
 
-enum { SYM_RUNTIME, SYM_VERSION, SYM_CODE, SYM_UNICODE, SYM_BYTES, NSYMS };
-static const char *const sym_names[NSYMS] = {"_PyRuntime", "Py_Version", "PyCode_Type",
-                                             "PyUnicode_Type", "PyBytes_Type"};
+/* version.0: Py_GetVersion's static buffer ("3.8.18 (default, ..."), in .symtab only. */
+enum { SYM_RUNTIME, SYM_VERSION, SYM_CODE, SYM_UNICODE, SYM_BYTES, SYM_VERBUF, NSYMS };
+static const char *const sym_names[NSYMS] = {"_PyRuntime",     "Py_Version",   "PyCode_Type",
+                                             "PyUnicode_Type", "PyBytes_Type", "version.0"};
 
 /* The first libpython mapping and the main executable's mapping. */
 static int find_modules(int pid, py_module *lib, py_module *exe)
@@ -61,6 +63,8 @@ static int find_modules(int pid, py_module *lib, py_module *exe)
             memcpy(m->path, ml.path, plen);
             m->path[plen] = '\0';
             m->start = ml.start;
+            m->end = ml.end;
+            m->deleted = ml.deleted;
         }
     }
     free(line);
@@ -76,9 +80,21 @@ static int version_from_name(const char *path, unsigned *major, unsigned *minor)
     return p && sscanf(p + 6, "%u.%u", major, minor) == 2 ? 0 : -1;
 }
 
-static int digits_dots(const char *s)
+/* "X.Y.Z" from Py_GetVersion's buffer when it starts with "X.Y." (else just "X.Y"). */
+static void micro_version(pp_rmem *m, uint64_t verbuf, unsigned major, unsigned minor, char *out,
+                          size_t len)
 {
-    return s[strspn(s, "0123456789.")] == '\0';
+    char buf[24] = "", prefix[16];
+    int pl = snprintf(prefix, sizeof(prefix), "%u.%u.", major, minor);
+    snprintf(out, len, "%u.%u", major, minor);
+    if (!verbuf || pp_rmem_read(m, verbuf, buf, sizeof(buf) - 1) != 0 ||
+        strncmp(buf, prefix, (size_t)pl) != 0)
+        return;
+    size_t n = (size_t)pl + strspn(buf + pl, "0123456789");
+    if (n > (size_t)pl && n < len) {
+        memcpy(out, buf, n);
+        out[n] = '\0';
+    }
 }
 
 static pp_py_proc *fail(pp_py_proc *p, pp_py_open_status *st, pp_py_open_status code, char *err,
@@ -127,8 +143,12 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
     p->pid = pid;
     pp_rmem_init(&p->mem, pid);
     py_module lib, exe;
-    if (pid <= 0 || find_modules(pid, &lib, &exe) != 0)
+    if (pid <= 0 || find_modules(pid, &lib, &exe) != 0) {
+        if (pid > 0 && errno != ENOENT && errno != ESRCH)
+            return fail(p, status, PP_PY_ERROR, err, errlen,
+                        "cannot read /proc/%s/maps (permission? run as root)", pidbuf);
         return fail(p, status, PP_PY_GONE, err, errlen, "process exited (pid %s)", pidbuf);
+    }
 
     /* libpython first (pyenv / --enable-shared builds), else the executable itself. */
     py_module *mods[2] = {lib.path[0] ? &lib : NULL, exe.path[0] ? &exe : NULL};
@@ -141,13 +161,18 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
             continue;
         if (mods[i] == &exe)
             snprintf(file, sizeof(file), "/proc/%d/exe", pid);
+        else if (mods[i]->deleted) /* e.g. upgraded in place: the mapped file itself */
+            snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
+                     (unsigned long long)mods[i]->start, (unsigned long long)mods[i]->end);
         else
             snprintf(file, sizeof(file), "/proc/%d/root%s", pid, mods[i]->path);
         if (pp_elf_symbol_values(file, sym_names, NSYMS, sym, &first_load) > 0 && sym[SYM_RUNTIME])
             mod = mods[i];
-        else if (!major && version_from_name(mods[i]->path, &major, &minor) == 0 &&
+        else if (version_from_name(mods[i]->path, &major, &minor) == 0 &&
                  (major != 3 || minor < 8 || minor > 13))
             break; /* a named python outside the supported range */
+        else
+            major = minor = 0;
     }
     if (!mod && major) {
         char v[32];
@@ -160,7 +185,8 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
     uint64_t bias = mod->start - first_load;
     p->runtime = bias + sym[SYM_RUNTIME];
 
-    /* Version: Py_Version (3.11+), else the file name plus the PY_VERSION literal. */
+    /* Version: Py_Version (3.11+), else X.Y from the file name and the micro version from
+     * Py_GetVersion's buffer. */
     uint32_t hex = 0;
     if (sym[SYM_VERSION] && pp_rmem_read(&p->mem, bias + sym[SYM_VERSION], &hex, 4) == 0 &&
         (hex >> 24) == 3) {
@@ -170,11 +196,8 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
     } else if (p->mem.gone) {
         return fail(p, status, PP_PY_GONE, err, errlen, "process exited (pid %s)", pidbuf);
     } else if (version_from_name(mod->path, &major, &minor) == 0) {
-        char prefix[16];
-        snprintf(prefix, sizeof(prefix), "%u.%u.", major, minor);
-        if (pp_elf_find_string(file, prefix, "0123456789", 12, digits_dots, p->version,
-                               sizeof(p->version)) != 0)
-            snprintf(p->version, sizeof(p->version), "%u.%u", major, minor);
+        micro_version(&p->mem, sym[SYM_VERBUF] ? bias + sym[SYM_VERBUF] : 0, major, minor,
+                      p->version, sizeof(p->version));
     } else {
         return fail(p, status, PP_PY_UNSUPPORTED, err, errlen,
                     "cannot tell the Python version of %s (no Py_Version, no X.Y in its name)",
@@ -261,11 +284,14 @@ static bool cycle_step(cycle *c, uint64_t addr)
     return false;
 }
 
-/* Walks one thread's frames from the leaf; fills p->frames root first. Returns the count. */
+/* Walks one thread's frames from the leaf; fills p->frames root first. Returns the count.
+ * Two passes: the frame chain first (code object address and instruction of each frame), then
+ * the code objects, validated in one batched read (pp_py_code_prefetch). */
 static size_t walk_frames(pp_py_proc *p, uint64_t f, bool *truncated)
 {
     const pp_py_layout *L = &p->L;
-    pp_py_frame leaf[PP_PY_MAX_DEPTH];
+    uint64_t codes[PP_PY_MAX_DEPTH];
+    int idxs[PP_PY_MAX_DEPTH];
     size_t n = 0;
     cycle cy = {0, 1, 0};
     uint8_t buf[256];
@@ -280,38 +306,40 @@ static size_t walk_frames(pp_py_proc *p, uint64_t f, bool *truncated)
         uint64_t code, back, ip = 0;
         memcpy(&code, buf + L->fr_code, 8);
         memcpy(&back, buf + L->fr_back, 8);
+        f = back;
         int idx;
         if (L->frame_object) {
             int32_t lasti;
             memcpy(&lasti, buf + L->fr_ip, 4);
             idx = lasti;
         } else {
-            if (L->minor >= 12 && buf[L->fr_owner] == FRAME_OWNED_BY_CSTACK) {
-                f = back;
-                continue;
-            }
+            if (L->minor >= 12 && buf[L->fr_owner] == FRAME_OWNED_BY_CSTACK)
+                continue; /* shim / entry frame */
             memcpy(&ip, buf + L->fr_ip, 8);
             int64_t d = (int64_t)(ip - (code + L->co_code_adaptive));
-            if (d < 0) { /* incomplete frame: being set up, no instruction run yet */
-                f = back;
-                continue;
-            }
+            if (d < 0)
+                continue; /* incomplete frame: being set up, no instruction run yet */
             idx = d / 2 > INT_MAX ? INT_MAX : (int)(d / 2);
         }
-        pp_py_code *co = pp_py_code_get(&p->codes, &p->mem, L, code);
+        codes[n] = code;
+        idxs[n++] = idx;
+    }
+    pp_py_code_prefetch(&p->codes, &p->mem, L, codes, n);
+    size_t good = 0; /* leaf-side frames whose code object was read */
+    for (; good < n; good++) {
+        pp_py_code *co = pp_py_code_get(&p->codes, &p->mem, L, codes[good]);
         if (!co) {
             *truncated = true;
             break;
         }
-        leaf[n].name = co->name;
-        leaf[n].file = co->file;
-        leaf[n].line = pp_py_code_line(co, L, idx);
-        n++;
-        f = back;
+        pp_py_frame *fr = &p->frames[n - 1 - good]; /* root first */
+        fr->name = co->name;
+        fr->file = co->file;
+        fr->line = pp_py_code_line(co, L, idxs[good]);
     }
-    for (size_t i = 0; i < n; i++)
-        p->frames[i] = leaf[n - 1 - i];
-    return n;
+    if (good < n) /* keep the leaf-side part: move it to the front */
+        memmove(p->frames, p->frames + (n - good), good * sizeof(*p->frames));
+    return good;
 }
 
 static long thread_tid(pp_py_proc *p, const uint8_t *ts)
@@ -326,6 +354,25 @@ static long thread_tid(pp_py_proc *p, const uint8_t *ts)
     if (!pp_rmem_valid_ptr(v, 8) || pp_rmem_read_cached(&p->mem, v + p->pthread_tid, &tid, 4) != 0)
         return 0;
     return tid;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* With sub-interpreters one OS thread has a thread state in each interpreter it entered: the
+ * newest interpreter (listed first) holds the code running now, an older one only the frame
+ * suspended in the call that entered it (e.g. _interpreters.run_string). Report each tid once:
+ * returns false when an earlier interpreter of this sample reported tid already. */
+static bool tid_first(pp_py_proc *p, long tid, size_t nsorted, size_t *nseen)
+{
+    if (bsearch(&tid, p->tids, nsorted, sizeof(*p->tids), cmp_long))
+        return false;
+    if (*nseen < PP_PY_MAX_THREADS)
+        p->tids[(*nseen)++] = tid;
+    return true;
 }
 
 static int gone(pp_py_proc *p, char *err, size_t errlen)
@@ -349,6 +396,8 @@ int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t 
     if (L->rt_gil_tstate)
         pp_rmem_ptr(&p->mem, p->runtime + L->rt_gil_tstate, &gil_ts);
     int reported = 0, threads = 0;
+    bool multi = false;            /* several interpreters: report each tid once */
+    size_t nseen = 0, nsorted = 0; /* p->tids[0, nsorted) sorted, then this interpreter's */
     cycle icy = {0, 1, 0};
     for (int ni = 0; interp && ni < PP_PY_MAX_INTERPS; ni++) {
         uint64_t ts, next_interp = 0;
@@ -356,6 +405,7 @@ int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t 
             pp_rmem_ptr(&p->mem, interp + L->is_threads_head, &ts) != 0)
             break;
         pp_rmem_ptr(&p->mem, interp + L->is_next, &next_interp);
+        multi = multi || next_interp;
         if (L->is_gil_ptr) { /* 3.12+: the GIL this interpreter uses */
             uint64_t gil = 0, holder = 0;
             int32_t locked = 0;
@@ -392,13 +442,20 @@ int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t 
                 st.tid = thread_tid(p, tsb);
                 st.holds_gil = gil_ts && gil_ts == ts;
                 st.frames = p->frames;
+                if (multi && !tid_first(p, st.tid, nsorted, &nseen))
+                    goto next_thread; /* this OS thread runs a newer interpreter's code */
                 reported++;
                 if (cb(arg, &st) != 0)
                     return reported;
             }
+        next_thread:
             ts = next;
         }
         interp = next_interp;
+        if (multi) { /* tids of this interpreter join the sorted set */
+            qsort(p->tids, nseen, sizeof(*p->tids), cmp_long);
+            nsorted = nseen;
+        }
     }
     if (p->mem.gone)
         return gone(p, err, errlen);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "merge/strtab.h"
 #include "runtimes/python/cpython_int.h"
 
 #define NSLOTS (2 * PP_PY_CODE_CACHE)
@@ -176,13 +177,12 @@ int pp_py_line_locations(const uint8_t *t, size_t n, int firstlineno, int idx)
 
 static void entry_free(pp_py_code *e)
 {
-    free(e->name);
-    free(e->file);
     free(e->table);
     memset(e, 0, sizeof(*e));
 }
 
-void pp_py_code_cache_free(pp_py_code_cache *c)
+/* Drops the entries (the interned strings stay: callers may hold them until close). */
+static void cache_clear(pp_py_code_cache *c)
 {
     if (c->slots)
         for (size_t i = 0; i < NSLOTS; i++)
@@ -193,6 +193,13 @@ void pp_py_code_cache_free(pp_py_code_cache *c)
     c->n = 0;
 }
 
+void pp_py_code_cache_free(pp_py_code_cache *c)
+{
+    cache_clear(c);
+    pp_strtab_free(c->strs);
+    c->strs = NULL;
+}
+
 /* What is compared on a hit: ob_type, the name/file/qualname/line-table pointers and the first
  * line. A code object freed and replaced by another at the same address differs in these. */
 typedef struct code_hdr {
@@ -201,17 +208,21 @@ typedef struct code_hdr {
     int firstlineno;
 } code_hdr;
 
-static int read_hdr(pp_rmem *m, const pp_py_layout *L, uint64_t addr, code_hdr *h)
+static uint32_t hdr_size(const pp_py_layout *L)
 {
-    uint8_t buf[512];
     uint32_t need = L->co_firstlineno + 4;
     const uint32_t offs[4] = {L->co_filename, L->co_name, L->co_qualname, L->co_linetable};
     for (int i = 0; i < 4; i++)
         if (offs[i] + 8 > need)
             need = offs[i] + 8;
-    if (!pp_rmem_valid_ptr(addr, 8) || need > sizeof(buf) ||
-        pp_rmem_read_cached(m, addr, buf, need) != 0)
-        return -1;
+    return need;
+}
+
+#define HDR_MAX 512
+
+static int parse_hdr(const uint8_t *buf, const pp_py_layout *L, code_hdr *h)
+{
+    const uint32_t offs[4] = {L->co_filename, L->co_name, L->co_qualname, L->co_linetable};
     memcpy(&h->type, buf + OB_TYPE, 8);
     if (L->code_type && h->type != L->code_type)
         return -1;
@@ -224,6 +235,21 @@ static int read_hdr(pp_rmem *m, const pp_py_layout *L, uint64_t addr, code_hdr *
     if (!pp_rmem_valid_ptr(h->check[0], 8) || !pp_rmem_valid_ptr(h->check[1], 8))
         return -1;
     return 0;
+}
+
+static int read_hdr(pp_rmem *m, const pp_py_layout *L, uint64_t addr, code_hdr *h)
+{
+    uint8_t buf[HDR_MAX];
+    uint32_t need = hdr_size(L);
+    if (!pp_rmem_valid_ptr(addr, 8) || need > sizeof(buf) ||
+        pp_rmem_read_cached(m, addr, buf, need) != 0)
+        return -1;
+    return parse_hdr(buf, L, h);
+}
+
+static bool hdr_matches(const pp_py_code *e, const code_hdr *h)
+{
+    return memcmp(e->check, h->check, sizeof(h->check)) == 0 && e->firstlineno == h->firstlineno;
 }
 
 static uint8_t *read_bytes(pp_rmem *m, const pp_py_layout *L, uint64_t addr, size_t *len)
@@ -248,21 +274,29 @@ static uint8_t *read_bytes(pp_rmem *m, const pp_py_layout *L, uint64_t addr, siz
     return t;
 }
 
-static char *str_or_invalid(pp_rmem *m, const pp_py_layout *L, uint64_t addr)
+/* The string at addr, interned for the handle's lifetime ("<invalid>" when unreadable). */
+static const char *intern_str(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *L, uint64_t addr)
 {
+    if (!c->strs && !(c->strs = pp_strtab_new()))
+        return NULL;
+    if (pp_strtab_bytes(c->strs) > PP_PY_STRINGS_MAX)
+        return "<too many names>";
     char *s = pp_py_read_str(m, L, addr);
-    return s ? s : strdup("<invalid>");
+    uint32_t id = pp_strtab_intern_cstr(c->strs, s ? s : "<invalid>");
+    free(s);
+    return id == UINT32_MAX ? NULL : pp_strtab_get(c->strs, id);
 }
 
-static int fill(pp_py_code *e, pp_rmem *m, const pp_py_layout *L, uint64_t addr, const code_hdr *h)
+static int fill(pp_py_code_cache *c, pp_py_code *e, pp_rmem *m, const pp_py_layout *L,
+                uint64_t addr, const code_hdr *h)
 {
     e->addr = addr;
     memcpy(e->check, h->check, sizeof(e->check));
     e->firstlineno = h->firstlineno;
     e->last_idx = INT_MIN;
     e->last_line = 0;
-    e->file = str_or_invalid(m, L, h->check[0]);
-    e->name = str_or_invalid(m, L, L->co_qualname ? h->check[2] : h->check[1]);
+    e->file = intern_str(c, m, L, h->check[0]);
+    e->name = intern_str(c, m, L, L->co_qualname ? h->check[2] : h->check[1]);
     e->table = read_bytes(m, L, h->check[3], &e->table_len);
     if (!e->file || !e->name) {
         entry_free(e);
@@ -276,8 +310,61 @@ static size_t slot_of(uint64_t addr)
     return (size_t)(((addr >> 3) * 0x9e3779b97f4a7c15ull) >> 40) % NSLOTS;
 }
 
+static pp_py_code *lookup(pp_py_code_cache *c, uint64_t addr)
+{
+    if (!c->slots)
+        return NULL;
+    size_t i = slot_of(addr);
+    for (size_t k = 0; k < NSLOTS && c->slots[i].addr; k++, i = (i + 1) % NSLOTS)
+        if (c->slots[i].addr == addr)
+            return &c->slots[i];
+    return NULL;
+}
+
+void pp_py_code_prefetch(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *L,
+                         const uint64_t *addrs, size_t n)
+{
+    enum { MAXV = 64 };
+    const unsigned long long QUEUED = ~0ull;
+    uint64_t va[MAXV];
+    size_t lens[MAXV];
+    uint8_t *bufs[MAXV];
+    pp_py_code *ents[MAXV];
+    bool ok[MAXV];
+    static __thread uint8_t hdrs[MAXV][HDR_MAX];
+    uint32_t need = hdr_size(L);
+    size_t k = 0;
+    if (need > HDR_MAX)
+        return;
+    for (size_t i = 0; i < n && k < MAXV; i++) {
+        pp_py_code *e = lookup(c, addrs[i]);
+        if (!e || e->checked_gen == m->gen || e->checked_gen == QUEUED)
+            continue;
+        e->checked_gen = QUEUED; /* queued (dedupes repeated code objects) */
+        ents[k] = e;
+        va[k] = e->addr;
+        lens[k] = need;
+        bufs[k] = hdrs[k];
+        k++;
+    }
+    if (k == 0)
+        return;
+    pp_rmem_readv(m, va, lens, bufs, k, ok);
+    for (size_t i = 0; i < k; i++) {
+        code_hdr h;
+        bool good = ok[i] && parse_hdr(hdrs[i], L, &h) == 0 && hdr_matches(ents[i], &h);
+        /* Not confirmed: pp_py_code_get re-reads it (and reloads it if it changed). */
+        ents[i]->checked_gen = good ? m->gen : 0;
+    }
+}
+
 pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *L, uint64_t addr)
 {
+    pp_py_code *known = lookup(c, addr);
+    if (known && known->checked_gen == m->gen) {
+        c->hits++;
+        return known; /* validated in this sample already */
+    }
     code_hdr h;
     if (read_hdr(m, L, addr, &h) != 0)
         return NULL;
@@ -290,34 +377,34 @@ pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *
             break;
         if (e->addr != addr)
             continue;
-        if (memcmp(e->check, h.check, sizeof(h.check)) == 0 && e->firstlineno == h.firstlineno) {
+        if (hdr_matches(e, &h)) {
             c->hits++;
+            e->checked_gen = m->gen;
             return e;
         }
         /* The address now holds another code object: reload in place. */
         c->misses++;
-        free(e->name);
-        free(e->file);
         free(e->table);
-        e->name = e->file = NULL;
         e->table = NULL;
-        if (fill(e, m, L, addr, &h) != 0) {
+        if (fill(c, e, m, L, addr, &h) != 0) {
             /* Keep the probe chain intact: leave a tombstone that never matches. */
             e->addr = 1;
             return NULL;
         }
+        e->checked_gen = m->gen;
         return e;
     }
     c->misses++;
     if (c->n >= PP_PY_CODE_CACHE) { /* full: start over (cheap, rare) */
-        pp_py_code_cache_free(c);
+        cache_clear(c);
         if (!(c->slots = calloc(NSLOTS, sizeof(*c->slots))))
             return NULL;
         i = slot_of(addr);
     }
     pp_py_code *e = &c->slots[i];
-    if (fill(e, m, L, addr, &h) != 0)
+    if (fill(c, e, m, L, addr, &h) != 0)
         return NULL;
+    e->checked_gen = m->gen;
     c->n++;
     return e;
 }

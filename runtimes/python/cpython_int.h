@@ -16,6 +16,7 @@
 #define PP_PY_STR_MAX 1024            /* code-unit bound of a name / file name */
 #define PP_PY_LINETABLE_MAX (1 << 20) /* larger line tables are not read (line 0) */
 #define PP_PY_CODE_CACHE 4096         /* code objects cached; the cache is cleared when full */
+#define PP_PY_STRINGS_MAX (32u << 20) /* interned names beyond this: "<too many names>" */
 
 typedef enum pp_py_lines {
     PP_PY_LNOTAB,    /* 3.8/3.9 co_lnotab */
@@ -70,22 +71,32 @@ typedef struct pp_py_code {
     uint64_t addr;     /* code object address (0: free slot) */
     uint64_t check[4]; /* filename, name, qualname/linetable pointers: validated on hits */
     int firstlineno;
-    char *name, *file; /* owned (or the shared "<invalid>") */
-    uint8_t *table;    /* line table copy */
+    const char *name, *file; /* interned in the cache's string table (live until close) */
+    uint8_t *table;          /* line table copy */
     size_t table_len;
-    int last_idx, last_line; /* memo of the last lookup */
+    int last_idx, last_line;        /* memo of the last lookup */
+    unsigned long long checked_gen; /* sample generation (pp_rmem.gen) it was last validated in */
 } pp_py_code;
+
+typedef struct pp_strtab pp_strtab;
 
 typedef struct pp_py_code_cache {
     pp_py_code *slots; /* open addressing, PP_PY_CODE_CACHE * 2 */
+    pp_strtab *strs;   /* names and file names, freed only by pp_py_close */
     size_t n;
     unsigned long long hits, misses;
 } pp_py_code_cache;
 
 void pp_py_code_cache_free(pp_py_code_cache *c);
-/* Looks code object addr up (validating a cached entry against the target), reading it on a
- * miss. Returns NULL when it cannot be read or is not a plausible code object. */
+/* Looks code object addr up (validating a cached entry against the target unless it was in this
+ * sample), reading it on a miss. Returns NULL when it cannot be read or is not a plausible code
+ * object. */
 pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *L, uint64_t addr);
+/* Validates the cached code objects among addrs (n entries, duplicates allowed) that were not
+ * validated in this sample yet, with one batched read; pp_py_code_get then answers them without
+ * reading. Objects not cached are left to pp_py_code_get. */
+void pp_py_code_prefetch(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *L,
+                         const uint64_t *addrs, size_t n);
 /* Line for code-unit index idx (3.11+), byte offset (3.8/3.9) or instruction index (3.10) as
  * the version's line table counts; 0 if unknown. */
 int pp_py_code_line(pp_py_code *co, const pp_py_layout *L, int idx);
@@ -108,6 +119,7 @@ struct pp_py_proc {
     uint32_t pthread_tid; /* <= 3.10: offset of the kernel tid in glibc's struct pthread */
     pp_py_code_cache codes;
     pp_py_frame frames[PP_PY_MAX_DEPTH];
+    long tids[PP_PY_MAX_THREADS]; /* tids reported in this sample (several interpreters only) */
 };
 
 #endif

@@ -96,33 +96,106 @@ int pp_rmem_read(pp_rmem *m, uint64_t addr, void *buf, size_t len)
     return rc;
 }
 
-void pp_rmem_begin_sample(pp_rmem *m)
+size_t pp_rmem_readv(pp_rmem *m, const uint64_t *addrs, const size_t *lens, uint8_t *const *bufs,
+                     size_t n, bool *ok)
 {
-    if (++m->gen == 0) { /* wrapped: make every slot stale */
-        if (m->pages)
-            for (unsigned i = 0; i < PP_RMEM_CACHE_PAGES; i++)
-                m->pages[i].gen = 0;
-        m->gen = 1;
+    size_t got = 0;
+    for (size_t i = 0; i < n; i++)
+        ok[i] = false;
+    if (m->hook || m->use_file || m->gone) {
+        for (size_t i = 0; i < n; i++)
+            if ((ok[i] = pp_rmem_read(m, addrs[i], bufs[i], lens[i]) == 0))
+                got++;
+        return got;
     }
+    struct iovec l[64], r[64];
+    for (size_t i = 0; i < n && !m->gone;) {
+        size_t k = 0;
+        for (; k < 64 && i + k < n; k++) {
+            l[k] = (struct iovec){bufs[i + k], lens[i + k]};
+            r[k] = (struct iovec){(void *)(uintptr_t)addrs[i + k], lens[i + k]};
+        }
+        m->reads++;
+        ssize_t rd = process_vm_readv(m->pid, l, k, r, k, 0);
+        if (rd < 0) {
+            if (errno == ESRCH) {
+                m->gone = true;
+                break;
+            }
+            if (errno == ENOSYS || errno == EPERM) { /* fall back to /proc/<pid>/mem */
+                m->use_file = true;
+                return got + pp_rmem_readv(m, addrs + i, lens + i, bufs + i, n - i, ok + i);
+            }
+            rd = 0;
+        }
+        m->read_bytes += (size_t)rd;
+        /* Ranges fully read form a prefix; the next one failed (skip it) unless all were read. */
+        size_t done = 0;
+        while (done < k && (size_t)rd >= lens[i + done]) {
+            rd -= (ssize_t)lens[i + done];
+            ok[i + done++] = true;
+            got++;
+        }
+        i += done < k ? done + 1 : k;
+    }
+    return got;
 }
 
-static const uint8_t *page(pp_rmem *m, uint64_t pa)
+void pp_rmem_begin_sample(pp_rmem *m)
+{
+    m->gen++;
+}
+
+/* One raw read of up to len bytes; returns the bytes read (a prefix), -1 on failure. */
+static ssize_t read_prefix(pp_rmem *m, uint64_t addr, void *buf, size_t len)
+{
+    if (m->hook || m->use_file || m->gone)
+        return pp_rmem_read(m, addr, buf, len) == 0 ? (ssize_t)len : -1;
+    m->reads++;
+    struct iovec l = {buf, len}, r = {(void *)(uintptr_t)addr, len};
+    ssize_t n = process_vm_readv(m->pid, &l, 1, &r, 1, 0);
+    if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
+        m->reads--;
+        m->use_file = true;
+        return pp_rmem_read(m, addr, buf, len) == 0 ? (ssize_t)len : -1;
+    }
+    if (n < 0 && errno == ESRCH)
+        m->gone = true;
+    if (n > 0)
+        m->read_bytes += (size_t)n;
+    return n;
+}
+
+/* The cached block holding addr, with *avail bytes valid from addr; NULL if unreadable. */
+static const uint8_t *block(pp_rmem *m, uint64_t addr, size_t *avail)
 {
     if (!m->pages) {
         m->pages = calloc(PP_RMEM_CACHE_PAGES, sizeof(*m->pages));
         if (!m->pages)
             return NULL;
     }
-    /* Direct-mapped by page number. */
+    uint64_t pa = addr & ~(uint64_t)(PP_RMEM_PAGE - 1);
+    uint32_t off = (uint32_t)(addr - pa);
+    /* Direct-mapped by block number. */
     pp_rmem_page *pg = &m->pages[(pa / PP_RMEM_PAGE) % PP_RMEM_CACHE_PAGES];
-    if (pg->gen == m->gen && pg->addr == pa)
-        return pg->data;
-    pg->gen = 0;
-    if (pp_rmem_read(m, pa, pg->data, PP_RMEM_PAGE) != 0)
-        return NULL;
-    pg->addr = pa;
-    pg->gen = m->gen;
-    return pg->data;
+    if (pg->gen != m->gen || pg->addr != pa || off < pg->lo || off >= pg->hi) {
+        pg->gen = 0;
+        /* The whole block, else from addr's 4 KiB page on (the block may start unmapped). */
+        uint32_t lo = 0;
+        ssize_t n = read_prefix(m, pa, pg->data, PP_RMEM_PAGE);
+        if (n <= (ssize_t)off && !m->gone && (lo = off & ~4095u) > 0)
+            n = read_prefix(m, pa + lo, pg->data + lo, PP_RMEM_PAGE - lo);
+        else
+            lo = 0;
+        if (n <= 0 || lo + (uint32_t)n <= off)
+            return NULL;
+        pg->addr = pa;
+        pg->lo = lo;
+        pg->hi = lo + (uint32_t)n;
+        pg->gen = m->gen;
+    }
+    *avail = pg->hi - off;
+    return pg->data + off;
 }
 
 int pp_rmem_read_cached(pp_rmem *m, uint64_t addr, void *buf, size_t len)
@@ -131,18 +204,16 @@ int pp_rmem_read_cached(pp_rmem *m, uint64_t addr, void *buf, size_t len)
         return pp_rmem_read(m, addr, buf, len);
     uint8_t *out = buf;
     while (len) {
-        uint64_t pa = addr & ~(uint64_t)(PP_RMEM_PAGE - 1);
-        size_t off = (size_t)(addr - pa), n = PP_RMEM_PAGE - off;
-        if (n > len)
-            n = len;
-        const uint8_t *d = page(m, pa);
+        size_t avail;
+        const uint8_t *d = block(m, addr, &avail);
         if (!d) {
             if (m->gone)
                 return -1;
-            /* The page may be partly unmapped for a read at its end: try the exact range. */
+            /* The block may be partly unmapped before addr: try the exact range. */
             return pp_rmem_read(m, addr, out, len);
         }
-        memcpy(out, d + off, n);
+        size_t n = avail < len ? avail : len;
+        memcpy(out, d, n);
         out += n;
         addr += n;
         len -= n;
