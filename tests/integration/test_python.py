@@ -255,7 +255,9 @@ def test_unsupported_python_gets_the_skip_stack(session):
     assert stacks2 and all(f[4] == "[Profiling skipped: unsupported Python 3.7]" for f, _ in stacks2)
 
 
-def test_pyspy_launcher_with_the_stand_in(tmp_path):
+@pytest.mark.parametrize("mode", ["pyspy", "auto"])
+def test_pyspy_launcher_with_the_stand_in(tmp_path, mode):
+    """--python-mode pyspy, and auto when a py-spy is on PATH."""
     script = tmp_path / "pyhot_spy.py"
     shutil.copy(APPS / "pyhot.py", script)
     a = App(["/usr/bin/python3.11", str(script)])
@@ -264,7 +266,7 @@ def test_pyspy_launcher_with_the_stand_in(tmp_path):
         env = dict(os.environ, PATH=f"{STANDINS}:{os.environ['PATH']}",
                    PYSPY_STANDIN_ARGV_LOG=str(argv_log))
         out = tmp_path / "out"
-        r = run_polyprof("-d", 3, "-f", 99, "-o", out, "--python-mode", "pyspy", "-v", env=env)
+        r = run_polyprof("-d", 3, "-f", 99, "-o", out, "--python-mode", mode, "-v", env=env)
     finally:
         a.stop()
     argvs = [json.loads(x) for x in argv_log.read_text().splitlines()]
