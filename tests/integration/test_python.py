@@ -226,8 +226,11 @@ def test_truncated_stacks_are_marked_at_the_root_end(session):
     stacks = stacks_of(prof, procs["deep"].script)
     deep = [f[4:] for f, _ in stacks if any(frame_name(x) == "Worker.hot_a" for x in f)]
     assert deep, "samples in the deep process"
-    assert all(f[0] == "[truncated]" and len(f) == 257 for f in deep), [len(f) for f in deep]
-    for f in deep:
+    # 256 frames from the leaf; fewer when a read failed mid-stack (the target moved on).
+    assert all(f[0] == "[truncated]" and len(f) <= 257 for f in deep), [f[:3] for f in deep]
+    full = [f for f in deep if len(f) == 257]
+    assert len(full) >= 0.8 * len(deep), [len(f) for f in deep]
+    for f in full:
         hot = [frame_name(x) for x in f].index("Worker.hot_a")
         assert hot > 200 and all(frame_name(x) == "recurse" for x in f[1:hot])
 
