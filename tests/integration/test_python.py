@@ -292,3 +292,22 @@ def test_pyspy_launcher_with_the_stand_in(tmp_path, mode):
     counts = {int(m[1]): int(m[3]) for m in SAMPLER_LINE.finditer(r.stderr)}
     assert sum(c for _, c in stacks) == counts[a.pid]
     assert not any(Path("/tmp/polyprof_tmp").glob("sess-*/pyspy.*")), "output files removed"
+
+
+def test_pyspy_error_stack_for_a_process_gone_before_it_attached(tmp_path):
+    """The stand-in kills its target first (the race of a process exiting between discovery and
+    py-spy's start): without the system sampler, the error stack is written as it is."""
+    script = tmp_path / "pyhot_gone.py"
+    shutil.copy(APPS / "pyhot.py", script)
+    a = App(["/usr/bin/python3.11", str(script)])
+    try:
+        env = dict(os.environ, PATH=f"{STANDINS}:{os.environ['PATH']}",
+                   PYSPY_STANDIN_KILL_TARGET="1")
+        out = tmp_path / "out"
+        run_polyprof("-d", 2, "-o", out, "--python-mode", "pyspy", "--perf-mode", "disabled",
+                     "--pids", a.pid, env=env)
+    finally:
+        a.stop()
+    stacks = stacks_of(last_profile(out), str(script))
+    assert [(f[4:], c) for f, c in stacks] == [
+        (["[Profiling error: process exited before py-spy started]"], 1)]
