@@ -229,7 +229,7 @@ const pp_opt pp_opts[] = {
      .off = OFF(python_versions),
      .inv = true,
      .def_int = 1,
-     .help = "do not collect Python version metadata"},
+     .help = "do not annotate Python frames with package versions ([dist==version])"},
     NOOPI("pyperf-user-stacks-pages", 0, INT_MAX, NOTIMPL),
     NOOPF("python-pyperf-verbose", NOTIMPL),
     {.name = "python-pyspy-process",

@@ -239,34 +239,6 @@ static char *host_path(const pp_containers *c, const char *rel)
     return p;
 }
 
-/* Whole regular file up to max bytes (NUL-terminated), or NULL. */
-static char *read_bounded(const char *path, size_t max, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    char *buf = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max) {
-        size_t cap = (size_t)st.st_size + 1, got = 0;
-        buf = malloc(cap);
-        while (buf && got < cap - 1) {
-            ssize_t n = read(fd, buf + got, cap - 1 - got);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
-            got += (size_t)n;
-        }
-        if (buf) {
-            buf[got] = '\0';
-            *len = got;
-        }
-    }
-    close(fd);
-    return buf;
-}
-
 /* A /proc file (reported size 0): its first MAX_CGROUP_BYTES, NUL-terminated, or NULL. */
 static char *read_proc(const char *path)
 {
@@ -379,7 +351,7 @@ static char *docker_config_name(pp_containers *c, const char *id)
     snprintf(rel, sizeof(rel), "/var/lib/docker/containers/%s/config.v2.json", id);
     char *path = host_path(c, rel);
     size_t len = 0;
-    char *text = path ? read_bounded(path, MAX_CONFIG_JSON, &len) : NULL;
+    char *text = path ? pp_read_file(path, MAX_CONFIG_JSON, 0, &len) : NULL;
     free(path);
     if (!text)
         return NULL;
@@ -497,7 +469,7 @@ static int podman_list(pp_containers *c)
 {
     char *path = host_path(c, "/var/lib/containers/storage/overlay-containers/containers.json");
     size_t len = 0;
-    char *text = path ? read_bounded(path, MAX_PODMAN_JSON, &len) : NULL;
+    char *text = path ? pp_read_file(path, MAX_PODMAN_JSON, 0, &len) : NULL;
     free(path);
     if (!text)
         return -1;

@@ -1,6 +1,7 @@
 #include "orchestrator/session.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include "merge/header.h"
 #include "merge/profile.h"
 #include "merge/scale.h"
+#include "orchestrator/child.h"
 #include "orchestrator/discovery.h"
 #include "orchestrator/hostinfo.h"
 #include "orchestrator/identity.h"
@@ -96,6 +98,19 @@ static void log_drain(const pp_profile *prof)
                         pp_profile_str(prof, top[k]->comm), top[k]->pid,
                         (unsigned long long)pp_pid_total(top[k]));
     pp_debug("%s", buf);
+}
+
+/* Before a merge: per pid, the runtime profiler's sample count and the system sampler's (the
+ * count the runtime stacks are scaled to). */
+static void log_runtime_counts(pp_profile *sys, const pp_profile *rt)
+{
+    for (size_t i = 0; i < pp_profile_npids(rt); i++) {
+        const pp_pid_profile *r = pp_profile_at(rt, i);
+        const pp_pid_profile *s = pp_profile_get(sys, r->pid, false);
+        pp_debug("runtime %s pid %d: %llu runtime samples, %llu sampler samples",
+                 r->runtime ? r->runtime : "?", r->pid, (unsigned long long)pp_pid_total(r),
+                 (unsigned long long)(s ? pp_pid_total(s) : 0));
+    }
 }
 
 static bool controller_gone(const pp_config *cfg)
@@ -206,11 +221,14 @@ typedef struct run_state {
     pp_sampler_stats prev;
     const pp_runtime_driver *drivers[PP_KIND_COUNT];
     size_t ndrivers;
+    char tmpdir[PATH_MAX]; /* private temp directory of the runtime profilers, "" if none */
 } run_state;
 
 static void run_teardown(run_state *rs)
 {
     json_decref(rs->static_md);
+    if (rs->tmpdir[0])
+        pp_rmtree(rs->tmpdir);
     pp_sampler_stop(rs->sampler);
     pp_uploader_stop(rs->up);
     pp_identity_free(rs->ident);
@@ -265,6 +283,10 @@ static int run_init(run_state *rs, const pp_config *cfg)
         return -1;
     }
     pick_drivers(rs);
+    if (rs->ndrivers && pp_session_tmpdir(rs->tmpdir, sizeof(rs->tmpdir), err, sizeof(err)) < 0) {
+        pp_critical("cannot create a temporary directory for the runtime profilers: %s", err);
+        return -1;
+    }
     if (cfg->perf_mode != PP_PERF_DISABLED) {
         pp_sampler_opts so = {
             .kind = cfg->perf_mode == PP_PERF_EVENT ? PP_SAMPLER_PERF_EVENT : PP_SAMPLER_AUTO,
@@ -316,7 +338,7 @@ static int run_session(run_state *rs, bool *stop)
         pp_warn("cannot read /proc: processes are not classified this session");
     double disc_ms = (mono_now() - t0) * 1000;
     pp_identity_set_procs(rs->ident, &procs);
-    pp_runtime_ctx ctx = {.cfg = cfg};
+    pp_runtime_ctx ctx = {.cfg = cfg, .tmpdir = rs->tmpdir[0] ? rs->tmpdir : NULL};
     pp_runner *runner =
         rs->ndrivers ? pp_runner_start(rs->drivers, rs->ndrivers, &ctx, &procs, deadline) : NULL;
     pp_info("profiling session started (%d s, %zu processes classified in %.1f ms)", cfg->duration,
@@ -355,9 +377,11 @@ static int run_session(run_state *rs, bool *stop)
     if (runner) {
         pp_profile **rts;
         size_t nrt = pp_runner_finish(runner, *stop ? 0 : 2.0, &rts);
-        for (size_t i = 0; i < nrt; i++)
+        for (size_t i = 0; i < nrt; i++) {
+            log_runtime_counts(prof, rts[i]);
             if (pp_merge_runtime(prof, rts[i], rs->sampler != NULL) < 0)
                 pp_warn("out of memory while merging runtime profiles");
+        }
         pp_runner_free(runner);
     }
     double t_merged = mono_now();

@@ -1,6 +1,7 @@
 #include "runtimes/elfinfo.h"
 #include "runtimes/elfnotes.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -169,12 +170,16 @@ int pp_elf_find_string(const char *path, const char *prefix, const char *accept,
         }
     }
     int rc = -1;
-    if (data) {
+    /* Pass 0: strings of their own. Pass 1: the tail of a longer string after a separator
+     * (linkers merge a literal "3.8.18" into the tail of ".../Python-3.8.18"). */
+    for (int pass = 0; data && rc < 0 && pass < 2; pass++) {
         for (const char *p = data; p + plen < data + size;) {
             const char *hit = memmem(p, (size_t)(data + size - p), prefix, plen);
             if (!hit)
                 break;
-            bool at_start = hit == data || hit[-1] == '\0';
+            bool at_start = hit == data || hit[-1] == '\0' ||
+                            (pass == 1 && !isalnum((unsigned char)hit[-1]) && hit[-1] != '.' &&
+                             !strchr(accept, hit[-1]));
             size_t n = plen;
             while (hit + n < data + size && n < maxlen && hit[n] && strchr(accept, hit[n]))
                 n++;

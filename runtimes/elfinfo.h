@@ -24,7 +24,9 @@ int pp_elfinfo_read(const char *path, pp_elfinfo *out);
 
 /* Finds the first NUL-terminated string in the file's .rodata that starts with prefix, is
  * followed only by characters of accept (at most maxlen in all), and that valid() accepts (NULL:
- * any). Returns 0 and the string in out. Scans at most 256 MiB. */
+ * any). When no such string exists, a tail of a longer string is accepted if it follows a byte
+ * that is neither alphanumeric, '.', nor in accept (a linker may merge the literal "3.8.18" into
+ * ".../Python-3.8.18"). Returns 0 and the string in out. Scans at most 256 MiB. */
 int pp_elf_find_string(const char *path, const char *prefix, const char *accept, size_t maxlen,
                        int (*valid)(const char *s), char *out, size_t outlen);
 

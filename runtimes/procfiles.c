@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 ssize_t pp_read_small_file(const char *path, char *buf, size_t len)
@@ -33,6 +34,45 @@ ssize_t pp_read_small_file(const char *path, char *buf, size_t len)
     close(fd);
     buf[got] = '\0';
     return (ssize_t)got;
+}
+
+char *pp_read_file(const char *path, size_t max, int flags, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK |
+                            ((flags & PP_READ_NOFOLLOW) ? O_NOFOLLOW : 0));
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        ((size_t)st.st_size <= max || (flags & PP_READ_TRUNCATE))) {
+        size_t want = (size_t)st.st_size < max ? (size_t)st.st_size : max, got = 0;
+        buf = malloc(want + 1);
+        while (buf && got < want) {
+            ssize_t n = read(fd, buf + got, want - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+        }
+        if (buf) {
+            buf[got] = '\0';
+            *len = got;
+        }
+    }
+    close(fd);
+    return buf;
+}
+
+bool pp_proc_alive(int pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    if (pp_read_small_file(path, buf, sizeof(buf)) <= 0)
+        return false;
+    const char *p = strrchr(buf, ')'); /* comm may hold ')' */
+    return p && p[1] == ' ' && p[2] && p[2] != 'Z' && p[2] != 'X';
 }
 
 int pp_find_mapping(int pid, const char *needle, char *out, size_t len)

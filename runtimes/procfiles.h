@@ -2,6 +2,7 @@
 #ifndef PP_PROCFILES_H
 #define PP_PROCFILES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -9,6 +10,15 @@
  * NUL-terminates; returns the bytes read (the data may hold NULs), or -1 with errno set when
  * the file cannot be opened or read (e.g. ESRCH: the process exited). */
 ssize_t pp_read_small_file(const char *path, char *buf, size_t len);
+/* A whole regular file (not a FIFO or device: opened non-blocking) in a malloc'd buffer,
+ * NUL-terminated, its length in *len. Larger than max: NULL, or with PP_READ_TRUNCATE its first
+ * max bytes. PP_READ_NOFOLLOW refuses a symlink as the last component. NULL on any error. */
+enum { PP_READ_TRUNCATE = 1, PP_READ_NOFOLLOW = 2 };
+char *pp_read_file(const char *path, size_t max, int flags, size_t *len);
+
+/* True when pid exists and is not a zombie (state of /proc/<pid>/stat). */
+bool pp_proc_alive(int pid);
+
 /* Path (as in /proc/<pid>/maps) of the first mapping whose path contains needle. */
 int pp_find_mapping(int pid, const char *needle, char *out, size_t len);
 

@@ -152,7 +152,11 @@ size_t pp_runner_finish(pp_runner *r, double grace, pp_profile ***profiles)
     for (size_t i = 0; i < r->n; i++) {
         job *j = r->jobs[i];
         pthread_mutex_lock(&runner_lock);
-        bool ok = wait_done(j, j->deadline + grace);
+        /* Ended early (a signal): the drivers are stopped now, not at their deadline. */
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        double now = (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+        bool ok = wait_done(j, (now < j->deadline ? now : j->deadline) + grace);
         if (!ok && j->session && j->drv->stop) {
             pthread_mutex_unlock(&runner_lock);
             pp_warn("%s profiler overran the session; stopping it", j->drv->name);

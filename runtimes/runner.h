@@ -16,7 +16,8 @@ typedef struct pp_runner pp_runner;
  * (blacklisted ones excluded), to run until deadline (monotonic seconds). */
 pp_runner *pp_runner_start(const pp_runtime_driver *const *drivers, size_t n,
                            const pp_runtime_ctx *ctx, const pp_proc_list *procs, double deadline);
-/* Waits for the drivers until deadline + grace, stops laggards, and returns their profiles
+/* Waits for the drivers until deadline + grace (or now + grace when called before the deadline,
+ * e.g. after a signal), stops laggards, and returns their profiles
  * (owned by the runner until pp_runner_free), one per started driver. */
 size_t pp_runner_finish(pp_runner *r, double grace, pp_profile ***profiles);
 void pp_runner_free(pp_runner *r);

@@ -1,6 +1,10 @@
-/* Python: application metadata (python_version, exe_elfid, libpython_elfid) and appid. The
- * runtime profiler (built-in CPython sampler, py-spy launcher) is another issue's work. */
+/* Python: application metadata (python_version, exe_elfid, libpython_elfid), appid, and the
+ * choice of runtime profiler by --python-mode: "builtin" (sampler.c, polyprof's own CPython
+ * reader), "pyspy" (pyspy.c, an external py-spy), "auto" (py-spy when one is found, else
+ * builtin), "disabled". */
 #include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,7 +12,9 @@
 
 #include "runtimes/appid.h"
 #include "runtimes/elfinfo.h"
+#include "orchestrator/log.h"
 #include "runtimes/procfiles.h"
+#include "runtimes/python/python_int.h"
 #include "runtimes/runtime.h"
 
 static int digits_only(const char *s)
@@ -37,26 +43,43 @@ static int python_version(const char *path, const char *basename, char *out, siz
     return pp_elf_find_string(path, prefix, "0123456789", 12, digits_only, out, len);
 }
 
-static json_t *python_metadata(int pid)
+/* The version of pid, with the ELF ids of its executable and libpython when wanted. */
+static void python_elfs(int pid, char *ver, size_t vlen, pp_elfinfo *ei, bool *have_exe,
+                        pp_elfinfo *li, bool *have_li)
 {
-    char exe[64], lib[PATH_MAX], libpath[PATH_MAX + 64], exe_target[PATH_MAX], ver[32] = "";
+    char exe[64], lib[PATH_MAX], libpath[PATH_MAX + 64], exe_target[PATH_MAX];
     snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
-    pp_elfinfo ei, li;
-    bool have_exe = pp_elfinfo_read(exe, &ei) == 0;
+    *have_exe = pp_elfinfo_read(exe, ei) == 0;
     bool have_lib = pp_find_mapping(pid, "/libpython", lib, sizeof(lib)) == 0;
-    bool have_li = false;
+    *have_li = false;
     if (have_lib) {
         snprintf(libpath, sizeof(libpath), "/proc/%d/root%s", pid, lib);
-        have_li = pp_elfinfo_read(libpath, &li) == 0;
+        *have_li = pp_elfinfo_read(libpath, li) == 0;
     }
     ssize_t n = readlink(exe, exe_target, sizeof(exe_target) - 1);
     exe_target[n > 0 ? n : 0] = '\0';
     const char *ebase = strrchr(exe_target, '/') ? strrchr(exe_target, '/') + 1 : exe_target;
-    if (have_li && python_version(libpath, strrchr(lib, '/') + 1, ver, sizeof(ver)) == 0) {
-    } else if (have_exe && python_version(exe, ebase, ver, sizeof(ver)) == 0) {
+    if (*have_li && python_version(libpath, strrchr(lib, '/') + 1, ver, vlen) == 0) {
+    } else if (*have_exe && python_version(exe, ebase, ver, vlen) == 0) {
     } else {
         ver[0] = '\0';
     }
+}
+
+int pp_python_process_version(int pid, char *out, size_t len)
+{
+    pp_elfinfo ei, li;
+    bool he, hl;
+    python_elfs(pid, out, len, &ei, &he, &li, &hl);
+    return out[0] ? 0 : -1;
+}
+
+static json_t *python_metadata(int pid)
+{
+    char ver[32];
+    pp_elfinfo ei, li;
+    bool have_exe, have_li;
+    python_elfs(pid, ver, sizeof(ver), &ei, &have_exe, &li, &have_li);
     json_t *o = json_object();
     char full[48];
     snprintf(full, sizeof(full), "Python %s", ver);
@@ -73,10 +96,107 @@ static char *python_appid(int pid)
     return pp_appid_for_pid(pid, "python");
 }
 
+void pp_python_comm(int pid, const char *fallback, char *out, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+    ssize_t n = pp_read_small_file(path, out, len);
+    if (n <= 0) {
+        snprintf(out, len, "%s", fallback ? fallback : "");
+        return;
+    }
+    out[strcspn(out, "\n")] = '\0';
+}
+
+#define REPORTED_MAX 4096
+static pthread_mutex_t reported_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    int pid;
+    unsigned long long start;
+} reported[REPORTED_MAX];
+static size_t nreported;
+
+bool pp_python_first_report(int pid, unsigned long long start_ticks)
+{
+    pthread_mutex_lock(&reported_lock);
+    bool first = true;
+    for (size_t i = 0; i < nreported && first; i++)
+        if (reported[i].pid == pid && reported[i].start == start_ticks)
+            first = false;
+    if (first) {
+        if (nreported == REPORTED_MAX)
+            nreported = 0; /* forget (a bound, not a cache): may log some again */
+        reported[nreported].pid = pid;
+        reported[nreported++].start = start_ticks;
+    }
+    pthread_mutex_unlock(&reported_lock);
+    return first;
+}
+
+/* A session of either profiler. */
+typedef struct pysession {
+    bool pyspy;
+    void *s;
+} pysession;
+
+static void *python_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n,
+                          double deadline)
+{
+    const char *mode = ctx->cfg->runtime_mode[PP_RT_PYTHON];
+    bool pyspy = mode && strcmp(mode, "pyspy") == 0;
+    char path[PATH_MAX];
+    if (mode && strcmp(mode, "auto") == 0 && pp_pyspy_find(path, sizeof(path)) == 0) {
+        pyspy = true;
+        pp_debug("python profiler: auto mode chose py-spy (%s)", path);
+    }
+    pysession *ps = calloc(1, sizeof(*ps));
+    if (!ps)
+        return NULL;
+    ps->pyspy = pyspy;
+    ps->s = pyspy ? pp_pyspy_start(ctx, procs, n, deadline)
+                  : pp_pysampler_start(ctx, procs, n, deadline);
+    if (!ps->s) {
+        free(ps);
+        return NULL;
+    }
+    return ps;
+}
+
+static int python_collect(void *session, pp_profile *out)
+{
+    pysession *ps = session;
+    return ps->pyspy ? pp_pyspy_collect(ps->s, out) : pp_pysampler_collect(ps->s, out);
+}
+
+static void python_stop(void *session)
+{
+    pysession *ps = session;
+    if (ps->pyspy)
+        pp_pyspy_stop(ps->s);
+    else
+        pp_pysampler_stop(ps->s);
+}
+
+static void python_free(void *session)
+{
+    pysession *ps = session;
+    if (!ps)
+        return;
+    if (ps->pyspy)
+        pp_pyspy_free(ps->s);
+    else
+        pp_pysampler_free(ps->s);
+    free(ps);
+}
+
 const pp_runtime_driver pp_python_driver = {
     .name = "python",
     .kind = PP_KIND_PYTHON,
     .cli_runtime = PP_RT_PYTHON,
+    .start = python_start,
+    .collect = python_collect,
+    .stop = python_stop,
+    .free = python_free,
     .metadata = python_metadata,
     .appid = python_appid,
 };

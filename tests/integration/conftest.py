@@ -49,6 +49,7 @@ class App:
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         assert line.startswith("ready"), f"{argv[0]} did not start: {line!r}"
+        self.first_line = line
         self.pid = self.proc.pid
 
     def stop(self):
@@ -79,9 +80,9 @@ def outdir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def run_polyprof(*args, timeout=120, check=True):
+def run_polyprof(*args, timeout=120, check=True, env=None):
     r = subprocess.run([str(POLYPROF), *map(str, args)], capture_output=True, text=True,
-                       timeout=timeout)
+                       timeout=timeout, env=env)
     if check and r.returncode != 0:
         pytest.fail(f"polyprof {' '.join(map(str, args))} exited {r.returncode}:\n{r.stderr}")
     return r

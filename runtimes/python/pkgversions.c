@@ -1,0 +1,423 @@
+#include "runtimes/python/pkgversions.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtimes/procfiles.h"
+
+#define MAX_LIST_FILE (16u << 20) /* RECORD / installed-files.txt */
+#define MAX_META_FILE (64u << 10) /* only the first headers of METADATA / PKG-INFO are read */
+#define MAX_DISTS 8192            /* *.dist-info / *.egg-info entries per directory */
+#define MAX_FILES 500000          /* .py files per directory */
+
+/* One site-packages directory: relative .py path -> index into dists ("name==version"). */
+typedef struct dirmap {
+    dev_t dev;
+    ino_t ino;
+    struct timespec mtime;
+    char **keys; /* open addressing, cap a power of two */
+    uint32_t *vals;
+    size_t cap, n;
+    char **dists;
+    size_t ndists;
+} dirmap;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static dirmap *cache[PP_PKGVER_MAX_DIRS];
+static size_t ncache;
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static void dirmap_free(dirmap *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->keys[i]);
+    free(m->keys);
+    free(m->vals);
+    for (size_t i = 0; i < m->ndists; i++)
+        free(m->dists[i]);
+    free(m->dists);
+    free(m);
+}
+
+static int map_grow(dirmap *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 256;
+    char **keys = calloc(ncap, sizeof(*keys));
+    uint32_t *vals = calloc(ncap, sizeof(*vals));
+    if (!keys || !vals) {
+        free(keys);
+        free(vals);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i])
+            continue;
+        size_t j = hash_str(m->keys[i]) & (ncap - 1);
+        while (keys[j])
+            j = (j + 1) & (ncap - 1);
+        keys[j] = m->keys[i];
+        vals[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = keys;
+    m->vals = vals;
+    m->cap = ncap;
+    return 0;
+}
+
+/* Adds rel -> dist unless present (the first distribution listing a file keeps it). */
+static void map_put(dirmap *m, const char *rel, uint32_t dist)
+{
+    if (m->n >= MAX_FILES || ((m->n + 1) * 2 > m->cap && map_grow(m) < 0))
+        return;
+    size_t j = hash_str(rel) & (m->cap - 1);
+    for (; m->keys[j]; j = (j + 1) & (m->cap - 1))
+        if (strcmp(m->keys[j], rel) == 0)
+            return;
+    char *k = strdup(rel);
+    if (!k)
+        return;
+    m->keys[j] = k;
+    m->vals[j] = dist;
+    m->n++;
+}
+
+static const char *map_get(const dirmap *m, const char *rel)
+{
+    if (!m->cap)
+        return NULL;
+    for (size_t j = hash_str(rel) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1))
+        if (strcmp(m->keys[j], rel) == 0)
+            return m->dists[m->vals[j]];
+    return NULL;
+}
+
+/* Normalizes a relative path in place ("a/./b/../c" -> "a/c"). Returns false when it leaves
+ * the directory (leading ".."), is absolute or empty. */
+static bool normalize_rel(char *p)
+{
+    if (p[0] == '/' || !p[0])
+        return false;
+    char *out = p, *s = p, *end = p + strlen(p);
+    while (s < end) {
+        char *e = memchr(s, '/', (size_t)(end - s));
+        size_t n = e ? (size_t)(e - s) : (size_t)(end - s);
+        if (n == 0 || (n == 1 && s[0] == '.')) {
+        } else if (n == 2 && s[0] == '.' && s[1] == '.') {
+            if (out == p)
+                return false;
+            out--;
+            while (out > p && out[-1] != '/')
+                out--;
+        } else {
+            memmove(out, s, n);
+            out += n;
+            *out++ = '/';
+        }
+        s += n + 1;
+    }
+    if (out == p)
+        return false;
+    out[-1] = '\0';
+    return true;
+}
+
+static bool ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* "Name" and "Version" headers of a METADATA / PKG-INFO file. */
+static bool read_name_version(const char *path, char *name, size_t nlen, char *ver, size_t vlen)
+{
+    size_t len;
+    char *buf = pp_read_file(path, MAX_META_FILE, PP_READ_TRUNCATE | PP_READ_NOFOLLOW, &len);
+    if (!buf)
+        return false;
+    name[0] = ver[0] = '\0';
+    for (char *line = buf; line && *line && *line != '\n';) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        size_t l = strlen(line);
+        if (l && line[l - 1] == '\r')
+            line[l - 1] = '\0';
+        if (!name[0] && strncmp(line, "Name: ", 6) == 0)
+            snprintf(name, nlen, "%s", line + 6);
+        else if (!ver[0] && strncmp(line, "Version: ", 9) == 0)
+            snprintf(ver, vlen, "%s", line + 9);
+        line = nl ? nl + 1 : NULL; /* headers end at the first empty line */
+    }
+    free(buf);
+    return name[0] && ver[0];
+}
+
+/* Fallback: "name-version.dist-info" / "name-version-py3.11.egg-info". */
+static bool name_version_from_dirname(const char *d, size_t stem, char *name, size_t nlen,
+                                      char *ver, size_t vlen)
+{
+    const char *dash = memchr(d, '-', stem);
+    if (!dash || dash == d)
+        return false;
+    const char *vend = memchr(dash + 1, '-', stem - (size_t)(dash + 1 - d));
+    size_t vl = (vend ? (size_t)(vend - dash - 1) : stem - (size_t)(dash + 1 - d));
+    if (!vl)
+        return false;
+    snprintf(name, nlen, "%.*s", (int)(dash - d), d);
+    snprintf(ver, vlen, "%.*s", (int)vl, dash + 1);
+    return true;
+}
+
+/* Adds the .py files of one list (RECORD: CSV relative to the directory; installed-files.txt:
+ * one path per line relative to the .egg-info directory). */
+static void add_list(dirmap *m, char *buf, const char *prefix, bool csv, uint32_t dist)
+{
+    char rel[PATH_MAX];
+    for (char *line = buf; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        char *p = line, *end;
+        if (csv && *p == '"') { /* quoted path (holds a comma); "" escapes are not expected */
+            p++;
+            end = strchr(p, '"');
+        } else {
+            end = csv ? strchr(p, ',') : NULL;
+        }
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        while (n && (p[n - 1] == '\r' || p[n - 1] == ' '))
+            n--;
+        int w = snprintf(rel, sizeof(rel), "%s%.*s", prefix, (int)n, p);
+        if (w > 0 && (size_t)w < sizeof(rel) && ends_with(rel, ".py") && normalize_rel(rel))
+            map_put(m, rel, dist);
+        line = nl ? nl + 1 : NULL;
+    }
+}
+
+static int add_dist(dirmap *m, const char *name, const char *ver)
+{
+    if (m->ndists >= MAX_DISTS)
+        return -1;
+    char **d = realloc(m->dists, (m->ndists + 1) * sizeof(*d));
+    if (!d)
+        return -1;
+    m->dists = d;
+    size_t len = strlen(name) + strlen(ver) + 3;
+    char *s = malloc(len);
+    if (!s)
+        return -1;
+    snprintf(s, len, "%s==%s", name, ver);
+    m->dists[m->ndists] = s;
+    return (int)m->ndists++;
+}
+
+static dirmap *build_map(const char *path, const struct stat *st)
+{
+    dirmap *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    m->dev = st->st_dev;
+    m->ino = st->st_ino;
+    m->mtime = st->st_mtim;
+    DIR *dir = opendir(path);
+    if (!dir)
+        return m; /* an empty map: looked up again only when the mtime changes */
+    struct dirent *de;
+    char sub[PATH_MAX], name[256], ver[128], prefix[NAME_MAX + 8];
+    while ((de = readdir(dir)) != NULL) {
+        const char *d = de->d_name;
+        bool dist = ends_with(d, ".dist-info"), egg = ends_with(d, ".egg-info");
+        if (!dist && !egg)
+            continue;
+        size_t stem = strlen(d) - (dist ? 10 : 9);
+        snprintf(sub, sizeof(sub), "%s/%s/%s", path, d, dist ? "METADATA" : "PKG-INFO");
+        if (!read_name_version(sub, name, sizeof(name), ver, sizeof(ver)) &&
+            !name_version_from_dirname(d, stem, name, sizeof(name), ver, sizeof(ver)))
+            continue;
+        snprintf(sub, sizeof(sub), "%s/%s/%s", path, d, dist ? "RECORD" : "installed-files.txt");
+        size_t len;
+        char *buf = pp_read_file(sub, MAX_LIST_FILE, PP_READ_TRUNCATE | PP_READ_NOFOLLOW, &len);
+        if (!buf)
+            continue;
+        int idx = add_dist(m, name, ver);
+        if (idx >= 0) {
+            snprintf(prefix, sizeof(prefix), "%s/", d);
+            add_list(m, buf, dist ? "" : prefix, dist, (uint32_t)idx);
+        }
+        free(buf);
+    }
+    closedir(dir);
+    return m;
+}
+
+/* The map of the directory root+dir, from the cache or built. Called with cache_lock held. */
+static dirmap *get_map(const char *root, const char *dir)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s%s", root, dir) >= (int)sizeof(path))
+        return NULL;
+    struct stat st;
+    if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+        return NULL;
+    for (size_t i = 0; i < ncache; i++) {
+        dirmap *m = cache[i];
+        if (m->dev != st.st_dev || m->ino != st.st_ino)
+            continue;
+        if (m->mtime.tv_sec == st.st_mtim.tv_sec && m->mtime.tv_nsec == st.st_mtim.tv_nsec)
+            return m;
+        dirmap_free(m); /* changed: rebuild in place */
+        cache[i] = build_map(path, &st);
+        if (!cache[i])
+            cache[i] = cache[--ncache];
+        return i < ncache ? cache[i] : NULL;
+    }
+    if (ncache == PP_PKGVER_MAX_DIRS) {
+        for (size_t i = 0; i < ncache; i++)
+            dirmap_free(cache[i]);
+        ncache = 0;
+    }
+    dirmap *m = build_map(path, &st);
+    if (m)
+        cache[ncache++] = m;
+    return m;
+}
+
+void pp_pkgver_clear_cache(void)
+{
+    pthread_mutex_lock(&cache_lock);
+    for (size_t i = 0; i < ncache; i++)
+        dirmap_free(cache[i]);
+    ncache = 0;
+    pthread_mutex_unlock(&cache_lock);
+}
+
+/* The next "/site-packages/" or "/dist-packages/" at or after s. */
+static const char *find_site(const char *s, size_t *complen)
+{
+    const char *a = strstr(s, "/site-packages/"), *b = strstr(s, "/dist-packages/");
+    const char *r = a && (!b || a < b) ? a : b;
+    *complen = 15;
+    return r;
+}
+
+/* True when file has a "/pythonX.Y/" component. */
+static bool in_python_lib(const char *file)
+{
+    for (const char *p = strstr(file, "/python"); p; p = strstr(p + 1, "/python")) {
+        const char *q = p + 7;
+        if (!isdigit((unsigned char)*q))
+            continue;
+        while (isdigit((unsigned char)*q))
+            q++;
+        if (*q++ != '.' || !isdigit((unsigned char)*q))
+            continue;
+        while (isdigit((unsigned char)*q))
+            q++;
+        if (*q == '/')
+            return true;
+    }
+    return false;
+}
+
+int pp_pkgver_annotation(const char *root, const char *file, const char *pyver, char *out,
+                         size_t len)
+{
+    if (len)
+        out[0] = '\0';
+    if (!file || file[0] != '/' || !ends_with(file, ".py") || !len)
+        return 0;
+    if (!root || (root[0] == '/' && !root[1]))
+        root = "";
+    size_t clen;
+    const char *site = find_site(file, &clen);
+    if (!site) {
+        if (pyver && pyver[0] && in_python_lib(file)) {
+            snprintf(out, len, "[standard-library==%s]", pyver);
+            return 1;
+        }
+        return 0;
+    }
+    char dir[PATH_MAX];
+    int found = 0;
+    pthread_mutex_lock(&cache_lock);
+    /* Innermost site directory first (a vendored tree inside a package). */
+    const char *sites[8];
+    size_t ns = 0;
+    for (const char *s = site; s && ns < 8; s = find_site(s + 1, &clen))
+        sites[ns++] = s;
+    while (ns-- > 0 && !found) {
+        size_t dl = (size_t)(sites[ns] - file) + clen - 1; /* up to "...-packages" */
+        if (dl >= sizeof(dir))
+            continue;
+        memcpy(dir, file, dl);
+        dir[dl] = '\0';
+        dirmap *m = get_map(root, dir);
+        const char *d = m ? map_get(m, file + dl + 1) : NULL;
+        if (d) {
+            snprintf(out, len, "[%s]", d);
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return found;
+}
+
+int pp_py_frame_text(char *out, size_t len, const char *name, const char *file, int line,
+                     const char *ann)
+{
+    int n;
+    bool a = ann && ann[0];
+    if (!file || !file[0])
+        n = snprintf(out, len, "%s_[p]", name);
+    else if (line <= 0)
+        n = snprintf(out, len, "%s (%s)_[p]", name, file);
+    else
+        n = snprintf(out, len, "%s (%s:%d%s%s)_[p]", name, file, line, a ? " " : "", a ? ann : "");
+    return n < 0 ? 0 : (size_t)n >= len ? (int)len - 1 : n;
+}
+
+void pp_pkgver_rewrite_frame(const char *root, const char *frame, const char *pyver, char *out,
+                             size_t len)
+{
+    snprintf(out, len, "%s", frame);
+    size_t fl = strlen(frame);
+    if (fl < 8 || strcmp(frame + fl - 5, ")_[p]") != 0)
+        return;
+    const char *open = strrchr(frame, '(');
+    const char *colon = strrchr(frame, ':');
+    if (!open || !colon || colon < open || open == frame || open[-1] != ' ')
+        return;
+    for (const char *d = colon + 1; d < frame + fl - 5; d++)
+        if (!isdigit((unsigned char)*d))
+            return;
+    char file[PATH_MAX], ann[512];
+    size_t flen = (size_t)(colon - open - 1);
+    if (flen == 0 || flen >= sizeof(file))
+        return;
+    memcpy(file, open + 1, flen);
+    file[flen] = '\0';
+    if (!pp_pkgver_annotation(root, file, pyver, ann, sizeof(ann)))
+        return;
+    snprintf(out, len, "%.*s %s)_[p]", (int)(fl - 5), frame, ann);
+}

@@ -1,0 +1,509 @@
+/* The built-in Python sampler (--python-mode builtin): one thread samples every Python process
+ * of the session with the CPython reader (cpython.h) at -f Hz (at most PP_PY_MAX_HZ) on
+ * absolute monotonic ticks until the deadline. Only threads that are running (kernel state 'R'
+ * in /proc/<pid>/task/<tid>/stat, read with pread on a descriptor kept open per thread) are
+ * counted: CPU mode. See docs/python-sampler.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "orchestrator/child.h"
+#include "orchestrator/log.h"
+#include "runtimes/procfiles.h"
+#include "runtimes/python/cpython.h"
+#include "runtimes/python/pkgversions.h"
+#include "runtimes/python/python_int.h"
+
+#define SAMPLER_NICE (-10)
+#define MAX_THREAD_FDS 4096 /* per process; more threads are read with open/pread/close */
+
+/* Descriptors kept open by all sessions together: a quarter of RLIMIT_NOFILE, so that many
+ * Python processes never starve polyprof of descriptors (beyond it: open/pread/close). */
+static _Atomic long fds_held;
+static long fds_budget(void)
+{
+    static _Atomic long budget;
+    if (!budget) {
+        struct rlimit rl;
+        long b = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                     ? (long)rl.rlim_cur / 4
+                     : 256;
+        budget = b > 16 ? b : 16;
+    }
+    return budget;
+}
+
+/* A thread's CPU accounting: its /proc/<pid>/task/<tid>/schedstat (kept open within the
+ * descriptor budget, else -1 and reopened per read), the on-CPU nanoseconds at its previous
+ * sample, and the fraction of a sample not yet emitted. */
+typedef struct tfd {
+    long tid; /* 0: empty slot */
+    int fd;
+    unsigned gen; /* last sample that saw the thread */
+    bool have_last;
+    unsigned long long last_ns;
+    double carry;
+} tfd;
+
+/* Frame cache: the reader's strings are stable until pp_py_close, so (name, file, line) by
+ * pointer identifies a frame; the value is its interned text in the session profile. */
+typedef struct fent {
+    const char *name, *file;
+    int line;
+    uint32_t id;
+} fent;
+
+typedef struct pyproc {
+    int pid;
+    unsigned long long start_ticks;
+    char comm[64];
+    char root[40];  /* /proc/<pid>/root */
+    char pyver[32]; /* exact "X.Y.Z" for standard-library annotations */
+    pp_py_proc *h;
+    char reason[300]; /* "[Profiling skipped: ...]" / "[Profiling error: ...]", or "" */
+    bool gone;
+    unsigned long long samples, errors;
+    char last_err[200];
+    tfd *fds;
+    size_t fcap, fn;
+    unsigned gen;
+    fent *frames;
+    size_t frcap, frn;
+    pp_pid_profile *pp;
+} pyproc;
+
+typedef struct pysampler {
+    pp_profile *prof;
+    pyproc *procs;
+    size_t n;
+    double deadline, period;
+    bool annotate;
+    uint32_t truncated_id;
+    pthread_t thr;
+    bool thr_started, joined;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool stop;
+    unsigned long long ticks, late;
+    double busy; /* seconds spent sampling (thread CPU time) */
+} pysampler;
+
+/* ---- thread state ---- */
+
+static uint64_t hash64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* Kernel state letter of /proc/<pid>/task/<tid>/stat, or -1. */
+static int state_of_stat(int pid, long tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/task/%ld/stat", pid, tid);
+    if (pp_read_small_file(path, buf, sizeof(buf)) <= 0)
+        return -1;
+    const char *p = strrchr(buf, ')'); /* comm may hold ')' and spaces */
+    return p && p[1] == ' ' && p[2] ? p[2] : -1;
+}
+
+static int open_schedstat(int pid, long tid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task/%ld/schedstat", pid, tid);
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* Cumulative on-CPU nanoseconds of the thread (first field of schedstat), or -1. */
+static int read_cpu_ns(const tfd *e, int pid, unsigned long long *ns)
+{
+    int fd = e->fd >= 0 ? e->fd : open_schedstat(pid, e->tid);
+    char buf[128];
+    ssize_t r = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
+    if (fd >= 0 && fd != e->fd)
+        close(fd);
+    if (r <= 0)
+        return -1;
+    buf[r] = '\0';
+    char *end;
+    *ns = strtoull(buf, &end, 10);
+    return end == buf ? -1 : 0;
+}
+
+static void tfd_close(tfd *e)
+{
+    if (e->fd >= 0) {
+        close(e->fd);
+        fds_held--;
+    }
+}
+
+static void fds_rehash(pyproc *p, size_t ncap)
+{
+    tfd *n = calloc(ncap, sizeof(*n));
+    if (!n)
+        return;
+    for (size_t i = 0; i < p->fcap; i++) {
+        if (!p->fds[i].tid)
+            continue;
+        if (p->fds[i].gen + 64 < p->gen) { /* not seen for 64 samples: thread likely gone */
+            tfd_close(&p->fds[i]);
+            continue;
+        }
+        size_t j = hash64((uint64_t)p->fds[i].tid) & (ncap - 1);
+        while (n[j].tid)
+            j = (j + 1) & (ncap - 1);
+        n[j] = p->fds[i];
+    }
+    free(p->fds);
+    p->fds = n;
+    p->fcap = ncap;
+    p->fn = 0;
+    for (size_t i = 0; i < ncap; i++)
+        p->fn += n[i].tid != 0;
+}
+
+static tfd *fds_find(pyproc *p, long tid)
+{
+    if (!p->fcap)
+        return NULL;
+    size_t j = hash64((uint64_t)tid) & (p->fcap - 1);
+    while (p->fds[j].tid && p->fds[j].tid != tid)
+        j = (j + 1) & (p->fcap - 1);
+    return &p->fds[j];
+}
+
+/* How many samples thread tid of p counts for at this tick: 0 unless it is running or
+ * runnable (state 'R') now; then the CPU time it used since it was last counted, in sampling
+ * periods, rounded, the rest carried over (a thread's counts sum to its CPU time, across late
+ * or skipped ticks and across ticks where it was blocked). A thread seen for the first time,
+ * without schedstat, or beyond MAX_THREAD_FDS threads counts 1 when in state 'R'. */
+static unsigned thread_samples(pyproc *p, long tid, double period)
+{
+    tfd *e = fds_find(p, tid);
+    if ((!e || !e->tid) && p->fn < MAX_THREAD_FDS && (p->fn + 1) * 2 > p->fcap) {
+        fds_rehash(p, p->fcap ? p->fcap * 2 : 16); /* also closes threads not seen lately */
+        e = fds_find(p, tid);
+    }
+    if (!e || (!e->tid && p->fn >= MAX_THREAD_FDS))
+        return state_of_stat(p->pid, tid) == 'R';
+    if (!e->tid) {
+        *e = (tfd){.tid = tid, .fd = -1};
+        if (fds_held < fds_budget() && (e->fd = open_schedstat(p->pid, tid)) >= 0)
+            fds_held++;
+        p->fn++;
+    }
+    e->gen = p->gen;
+    unsigned long long ns;
+    if (read_cpu_ns(e, p->pid, &ns) < 0)
+        return state_of_stat(p->pid, tid) == 'R'; /* no schedstat, or the thread exited */
+    if (!e->have_last || ns < e->last_ns) {
+        e->have_last = true;
+        e->last_ns = ns;
+        return state_of_stat(p->pid, tid) == 'R';
+    }
+    e->carry += (double)(ns - e->last_ns) / 1e9 / period;
+    e->last_ns = ns;
+    /* Emitted only while the thread runs (or waits for a CPU): the CPU of a thread that has
+     * blocked since was spent elsewhere than where it sleeps now, and waits for its next
+     * running moment. */
+    if (e->carry < 0.5 || state_of_stat(p->pid, tid) != 'R')
+        return 0;
+    double n = floor(e->carry + 0.5);
+    e->carry -= n;
+    return n > 0 ? (unsigned)n : 0;
+}
+
+static void fds_close(pyproc *p)
+{
+    for (size_t i = 0; i < p->fcap; i++)
+        if (p->fds[i].tid)
+            tfd_close(&p->fds[i]);
+    free(p->fds);
+    p->fds = NULL;
+    p->fcap = p->fn = 0;
+}
+
+/* ---- frames ---- */
+
+static int frames_grow(pyproc *p)
+{
+    size_t ncap = p->frcap ? p->frcap * 2 : 256;
+    fent *n = calloc(ncap, sizeof(*n));
+    if (!n)
+        return -1;
+    for (size_t i = 0; i < p->frcap; i++) {
+        if (!p->frames[i].name)
+            continue;
+        const fent *e = &p->frames[i];
+        size_t j =
+            hash64((uintptr_t)e->name ^ ((uintptr_t)e->file << 7) ^ (uint64_t)e->line) & (ncap - 1);
+        while (n[j].name)
+            j = (j + 1) & (ncap - 1);
+        n[j] = *e;
+    }
+    free(p->frames);
+    p->frames = n;
+    p->frcap = ncap;
+    return 0;
+}
+
+static uint32_t frame_id(pysampler *s, pyproc *p, const pp_py_frame *f)
+{
+    const char *name = f->name ? f->name : "[unknown]";
+    const char *file = f->file ? f->file : "";
+    if ((p->frn + 1) * 2 > p->frcap && frames_grow(p) < 0)
+        return 0;
+    size_t j =
+        hash64((uintptr_t)name ^ ((uintptr_t)file << 7) ^ (uint64_t)f->line) & (p->frcap - 1);
+    for (; p->frames[j].name; j = (j + 1) & (p->frcap - 1)) {
+        const fent *e = &p->frames[j];
+        if (e->name == name && e->file == file && e->line == f->line)
+            return e->id;
+    }
+    char ann[320] = "", text[PATH_MAX + 600];
+    if (s->annotate && f->line > 0)
+        pp_pkgver_annotation(p->root, file, p->pyver, ann, sizeof(ann));
+    pp_py_frame_text(text, sizeof(text), name, file, f->line, ann);
+    uint32_t id = pp_profile_intern(s->prof, text);
+    p->frames[j] = (fent){name, file, f->line, id};
+    p->frn++;
+    return id;
+}
+
+typedef struct cbarg {
+    pysampler *s;
+    pyproc *p;
+} cbarg;
+
+static int on_stack(void *arg, const pp_py_stack *st)
+{
+    cbarg *a = arg;
+    pyproc *p = a->p;
+    /* Without a kernel tid the reader's GIL holder is the best guess. */
+    unsigned count = !st->n        ? 0
+                     : st->tid > 0 ? thread_samples(p, st->tid, a->s->period)
+                                   : st->holds_gil;
+    if (!count)
+        return 0;
+    uint32_t ids[PP_PY_MAX_DEPTH + 1];
+    size_t n = 0, lim = st->n < PP_PY_MAX_DEPTH ? st->n : PP_PY_MAX_DEPTH;
+    if (st->truncated)
+        ids[n++] = a->s->truncated_id;
+    for (size_t i = st->n - lim; i < st->n; i++)
+        ids[n++] = frame_id(a->s, p, &st->frames[i]);
+    if (!p->pp) {
+        p->pp = pp_profile_get(a->s->prof, p->pid, true);
+        if (!p->pp)
+            return 1;
+    }
+    pp_pid_add(p->pp, ids, n, count);
+    return 0;
+}
+
+/* ---- sampling ---- */
+
+static void sample_all(pysampler *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        pyproc *p = &s->procs[i];
+        if (!p->h || p->gone)
+            continue;
+        p->gen++;
+        cbarg a = {s, p};
+        char err[200];
+        if (pp_py_sample(p->h, on_stack, &a, err, sizeof(err)) >= 0) {
+            p->samples++;
+            continue;
+        }
+        if (!pp_proc_alive(p->pid)) {
+            p->gone = true; /* normal: keep what was gathered */
+            pp_debug("python pid %d exited during the session", p->pid);
+            continue;
+        }
+        p->errors++;
+        snprintf(p->last_err, sizeof(p->last_err), "%s", err);
+    }
+}
+
+static void *sampler_main(void *arg)
+{
+    pysampler *s = arg;
+    /* A tick costs ~0.1 ms per process, but on a loaded host a normal-priority thread wakes
+     * late and misses ticks (the system sampler runs in interrupt context and never does):
+     * a higher weight lets it run on time. Needs root; harmless when refused. */
+    if (setpriority(PRIO_PROCESS, (id_t)gettid(), SAMPLER_NICE) < 0)
+        pp_debug("python sampler: cannot raise the thread's priority: %s", strerror(errno));
+    double t0 = pp_mono_now();
+    unsigned long long k = 0;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        double next = t0 + (double)k * s->period;
+        if (next >= s->deadline)
+            break;
+        struct timespec ts = {(time_t)next, (long)((next - floor(next)) * 1e9)};
+        while (!s->stop &&
+               pthread_cond_clockwait(&s->cond, &s->lock, CLOCK_MONOTONIC, &ts) != ETIMEDOUT)
+            ;
+        if (s->stop)
+            break;
+        pthread_mutex_unlock(&s->lock);
+        struct timespec c0, c1;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+        sample_all(s);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+        s->busy += (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+        s->ticks++;
+        /* The next tick after now: ticks missed while sampling are skipped, not bunched. */
+        unsigned long long nk = (unsigned long long)((pp_mono_now() - t0) / s->period) + 1;
+        if (nk > k + 1)
+            s->late += nk - k - 1;
+        k = nk > k + 1 ? nk : k + 1;
+        pthread_mutex_lock(&s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+static void open_proc(pysampler *s, pyproc *p, const pp_proc *src)
+{
+    p->pid = src->pid;
+    p->start_ticks = src->start_ticks;
+    pp_python_comm(p->pid, src->comm, p->comm, sizeof(p->comm));
+    snprintf(p->root, sizeof(p->root), "/proc/%d/root", p->pid);
+    pp_py_open_status st;
+    char err[200] = "";
+    p->h = pp_py_open(p->pid, &st, err, sizeof(err));
+    if (p->h) {
+        /* The reader may only know "X.Y" (before 3.11): the version literal has "X.Y.Z". */
+        const char *v = pp_py_version(p->h);
+        const char *dot = strchr(v, '.');
+        if (s->annotate && (!dot || !strchr(dot + 1, '.')) &&
+            pp_python_process_version(p->pid, p->pyver, sizeof(p->pyver)) == 0)
+            v = p->pyver;
+        if (v != p->pyver)
+            snprintf(p->pyver, sizeof(p->pyver), "%s", v);
+        pp_debug("python pid %d (%s): CPython %s", p->pid, p->comm, p->pyver);
+        return;
+    }
+    if (st == PP_PY_GONE) {
+        p->gone = true;
+        return;
+    }
+    bool first = pp_python_first_report(p->pid, p->start_ticks);
+    if (st == PP_PY_UNSUPPORTED) {
+        snprintf(p->reason, sizeof(p->reason), "[Profiling skipped: %s]", err);
+        if (first)
+            pp_info("python pid %d (%s) not profiled: %s", p->pid, p->comm, err);
+    } else {
+        snprintf(p->reason, sizeof(p->reason), "[Profiling error: %s]", err);
+        if (first)
+            pp_warn("python pid %d (%s) cannot be profiled: %s", p->pid, p->comm, err);
+    }
+}
+
+void pp_pysampler_free(void *session)
+{
+    pysampler *s = session;
+    if (!s)
+        return;
+    if (s->thr_started && !s->joined) {
+        pp_pysampler_stop(s);
+        pthread_join(s->thr, NULL);
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        fds_close(&s->procs[i]);
+        free(s->procs[i].frames);
+        pp_py_close(s->procs[i].h);
+    }
+    free(s->procs);
+    pp_profile_free(s->prof);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    free(s);
+}
+
+void *pp_pysampler_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
+{
+    pysampler *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    s->prof = pp_profile_new();
+    s->procs = calloc(n ? n : 1, sizeof(*s->procs));
+    if (!s->prof || !s->procs) {
+        pp_pysampler_free(s);
+        return NULL;
+    }
+    int hz = ctx->cfg->frequency < PP_PY_MAX_HZ ? ctx->cfg->frequency : PP_PY_MAX_HZ;
+    s->period = 1.0 / (hz > 0 ? hz : 1);
+    s->deadline = deadline;
+    s->annotate = ctx->cfg->python_versions;
+    s->truncated_id = pp_profile_intern(s->prof, "[truncated]");
+    for (size_t i = 0; i < n; i++, s->n++)
+        open_proc(s, &s->procs[i], &procs[i]);
+    if (pthread_create(&s->thr, NULL, sampler_main, s) != 0) {
+        pp_error("cannot start the Python sampler thread: %s", strerror(errno));
+        pp_pysampler_free(s);
+        return NULL;
+    }
+    s->thr_started = true;
+    pp_debug("python sampler: %zu processes at %d Hz", n, hz);
+    return s;
+}
+
+void pp_pysampler_stop(void *session)
+{
+    pysampler *s = session;
+    pthread_mutex_lock(&s->lock);
+    s->stop = true;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+int pp_pysampler_collect(void *session, pp_profile *out)
+{
+    pysampler *s = session;
+    if (s->thr_started && !s->joined) {
+        pthread_join(s->thr, NULL);
+        s->joined = true;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        pyproc *p = &s->procs[i];
+        bool has = p->pp && pp_pid_nstacks(p->pp) > 0;
+        if (!has && !p->reason[0] && p->errors && !p->samples)
+            snprintf(p->reason, sizeof(p->reason), "[Profiling error: %s]", p->last_err);
+        if (p->errors && pp_python_first_report(p->pid, p->start_ticks))
+            pp_warn("python pid %d (%s): %llu of %llu samples failed: %s", p->pid, p->comm,
+                    p->errors, p->errors + p->samples, p->last_err);
+        if (!has && !p->reason[0])
+            continue; /* idle, or exited before a sample: the system sampler's stacks stay */
+        pp_pid_profile *dst = pp_profile_get(out, p->pid, true);
+        if (!dst)
+            return -1;
+        dst->comm = pp_profile_intern(out, p->comm);
+        dst->runtime = "python";
+        if (!has) {
+            uint32_t f = pp_profile_intern(out, p->reason);
+            pp_pid_add(dst, &f, 1, 1);
+        } else if (pp_pid_add_all(out, dst, s->prof, p->pp) < 0) {
+            return -1;
+        }
+    }
+    pp_debug("python sampler: %llu ticks, %llu skipped (late), %.1f ms CPU per tick", s->ticks,
+             s->late, s->ticks ? s->busy * 1000 / (double)s->ticks : 0.0);
+    return 0;
+}

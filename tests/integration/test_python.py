@@ -1,0 +1,313 @@
+"""The Python runtime profilers against real CPython processes (run as root).
+
+A copy of apps/pyhot.py runs under every CPython found (pyenv 3.8-3.13 and Debian's
+/usr/bin/python3.11), one more in its own mount namespace, and one under an unsupported Python
+(pyenv 3.7). Two polyprof runs profile them all at once (--python-mode builtin):
+- without the system sampler (--perf-mode disabled): the runtime stacks are written unscaled.
+  The sampler counts CPU time, so a process needs a few CPU-seconds for its 3:1 ratio to be
+  measured within 5 points: the copies take turns (two at a time, 4 s each, a few % of a CPU
+  otherwise). When a busy host still gives a process too little CPU, the tolerance widens to
+  three standard errors of the measured proportion. Also checked: file names and lines, idle
+  threads, annotations, the namespace's file names, the skip stack;
+- with the system sampler (-d 3): each process's total equals the sampler's count for its pid.
+
+The py-spy test uses tests/integration/standins/py-spy, a stand-in written for these tests
+(there is no py-spy package on this machine): it accepts py-spy's documented command line and
+writes py-spy's raw output format with fixed frames for the target, so the test checks polyprof's
+command line, parsing, annotation and scaling, not py-spy itself.
+"""
+import ast
+import glob
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import APPS, POLYPROF, App, last_profile, run_polyprof
+
+STANDINS = Path(__file__).resolve().parent / "standins"
+SAMPLER_LINE = re.compile(r"runtime python pid (\d+): (\d+) runtime samples, (\d+) sampler samples")
+
+
+def interpreters():
+    found = []
+    for minor in range(8, 14):
+        for d in sorted(glob.glob(f"/root/.pyenv/versions/3.{minor}.*")):
+            exe = f"{d}/bin/python3.{minor}"
+            if os.access(exe, os.X_OK):
+                found.append((os.path.basename(d), exe))
+    if os.access("/usr/bin/python3.11", os.X_OK):
+        found.append(("debian-3.11", "/usr/bin/python3.11"))
+    return found
+
+
+INTERPRETERS = interpreters()
+
+
+def exact_version(exe):
+    return subprocess.run([exe, "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def function_lines(script, name):
+    """Line range of Worker.<name> / <name> in the fixture script."""
+    for node in ast.walk(ast.parse(Path(script).read_text())):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return range(node.lineno, node.end_lineno + 1)
+    raise AssertionError(name)
+
+
+class Proc:
+    def __init__(self, label, exe, script, app, pid):
+        self.label, self.exe, self.script, self.app, self.pid = label, exe, script, app, pid
+
+
+LANES, SLOT = 2, 4.0  # burners at full speed at a time, seconds each
+
+
+def profile_in_turns(procs, gofile, nslots, out):
+    """Runs polyprof without the system sampler; once its Python sampler runs, starts the
+    processes' turns (writes the go file). Returns its stderr."""
+    p = subprocess.Popen([str(POLYPROF), "-d", str(int(4 + nslots * SLOT + 1)), "-f", "99",
+                          "-o", str(out), "--python-mode", "builtin", "-v",
+                          "--perf-mode", "disabled"], stderr=subprocess.PIPE, text=True)
+    head = []
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            line = p.stderr.readline()
+            head.append(line)
+            if not line or "python sampler:" in line:
+                break
+        assert "python sampler:" in head[-1], "".join(head)
+        Path(gofile).write_text(str(time.time() + 0.2))
+        _, rest = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, "".join(head)
+    return "".join(head) + rest
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pyhot")
+    gofile = d / "go"
+    procs, apps = {}, []
+    nsdir = Path(tempfile.mkdtemp(prefix="pp_ns_"))
+    labels = [label for label, _ in INTERPRETERS] + ["namespace", "deep", "exits"]
+    offset = {label: str((i // LANES) * SLOT) for i, label in enumerate(labels)}
+    nslots = (len(labels) + LANES - 1) // LANES
+    try:
+        for label, exe in INTERPRETERS:
+            script = d / f"pyhot_{label.replace('.', '_').replace('-', '_')}.py"
+            shutil.copy(APPS / "pyhot.py", script)
+            a = App([exe, str(script), str(gofile), offset[label], str(SLOT)])
+            apps.append(a)
+            procs[label] = Proc(label, exe, str(script), a, a.pid)
+        # Mount namespace: a tmpfs over nsdir (empty on the host) holds the script.
+        ns_exe = "/usr/bin/python3.11" if os.path.exists("/usr/bin/python3.11") else None
+        if ns_exe and shutil.which("unshare"):
+            ns_script = nsdir / "pyhot_ns.py"
+            a = App(["unshare", "--mount", "--fork", "--kill-child", "sh", "-c",
+                     f"mount -t tmpfs tmpfs {nsdir} && cp {APPS / 'pyhot.py'} {ns_script} && "
+                     f"exec {ns_exe} {ns_script} {gofile} {offset['namespace']} {SLOT}"])
+            apps.append(a)
+            pid = int(a.first_line.split()[1])
+            procs["namespace"] = Proc("namespace", ns_exe, str(ns_script), a, pid)
+        # Deeper than the reader walks (256 frames): truncated stacks.
+        script = d / "pyhot_deep.py"
+        shutil.copy(APPS / "pyhot.py", script)
+        a = App(["env", "PYHOT_DEPTH=300", "/usr/bin/python3", str(script), str(gofile),
+                 offset["deep"], str(SLOT)])
+        apps.append(a)
+        procs["deep"] = Proc("deep", "/usr/bin/python3", str(script), a,
+                             int(a.first_line.split()[1]))
+        # Exits mid-session, at the end of its turn.
+        script = d / "pyhot_exits.py"
+        shutil.copy(APPS / "pyhot.py", script)
+        a = App(["env", "PYHOT_EXIT_AFTER_SLOT=1", "/usr/bin/python3", str(script), str(gofile),
+                 offset["exits"], str(SLOT)])
+        apps.append(a)
+        procs["exits"] = Proc("exits", "/usr/bin/python3", str(script), a, a.pid)
+        old = sorted(glob.glob("/root/.pyenv/versions/3.7.*/bin/python3.7"))
+        if old:  # never gets a turn: a few % of a CPU
+            script = d / "pyhot_37.py"
+            shutil.copy(APPS / "pyhot.py", script)
+            a = App([old[0], str(script), str(gofile), "1e12", "1"])
+            apps.append(a)
+            procs["3.7"] = Proc("3.7", old[0], str(script), a, a.pid)
+        out = tmp_path_factory.mktemp("out")
+        stderr = profile_in_turns(procs, gofile, nslots, out)
+        prof = last_profile(out)
+        out2 = tmp_path_factory.mktemp("out2")
+        r2 = run_polyprof("-d", 3, "-f", 99, "-o", out2, "--python-mode", "builtin", "-v")
+        counts = {int(m[1]): int(m[3]) for m in SAMPLER_LINE.finditer(r2.stderr)}
+        yield prof, procs, (last_profile(out2), counts), stderr
+    finally:
+        for a in apps:
+            a.stop()
+        shutil.rmtree(nsdir, ignore_errors=True)
+
+
+def stacks_of(prof, script):
+    """Stacks of the process running script: its appid names the script."""
+    return [(f, c) for f, c in prof.stacks if len(f) > 3 and f[3].startswith("appid: python: ")
+            and f"({script})" in f[3]]
+
+
+def frame_name(frame):
+    return frame.split(" (", 1)[0]
+
+
+def check_process(prof, p, scaled, expect_qualified):
+    stacks = stacks_of(prof, p.script)
+    assert stacks, f"no stacks for {p.label} ({p.script})"
+    frames = [fr for f, _ in stacks for fr in f[4:]]
+    hot = "Worker.hot_a" if expect_qualified else "hot_a"
+    a = sum(c for f, c in stacks if any(frame_name(x) == hot for x in f))
+    b = sum(c for f, c in stacks if any(frame_name(x) == hot[:-1] + "b" for x in f))
+    assert a + b >= 40, f"too few samples in the hot functions: {a}+{b}"
+    tol = max(0.05, 3 * math.sqrt(0.75 * 0.25 / (a + b)))
+    assert abs(a / (a + b) - 0.75) <= tol, f"hot_a:hot_b = {a}:{b}, expected 3:1 (+-{tol:.3f})"
+    # The executing line inside the function, in the absolute file the interpreter has.
+    for name in ("hot_a", "hot_b"):
+        lines = function_lines(APPS / "pyhot.py", name)  # the copies have the same lines
+        for fr in frames:
+            if frame_name(fr).endswith(name):
+                m = re.fullmatch(r".* \((.+):(\d+)\)_\[p\]", fr)
+                assert m and m[1] == p.script and int(m[2]) in lines, fr
+    # Recursion, generator, C-extension calls through the standard library.
+    assert max(sum(frame_name(x) == "recurse" for x in f) for f, _ in stacks) == 5
+    assert any(frame_name(x) == "squares" for x in frames)
+    assert any(frame_name(x) == "dumps" for x in frames), "json.dumps frames"
+    # Idle threads (sleep, lock, pipe read) and the main thread in join() never appear.
+    for idle in ("idle_sleeper", "idle_lock_waiter", "idle_pipe_reader", "main"):
+        assert not any(frame_name(x) == idle for x in frames), f"{idle} is idle"
+    # With the system sampler: totals are its count for the pid.
+    prof2, counts = scaled
+    assert p.pid in counts, f"no runtime profile for pid {p.pid}"
+    assert counts[p.pid] > 0
+    stacks2 = stacks_of(prof2, p.script)
+    assert sum(c for _, c in stacks2) == counts[p.pid]
+    assert all(f[-1].endswith("_[p]") for f, _ in stacks2), "only Python frames"
+    # Standard-library frames carry the exact version.
+    ver = exact_version(p.exe)
+    std = [x for x in frames if re.search(r"/lib/python3\.\d+/(?!site-packages)", x)]
+    assert std and all(f"[standard-library=={ver}])_[p]" in x for x in std), std[:3]
+
+
+@pytest.mark.parametrize("label,exe", INTERPRETERS, ids=[i[0] for i in INTERPRETERS])
+def test_builtin_sampler(session, label, exe):
+    prof, procs, counts, _ = session
+    qualified = tuple(map(int, exact_version(exe).split(".")[:2])) >= (3, 11)
+    check_process(prof, procs[label], counts, qualified)
+
+
+def test_process_in_its_own_mount_namespace(session):
+    prof, procs, counts, _ = session
+    if "namespace" not in procs:
+        pytest.skip("unshare or /usr/bin/python3.11 missing")
+    p = procs["namespace"]
+    assert not os.path.exists(p.script), "the script exists only inside the namespace"
+    check_process(prof, p, counts, True)
+
+
+def test_truncated_stacks_are_marked_at_the_root_end(session):
+    prof, procs, _, _ = session
+    stacks = stacks_of(prof, procs["deep"].script)
+    deep = [f[4:] for f, _ in stacks if any(frame_name(x) == "Worker.hot_a" for x in f)]
+    assert deep, "samples in the deep process"
+    # 256 frames from the leaf; fewer when a read failed mid-stack (the target moved on).
+    assert all(f[0] == "[truncated]" and len(f) <= 257 for f in deep), [f[:3] for f in deep]
+    full = [f for f in deep if len(f) == 257]
+    assert len(full) >= 0.8 * len(deep), [len(f) for f in deep]
+    for f in full:
+        hot = [frame_name(x) for x in f].index("Worker.hot_a")
+        assert hot > 200 and all(frame_name(x) == "recurse" for x in f[1:hot])
+
+
+def test_process_exiting_mid_session_keeps_its_samples(session):
+    prof, procs, _, stderr = session
+    p = procs["exits"]
+    assert p.app.proc.poll() == 0, "exited during the session"
+    stacks = stacks_of(prof, p.script)
+    assert sum(c for f, c in stacks if any(frame_name(x) == "Worker.hot_a" for x in f)) > 0
+    assert not any(x.startswith("[Profiling") for f, _ in stacks for x in f)
+    assert f"pid {p.pid} (" not in stderr.replace(f"python pid {p.pid} (python3): CPython", "")
+
+
+def test_unsupported_python_gets_the_skip_stack(session):
+    prof, procs, scaled, stderr = session
+    if "3.7" not in procs:
+        pytest.skip("no pyenv 3.7")
+    stacks = stacks_of(prof, procs["3.7"].script)
+    assert [f[4:] for f, _ in stacks] == [["[Profiling skipped: unsupported Python 3.7]"]]
+    assert stderr.count(f"python pid {procs['3.7'].pid} ") == 1, "logged once"
+    # With the system sampler, the skip frame follows the comm in each of its stacks.
+    prof2, _ = scaled
+    stacks2 = stacks_of(prof2, procs["3.7"].script)
+    assert stacks2 and all(f[4] == "[Profiling skipped: unsupported Python 3.7]" for f, _ in stacks2)
+
+
+@pytest.mark.parametrize("mode", ["pyspy", "auto"])
+def test_pyspy_launcher_with_the_stand_in(tmp_path, mode):
+    """--python-mode pyspy, and auto when a py-spy is on PATH."""
+    script = tmp_path / "pyhot_spy.py"
+    shutil.copy(APPS / "pyhot.py", script)
+    a = App(["/usr/bin/python3.11", str(script)])
+    try:
+        argv_log = tmp_path / "argv.log"
+        env = dict(os.environ, PATH=f"{STANDINS}:{os.environ['PATH']}",
+                   PYSPY_STANDIN_ARGV_LOG=str(argv_log))
+        out = tmp_path / "out"
+        r = run_polyprof("-d", 3, "-f", 99, "-o", out, "--python-mode", mode, "-v", env=env)
+    finally:
+        a.stop()
+    argvs = [json.loads(x) for x in argv_log.read_text().splitlines()]
+    mine = [v for v in argvs if v[v.index("-p") + 1] == str(a.pid)]
+    assert len(mine) == 1
+    v = mine[0]
+    assert v[:11] == ["record", "-r", "50", "-d", "3", "--nonblocking", "--format", "raw", "-F",
+                      "--output", v[10]]
+    assert re.fullmatch(rf"/tmp/polyprof_tmp/sess-\d+-\w+/pyspy\.[a-z]{{16}}\.{a.pid}\.col", v[10])
+    assert v[11:] == ["-p", str(a.pid), "--full-filenames", "--gil"]
+    prof = last_profile(out)
+    stacks = stacks_of(prof, str(script))
+    hot = sum(c for f, c in stacks if f[-1].startswith("standin_hot "))
+    cold = sum(c for f, c in stacks if f[-1].startswith("standin_cold "))
+    assert hot and cold and abs(hot / (hot + cold) - 0.75) <= 0.05
+    assert all(f[4] == f"<module> ({script}:40)_[p]" or f[4].startswith("run (") for f, _ in stacks)
+    ver = exact_version("/usr/bin/python3.11")
+    assert any(f[4] == f"run (/usr/lib/python3.11/threading.py:975 [standard-library=={ver}])_[p]"
+               for f, _ in stacks)
+    counts = {int(m[1]): int(m[3]) for m in SAMPLER_LINE.finditer(r.stderr)}
+    assert sum(c for _, c in stacks) == counts[a.pid]
+    assert not any(Path("/tmp/polyprof_tmp").glob("sess-*/pyspy.*")), "output files removed"
+
+
+def test_pyspy_error_stack_for_a_process_gone_before_it_attached(tmp_path):
+    """The stand-in kills its target first (the race of a process exiting between discovery and
+    py-spy's start): without the system sampler, the error stack is written as it is."""
+    script = tmp_path / "pyhot_gone.py"
+    shutil.copy(APPS / "pyhot.py", script)
+    a = App(["/usr/bin/python3.11", str(script)])
+    try:
+        env = dict(os.environ, PATH=f"{STANDINS}:{os.environ['PATH']}",
+                   PYSPY_STANDIN_KILL_TARGET="1")
+        out = tmp_path / "out"
+        run_polyprof("-d", 2, "-o", out, "--python-mode", "pyspy", "--perf-mode", "disabled",
+                     "--pids", a.pid, env=env)
+    finally:
+        a.stop()
+    stacks = stacks_of(last_profile(out), str(script))
+    assert [(f[4:], c) for f, c in stacks] == [
+        (["[Profiling error: process exited before py-spy started]"], 1)]
