@@ -421,7 +421,7 @@ int pp_py_code_line(pp_py_code *co, const pp_py_layout *L, int idx)
             break;
         case PP_PY_LINES310:
             line = pp_py_line_310(co->table, co->table_len, co->firstlineno,
-                                  idx > 0x3fffffff ? -1 : 2 * idx);
+                                  idx > 0x3fffffff || idx < -0x3fffffff ? -1 : 2 * idx);
             break;
         case PP_PY_LOCATIONS:
             line = pp_py_line_locations(co->table, co->table_len, co->firstlineno, idx);
