@@ -104,6 +104,19 @@ static bool controller_gone(const pp_config *cfg)
     return cfg->controller_pid > 0 && kill(cfg->controller_pid, 0) < 0 && errno == ESRCH;
 }
 
+/* Debug view of a runtime profile before it is merged: its count and the sampler's per pid. */
+static void log_runtime_totals(const pp_profile *sys, const pp_profile *rt)
+{
+    for (size_t i = 0; i < pp_profile_npids(rt); i++) {
+        const pp_pid_profile *src = pp_profile_at(rt, i);
+        pp_pid_profile *dst = pp_profile_get((pp_profile *)sys, src->pid, false);
+        pp_debug("%s pid %d: %llu runtime samples, %llu sampler samples",
+                 src->runtime ? src->runtime : "runtime", src->pid,
+                 (unsigned long long)pp_pid_total(src),
+                 (unsigned long long)(dst ? pp_pid_total(dst) : 0));
+    }
+}
+
 /* polyprof's own counters for the header's "polyprof" object. */
 static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double cpu,
                             double discovery_ms, long rss)
@@ -362,6 +375,8 @@ static int run_session(run_state *rs, bool *stop)
     if (runner) {
         pp_profile **rts;
         size_t nrt = pp_runner_finish(runner, *stop ? 0 : 2.0, &rts);
+        for (size_t i = 0; i < nrt; i++)
+            log_runtime_totals(prof, rts[i]);
         for (size_t i = 0; i < nrt; i++)
             if (pp_merge_runtime(prof, rts[i], rs->sampler != NULL) < 0)
                 pp_warn("out of memory while merging runtime profiles");

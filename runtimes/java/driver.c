@@ -14,6 +14,7 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,8 +115,12 @@ typedef struct java_session {
     jvm *jvms;
     size_t n;
     double deadline;
-    int stop_fd; /* eventfd written by stop() */
+    int duration_s;     /* of the JFR recordings */
+    atomic_size_t next; /* next JVM to start */
+    int stop_fd;        /* eventfd written by stop() */
 } java_session;
+
+#define START_THREADS 4
 
 static pp_java_watch *watch; /* opened by the first session, lives for the run */
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -175,7 +180,7 @@ static bool choose_mode(java_session *s)
     return true;
 }
 
-static void start_one(java_session *s, jvm *j, int duration_s)
+static void start_one(java_session *s, jvm *j)
 {
     char reason[64], why[128], err[256];
     if (pp_java_safemode_reason(reason, sizeof(reason))) {
@@ -198,10 +203,21 @@ static void start_one(java_session *s, jvm *j, int duration_s)
         j->ap = pp_asprof_start(s->asprof, j->proc.pid, s->ctx, s->deadline, err, sizeof(err));
         if (!j->ap)
             set_error(j, "error", err);
-    } else if (pp_jfr_rec_start(&j->rec, s->ctx->cfg->frequency, duration_s, err, sizeof(err)) <
-               0) {
+    } else if (pp_jfr_rec_start(&j->rec, s->ctx->cfg->frequency, s->duration_s,
+                                s->deadline - mono_now(), err, sizeof(err)) < 0) {
         pp_warn("java: cannot start JFR in pid %d: %s", j->proc.pid, err);
         set_error(j, "error", err);
+    }
+}
+
+static void *start_worker(void *arg)
+{
+    java_session *s = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&s->next, 1);
+        if (i >= s->n)
+            return NULL;
+        start_one(s, &s->jvms[i]);
     }
 }
 
@@ -226,13 +242,21 @@ static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t 
         watch = pp_java_watch_open();
     pthread_mutex_unlock(&watch_lock);
     s->n = n;
-    int duration_s = (int)ceil(deadline - mono_now()) + 30;
+    s->duration_s = (int)ceil(deadline - mono_now()) + 30;
     for (size_t i = 0; i < n; i++) {
-        jvm *j = &s->jvms[i];
-        j->proc = procs[i];
-        j->rec.tmp_fd = j->rec.cwd_fd = -1;
-        start_one(s, j, duration_s);
+        s->jvms[i].proc = procs[i];
+        s->jvms[i].rec.tmp_fd = s->jvms[i].rec.cwd_fd = -1;
     }
+    /* The first JFR start in a JVM costs it seconds of class loading and compilation: start
+     * the JVMs concurrently (a few threads), so one slow JVM does not delay the others. */
+    pthread_t th[START_THREADS];
+    size_t nth = 0;
+    for (; !s->ap_mode && nth < START_THREADS && nth + 1 < n; nth++) /* asprof: one thread */
+        if (pthread_create(&th[nth], NULL, start_worker, s) != 0)
+            break;
+    start_worker(s);
+    for (size_t t = 0; t < nth; t++)
+        pthread_join(th[t], NULL);
     pp_debug("java: %s sessions started in %zu JVMs", s->ap_mode ? "async-profiler" : "JFR", n);
     return s;
 }

@@ -132,8 +132,11 @@ static int jcmd(pp_jfr_rec *r, const char *cmd, double timeout, char *err, size_
     return rc;
 }
 
-int pp_jfr_rec_start(pp_jfr_rec *r, int frequency, int duration_s, char *err, size_t errlen)
+int pp_jfr_rec_start(pp_jfr_rec *r, int frequency, int duration_s, double timeout_s, char *err,
+                     size_t errlen)
 {
+    if (timeout_s < 1)
+        timeout_s = 1;
     bool disk = false;
     char e2[256];
     if (!pp_java_jfr_initialized(r->pid)) {
@@ -153,10 +156,12 @@ int pp_jfr_rec_start(pp_jfr_rec *r, int frequency, int duration_s, char *err, si
         return -1;
     snprintf(file, sizeof(file), "/tmp/%s/start.jfr", dir);
     pp_jfr_start_cmdline(cmd, sizeof(cmd), r->name, frequency, duration_s, disk, file);
-    int rc = jcmd(r, cmd, PP_JAVA_ATTACH_TIMEOUT, err, errlen);
+    int rc = jcmd(r, cmd, timeout_s, err, errlen);
     remove_private_dir(r, dir, "start.jfr");
     if (rc == 0)
         r->running = true;
+    else
+        r->maybe_running = true; /* e.g. no answer in time: the JVM may still start it */
     return rc;
 }
 
@@ -212,13 +217,13 @@ int pp_jfr_rec_finish(pp_jfr_rec *r, pp_profile *prof, pp_pid_profile *pp, doubl
 
 void pp_jfr_rec_close(pp_jfr_rec *r)
 {
-    if (r->running && pp_java_start_ticks(r->pid) == r->start_ticks) {
+    if ((r->running || r->maybe_running) && pp_java_start_ticks(r->pid) == r->start_ticks) {
         char cmd[128], err[256];
         snprintf(cmd, sizeof(cmd), "JFR.stop name=%s", r->name);
         if (jcmd(r, cmd, PP_JAVA_QUICK_TIMEOUT, err, sizeof(err)) < 0)
             pp_debug("java: discarding recording %s in pid %d: %s", r->name, r->pid, err);
     }
-    r->running = false;
+    r->running = r->maybe_running = false;
     if (r->tmp_fd >= 0)
         close(r->tmp_fd);
     if (r->cwd_fd >= 0)

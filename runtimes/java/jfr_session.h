@@ -37,12 +37,15 @@ typedef struct pp_jfr_rec {
     char errfile[256];  /* -XX:ErrorFile= value with %p expanded, "" if none */
     char name[64];      /* recording name */
     bool running;       /* JFR.start succeeded and no stop was sent */
+    bool maybe_running; /* JFR.start failed, perhaps only on our side (timeout) */
 } pp_jfr_rec;
 
 /* Opens the JVM's descriptors and reads its identity; 0, or -1 with err (process gone). */
 int pp_jfr_rec_init(pp_jfr_rec *r, int pid, char *err, size_t errlen);
-/* Starts the recording (period from frequency Hz, duration in seconds). 0 or -1 with err. */
-int pp_jfr_rec_start(pp_jfr_rec *r, int frequency, int duration_s, char *err, size_t errlen);
+/* Starts the recording (period from frequency Hz, duration in seconds), waiting at most
+ * timeout_s (at least 1 s) for the JVM. 0 or -1 with err. */
+int pp_jfr_rec_start(pp_jfr_rec *r, int frequency, int duration_s, double timeout_s, char *err,
+                     size_t errlen);
 /* Stops it into a private file and parses it into pp (an entry of prof). 0 or -1 with err. */
 int pp_jfr_rec_finish(pp_jfr_rec *r, pp_profile *prof, pp_pid_profile *pp, double timeout_s,
                       char *err, size_t errlen);
