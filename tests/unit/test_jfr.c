@@ -112,6 +112,31 @@ Test(jfr, jdk25_matches_jfr_print)
     check_fixture("jdk25", 0);
 }
 
+/* Synthetic chunks (tests/fixtures/jfr/mini.py), checked against `jfr print` too: every string
+ * encoding, linked constant pools, padded varints, unresolved stacks and methods; mini_fixed
+ * holds the same with fixed-width integers (header feature bit 0 clear). */
+Test(jfr, synthetic_chunks)
+{
+    const char *names[] = {FIX "mini.jfr", FIX "mini_fixed.jfr"};
+    char *want = slurp(FIX "mini.expected", NULL), err[256];
+    for (int i = 0; i < 2; i++) {
+        pp_profile *prof = pp_profile_new();
+        pp_pid_profile *pp = pp_profile_get(prof, 7, true);
+        pp_jfr_stats st;
+        cr_assert_eq(pp_jfr_parse_file(names[i], NULL, prof, pp, &st, err, sizeof(err)), 0,
+                     "%s: %s", names[i], err);
+        char *got = render(prof, pp);
+        cr_assert_str_eq(got, want, "%s", names[i]);
+        cr_assert_eq(st.samples, 3);
+        cr_assert_eq(st.bad, 2);
+        cr_assert_eq(st.truncated, 1);
+        cr_assert_eq(st.events, 9); /* 5 samples, 1 other, metadata, 2 constant pools */
+        free(got);
+        pp_profile_free(prof);
+    }
+    free(want);
+}
+
 static int keep_only(void *arg, long tid)
 {
     return tid == *(long *)arg;
