@@ -236,3 +236,34 @@ def test_async_profiler_mode(hot_classes, launchers, start_app, outdir, tmp_path
     assert not any(x.startswith("[Profiling") for x in frames), p.stderr[-2000:]
     rt, sampler = totals(p.stderr, app.pid)
     assert rt > 0 and sum(c for _, c in lines) == sampler
+
+
+def test_safemode_after_a_profiled_jvm_is_killed(hot_classes, launchers, start_app, outdir):
+    """A JVM killed by SIGKILL while profiled disables Java profiling for the rest of the run."""
+    jdk("17")
+    victim = start_app(launchers / "pp_java17", "-cp", hot_classes, "Hot")
+    other = start_app(launchers / "pp_java25" if JDKS["25"].exists() else launchers / "pp_java17",
+                      "-cp", hot_classes, "Hot")
+    other_comm = Path(f"/proc/{other.pid}/comm").read_text().strip()
+    warm(other.pid, 1.0)
+    run = Run("-c", "-d", 4, "-f", 49, "--java-mode", "jfr", "-o", outdir, "-v")
+    try:
+        wait_for(lambda: "JFR sessions started" in "".join(run._err), 30, "JFR to start")
+        victim.proc.kill()
+        victim.proc.wait()
+
+        def sessions():
+            return sorted(p for p in Path(outdir).glob("profile_*.col"))
+        wait_for(lambda: len(sessions()) >= 2, 40, "a second session")
+        second = Profile(sessions()[1])
+        lines = second.for_comm(other_comm)
+        assert lines
+        assert all("[Profiling skipped: disabled due to profiled-signaled]" in f for f, _ in lines)
+    finally:
+        run.proc.terminate()
+        run.proc.wait(30)
+    err = "".join(run._err)
+    assert f"JVM {victim.pid} (pp_java17) died during profiling (profiled-signaled)" in err
+    first = Profile(sessions()[0])
+    assert any("[Profiling error: process went down during profiling]" in f
+               for f, _ in first.for_comm("pp_java17"))
