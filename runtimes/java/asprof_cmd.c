@@ -1,0 +1,251 @@
+/* async-profiler command lines as gProfiler builds them (gprofiler-compat.md §5.3), the
+ * cpu/itimer choice, and the parser of async-profiler's collapsed output. */
+#include <ctype.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "runtimes/java/asprof.h"
+#include "runtimes/java/asprof_int.h"
+
+/* The value of a gProfiler option polyprof parses but does not act on itself (flags: ""). */
+static const char *opt(const pp_config *cfg, const char *name)
+{
+    for (size_t i = 0; cfg && i < cfg->nnoop_options; i++)
+        if (strcmp(cfg->noop_options[i].name, name) == 0)
+            return cfg->noop_options[i].value ? cfg->noop_options[i].value : "";
+    return NULL;
+}
+
+static long opt_long(const pp_config *cfg, const char *name, long def, long lo, long hi)
+{
+    const char *v = opt(cfg, name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    return (errno || *end || n < lo || n > hi) ? def : n;
+}
+
+/* "2mb", "512k", "1048576" in binary units (humanfriendly's parse_size(binary=True)). */
+static long parse_size(const char *s, long def)
+{
+    if (!s || !*s)
+        return def;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v <= 0)
+        return def;
+    while (*end == ' ')
+        end++;
+    double mul = 1;
+    switch (tolower((unsigned char)*end)) {
+    case 'k':
+        mul = 1024.0;
+        break;
+    case 'm':
+        mul = 1024.0 * 1024;
+        break;
+    case 'g':
+        mul = 1024.0 * 1024 * 1024;
+        break;
+    case 'b':
+    case '\0':
+        break;
+    default:
+        return def;
+    }
+    double r = v * mul;
+    return r >= 1 && r < 1e15 ? (long)r : def;
+}
+
+bool pp_asprof_perf_works(void)
+{
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof(a));
+    a.type = PERF_TYPE_SOFTWARE;
+    a.size = sizeof(a);
+    a.config = PERF_COUNT_SW_CPU_CLOCK;
+    a.sample_period = 10000000;
+    a.disabled = 1;
+    a.exclude_kernel = 0;
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+
+void pp_asprof_opts_init(pp_asprof_opts *o, const pp_config *cfg, int duration_s, bool perf_works)
+{
+    memset(o, 0, sizeof(*o));
+    int freq = cfg && cfg->frequency > 0 ? cfg->frequency : 11;
+    o->interval_ns = (long)(1e9 / freq);
+    o->alloc_bytes = parse_size(opt(cfg, "alloc-interval"), 2L << 20);
+    o->safemode = (int)opt_long(cfg, "java-async-profiler-safemode", 0, 0, 511);
+    o->mcache = (int)opt_long(cfg, "java-async-profiler-mcache", 30, 0, 255);
+    o->attach_timeout = (int)opt_long(cfg, "java-jattach-timeout", 30, 1, 3600);
+    o->timeout_s = (duration_s > 0 ? duration_s : 1) + 30;
+    const char *f = opt(cfg, "java-async-profiler-features");
+    snprintf(o->features, sizeof(o->features), "%s", f && *f ? f : "probesp,vtable");
+    for (char *p = o->features; *p; p++)
+        if (*p == ',')
+            *p = '+';
+    const char *mode = opt(cfg, "java-async-profiler-mode");
+    if (cfg && cfg->profiling_mode && strcmp(cfg->profiling_mode, "allocation") == 0)
+        mode = "alloc";
+    if (!mode || !*mode || strcmp(mode, "auto") == 0)
+        mode = perf_works ? "cpu" : "itimer";
+    if (strcmp(mode, "cpu") && strcmp(mode, "itimer") && strcmp(mode, "alloc"))
+        mode = perf_works ? "cpu" : "itimer";
+    snprintf(o->event, sizeof(o->event), "%s", mode);
+    o->threads = opt(cfg, "java-collect-thread-names") != NULL;
+    o->includemm = opt(cfg, "java-include-method-modifiers") != NULL;
+    const char *ln = opt(cfg, "java-line-numbers");
+    o->includeln = ln && strcmp(ln, "line-of-function") == 0;
+    o->lib = cfg && cfg->insert_dso_name;
+    o->meminfolog = opt(cfg, "java-async-profiler-no-report-meminfo") == NULL;
+    const char *extra = opt(cfg, "java-async-profiler-args");
+    snprintf(o->extra, sizeof(o->extra), "%s", extra ? extra : "");
+}
+
+static int put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+    if (*at >= len)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *at, len - *at, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= len - *at) {
+        *at = len;
+        return -1;
+    }
+    *at += (size_t)n;
+    return 0;
+}
+
+/* ",file=<out>,collapsed,ann,sig[,includemm][,includeln]" */
+static void output_args(const pp_asprof_opts *o, const char *out, char *buf, size_t len, size_t *at)
+{
+    put(buf, len, at, ",file=%s,collapsed,ann,sig%s%s", out, o->includemm ? ",includemm" : "",
+        o->includeln ? ",includeln" : "");
+}
+
+int pp_asprof_start_arg(const pp_asprof_opts *o, const char *out, const char *log, char *buf,
+                        size_t len)
+{
+    size_t at = 0;
+    put(buf, len, &at, "start,event=%s%s", o->event, o->threads ? ",threads" : "");
+    output_args(o, out, buf, len, &at);
+    if (strcmp(o->event, "alloc") == 0)
+        put(buf, len, &at, ",alloc=%ld", o->alloc_bytes);
+    else
+        put(buf, len, &at, ",interval=%ld", o->interval_ns);
+    put(buf, len, &at, ",log=%s,safemode=%d,,features=%s,timeout=%d%s", log, o->safemode,
+        o->features, o->timeout_s, o->lib ? ",lib" : "");
+    if (o->extra[0])
+        put(buf, len, &at, ",%s", o->extra);
+    return at < len ? 0 : -1;
+}
+
+int pp_asprof_stop_arg(const pp_asprof_opts *o, const char *out, const char *log, bool with_output,
+                       char *buf, size_t len)
+{
+    size_t at = 0;
+    put(buf, len, &at, "stop,log=%s,mcache=%d", log, o->mcache);
+    if (with_output) {
+        if (o->threads)
+            put(buf, len, &at, ",threads");
+        output_args(o, out, buf, len, &at);
+        put(buf, len, &at, "%s%s", o->lib ? ",lib" : "", o->meminfolog ? ",meminfolog" : "");
+        if (o->extra[0])
+            put(buf, len, &at, ",%s", o->extra);
+    }
+    return at < len ? 0 : -1;
+}
+
+/* One "frame;...;leaf count" line (without the newline): 1 added, 0 malformed, -1 OOM. */
+static int parse_line(const char *s, size_t n, pp_profile *prof, pp_pid_profile *pp,
+                      uint32_t **frames, size_t *cap, char **tmp, size_t *tmpcap)
+{
+    const char *sp = memrchr(s, ' ', n);
+    if (!sp || sp == s || sp + 1 == s + n)
+        return 0;
+    uint64_t count = 0;
+    for (const char *p = sp + 1; p < s + n; p++) {
+        if (*p < '0' || *p > '9' || count > (UINT64_MAX - 9) / 10)
+            return 0;
+        count = count * 10 + (uint64_t)(*p - '0');
+    }
+    if (count == 0)
+        return 0;
+    size_t slen = (size_t)(sp - s), nf = 0;
+    if (memchr(s, '\0', slen))
+        return 0;
+    if (slen + 1 > *tmpcap) {
+        char *t = realloc(*tmp, slen + 1);
+        if (!t)
+            return -1;
+        *tmp = t;
+        *tmpcap = slen + 1;
+    }
+    memcpy(*tmp, s, slen);
+    (*tmp)[slen] = '\0';
+    for (char *f = *tmp;;) {
+        char *semi = strchr(f, ';');
+        if (semi)
+            *semi = '\0';
+        if (!*f)
+            return 0; /* empty frame */
+        if (nf == *cap) {
+            size_t nc = *cap ? *cap * 2 : 64;
+            uint32_t *q = realloc(*frames, nc * sizeof(uint32_t));
+            if (!q)
+                return -1;
+            *frames = q;
+            *cap = nc;
+        }
+        (*frames)[nf++] = pp_profile_intern(prof, f);
+        if (!semi)
+            break;
+        f = semi + 1;
+    }
+    return pp_pid_add(pp, *frames, nf, count) < 0 ? -1 : 1;
+}
+
+long pp_asprof_parse_collapsed(const char *text, size_t len, pp_profile *prof, pp_pid_profile *pp,
+                               size_t *bad_lines)
+{
+    long added = 0;
+    size_t bad = 0, cap = 0, tmpcap = 0;
+    uint32_t *frames = NULL;
+    char *tmp = NULL;
+    for (size_t i = 0; i < len;) {
+        const char *nl = memchr(text + i, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
+        size_t m = n;
+        if (m && text[i + m - 1] == '\r')
+            m--;
+        if (m) {
+            int r = parse_line(text + i, m, prof, pp, &frames, &cap, &tmp, &tmpcap);
+            if (r > 0)
+                added++;
+            else
+                bad++;
+        }
+        i += n + 1;
+    }
+    free(frames);
+    free(tmp);
+    if (bad_lines)
+        *bad_lines = bad;
+    return added;
+}
