@@ -16,6 +16,7 @@
 #include "merge/header.h"
 #include "merge/profile.h"
 #include "merge/scale.h"
+#include "orchestrator/child.h"
 #include "orchestrator/discovery.h"
 #include "orchestrator/hostinfo.h"
 #include "orchestrator/identity.h"
@@ -331,6 +332,12 @@ static int run_session(run_state *rs, bool *stop)
     pp_identity_set_procs(rs->ident, &procs);
     pp_java_perfmaps_refresh(&procs); /* JIT symbols for the sampler */
     pp_runtime_ctx ctx = {.cfg = cfg};
+    char tmpdir[4096] = "", terr[512];
+    if (rs->ndrivers && pp_session_tmpdir(tmpdir, sizeof(tmpdir), terr, sizeof(terr)) < 0) {
+        pp_warn("no session temp directory for runtime profilers: %s", terr);
+        tmpdir[0] = '\0';
+    }
+    ctx.tmpdir = tmpdir[0] ? tmpdir : NULL;
     pp_runner *runner =
         rs->ndrivers ? pp_runner_start(rs->drivers, rs->ndrivers, &ctx, &procs, deadline) : NULL;
     pp_info("profiling session started (%d s, %zu processes classified in %.1f ms)", cfg->duration,
@@ -382,6 +389,8 @@ static int run_session(run_state *rs, bool *stop)
                 pp_warn("out of memory while merging runtime profiles");
         pp_runner_free(runner);
     }
+    if (tmpdir[0])
+        pp_rmtree(tmpdir);
     double t_merged = mono_now();
     pp_identity_annotate(rs->ident, prof, rs->disc);
     pp_debug("session end: drain and merge %.1f ms, identity %.1f ms", (t_merged - t_end) * 1000,

@@ -201,8 +201,10 @@ static void start_one(java_session *s, jvm *j)
     j->hserr_before = pp_jfr_rec_hserr(&j->rec);
     if (s->ap_mode) {
         j->ap = pp_asprof_start(s->asprof, j->proc.pid, s->ctx, s->deadline, err, sizeof(err));
-        if (!j->ap)
+        if (!j->ap) {
+            pp_warn("java: cannot start async-profiler in pid %d: %s", j->proc.pid, err);
             set_error(j, "error", err);
+        }
     } else if (pp_jfr_rec_start(&j->rec, s->ctx->cfg->frequency, s->duration_s,
                                 s->deadline - mono_now(), err, sizeof(err)) < 0) {
         pp_warn("java: cannot start JFR in pid %d: %s", j->proc.pid, err);

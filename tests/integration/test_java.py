@@ -226,9 +226,12 @@ def test_async_profiler_mode(hot_classes, launchers, start_app, outdir, tmp_path
     bindir = tmp_path / "bin"
     bindir.mkdir()
     shutil.copy(STANDIN_ASPROF, bindir / "asprof")
+    (bindir / "libasyncProfiler.so").write_bytes(b"\x7fELF stand-in library\n")
+    (bindir / "async-profiler-version").write_text("v3.0-standin\n")
     env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
-    p = subprocess.run([str(POLYPROF), "-d", 3, "-f", 99, "--java-mode", "ap", "-o", str(outdir),
+    p = subprocess.run([str(POLYPROF), "-d", "3", "-f", "99", "--java-mode", "ap", "-o", str(outdir),
                         "-v"], env=env, capture_output=True, text=True, timeout=90)
+    Path("/tmp/pp_java_last_stderr").write_text(p.stderr)
     assert p.returncode == 0, p.stderr[-3000:]
     lines = last_profile(outdir).for_comm("pp_java17")
     assert lines, p.stderr[-3000:]
