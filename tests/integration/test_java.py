@@ -130,7 +130,7 @@ def test_jfr_profile(version, hot_classes, launchers, start_app, outdir, tmp_pat
         os.chdir(ROOT)
     warm(app.pid)
     before = tmp_entries()
-    r = run_polyprof("-d", 6, "-f", 99, "--java-mode", "jfr", "-o", outdir, "-v")
+    r = run_polyprof("-d", 6, "-f", 499, "--java-mode", "jfr", "-o", outdir, "-v")
     assert not r.children & {"java", "jcmd", "jfr", "jattach", "asprof"}, r.children
 
     prof = last_profile(outdir)
@@ -143,9 +143,10 @@ def test_jfr_profile(version, hot_classes, launchers, start_app, outdir, tmp_pat
         any(x.startswith("Hot.") and "|" in x for x in frames)
     assert any(x.startswith("Hot.hotA()V_[") for x in frames)
     pct = share(lines, "Hot.hotA()V", "Hot.hotB()V")
-    assert 70 <= pct <= 80, f"hotA share {pct:.1f}% (expected 75 +- 5)"
-
     rt, sampler = totals(r.stderr, app.pid)
+    print(f"JDK {version}: hotA share {pct:.1f}% of {rt} JFR samples scaled to {sampler}")
+    assert 70 <= pct <= 80, f"hotA share {pct:.1f}% (expected 75 +- 5, {rt} JFR samples)"
+
     assert rt > 0 and sampler > 0
     assert sum(c for _, c in lines) == sampler
 
@@ -180,6 +181,7 @@ def test_jvm_in_own_pid_and_mount_namespace(hot_classes, outdir):
         ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c",
          f"mount -t tmpfs tmpfs /tmp && exec {java} -cp {classes} Hot 2"],
         stdout=subprocess.PIPE, text=True)
+    pid = None
     try:
         assert sh.stdout.readline().startswith("ready 1")
         kids = Path(f"/proc/{sh.pid}/task/{sh.pid}/children").read_text().split()
@@ -196,6 +198,8 @@ def test_jvm_in_own_pid_and_mount_namespace(hot_classes, outdir):
         left = {p.name for p in Path(f"/proc/{pid}/root/tmp").iterdir()}
         assert not {n for n in left if n.startswith(("polyprof", "perf-", ".attach"))}, left
     finally:
+        if pid:
+            os.kill(pid, 9)  # the namespace's init: unshare does not forward its own kill
         sh.kill()
         sh.wait()
         sh.stdout.close()
@@ -249,7 +253,7 @@ def test_safemode_after_a_profiled_jvm_is_killed(hot_classes, launchers, start_a
                       "-cp", hot_classes, "Hot")
     other_comm = Path(f"/proc/{other.pid}/comm").read_text().strip()
     warm(other.pid, 1.0)
-    run = Run("-c", "-d", 4, "-f", 49, "--java-mode", "jfr", "-o", outdir, "-v")
+    run = Run("-c", "-d", 8, "-f", 49, "--java-mode", "jfr", "-o", outdir, "-v")
     try:
         wait_for(lambda: "JFR sessions started" in "".join(run._err), 30, "JFR to start")
         victim.proc.kill()
@@ -261,7 +265,8 @@ def test_safemode_after_a_profiled_jvm_is_killed(hot_classes, launchers, start_a
         second = Profile(sessions()[1])
         lines = second.for_comm(other_comm)
         assert lines
-        assert all("[Profiling skipped: disabled due to profiled-signaled]" in f for f, _ in lines)
+        assert all("[Profiling skipped: disabled due to profiled-signaled]" in f
+                   for f, _ in lines), "".join(run._err)[-3000:]
     finally:
         run.proc.terminate()
         run.proc.wait(30)
