@@ -133,17 +133,26 @@ static int listen_at(char *path, size_t len)
     return fd;
 }
 
+/* One exchange with a stand-in JVM listening on fd that answers reply (NULL: never). */
+static int exchange(int fd, const char *reply, const char *cmd, double timeout, char **out,
+                    fake_jvm *f, char *err, size_t errlen)
+{
+    *f = (fake_jvm){.fd = fd, .reply = reply};
+    pthread_t t;
+    pthread_create(&t, NULL, fake_jvm_main, f);
+    int rc = pp_jattach_jcmd(getpid(), cmd, timeout, out, err, errlen);
+    pthread_join(t, NULL);
+    return rc;
+}
+
 Test(java, jcmd_exchange_with_stand_in_jvm)
 {
-    char path[64];
-    fake_jvm f = {.reply = "0\nOpenJDK 64-Bit Server VM version 17\nJDK 17.0.15\n"};
-    f.fd = listen_at(path, sizeof(path));
-    pthread_t t;
-    pthread_create(&t, NULL, fake_jvm_main, &f);
-    char *out = NULL, err[256] = "";
-    int rc = pp_jattach_jcmd(getpid(), "VM.version", 5.0, &out, err, sizeof(err));
-    pthread_join(t, NULL);
-    close(f.fd);
+    char path[64], *out = NULL, err[256] = "";
+    int fd = listen_at(path, sizeof(path));
+    fake_jvm f;
+    int rc = exchange(fd, "0\nOpenJDK 64-Bit Server VM version 17\nJDK 17.0.15\n", "VM.version",
+                      5.0, &out, &f, err, sizeof(err));
+    close(fd);
     unlink(path);
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert_str_eq(out, "OpenJDK 64-Bit Server VM version 17\nJDK 17.0.15\n");
@@ -154,26 +163,21 @@ Test(java, jcmd_exchange_with_stand_in_jvm)
 
 Test(java, jcmd_error_code_and_timeout)
 {
-    char path[64];
-    fake_jvm f = {.reply = "-1\nUnknown diagnostic command\n"};
-    f.fd = listen_at(path, sizeof(path));
-    pthread_t t;
-    pthread_create(&t, NULL, fake_jvm_main, &f);
-    char *out = NULL, err[256] = "";
-    cr_assert_eq(pp_jattach_jcmd(getpid(), "Bogus", 5.0, &out, err, sizeof(err)), 1);
-    pthread_join(t, NULL);
+    char path[64], *out = NULL, err[256] = "";
+    int fd = listen_at(path, sizeof(path));
+    fake_jvm f;
+    int rc =
+        exchange(fd, "-1\nUnknown diagnostic command\n", "Bogus", 5.0, &out, &f, err, sizeof(err));
+    cr_assert_eq(rc, 1, "%s", err);
     cr_assert_str_eq(out, "Unknown diagnostic command\n");
     free(out);
-
-    fake_jvm mute = {.fd = f.fd};
-    pthread_create(&t, NULL, fake_jvm_main, &mute);
     out = NULL;
-    cr_assert_eq(pp_jattach_jcmd(getpid(), "VM.version", 0.3, &out, err, sizeof(err)), -1);
+    rc = exchange(fd, NULL, "VM.version", 0.3, &out, &f, err, sizeof(err));
+    close(fd);
+    unlink(path);
+    cr_assert_eq(rc, -1);
     cr_assert_null(out);
     cr_assert(strstr(err, "no answer in time"), "%s", err);
-    pthread_join(t, NULL);
-    close(f.fd);
-    unlink(path);
 }
 
 Test(java, no_sigquit_without_handler)
