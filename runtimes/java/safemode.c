@@ -41,19 +41,18 @@ static int open_connector(void)
         close(fd);
         return -1;
     }
-    struct {
-        struct nlmsghdr nl;
-        struct cn_msg cn;
-        enum proc_cn_mcast_op op;
-    } __attribute__((packed)) req;
-    memset(&req, 0, sizeof(req));
-    req.nl.nlmsg_len = sizeof(req);
-    req.nl.nlmsg_type = NLMSG_DONE;
-    req.cn.id.idx = CN_IDX_PROC;
-    req.cn.id.val = CN_VAL_PROC;
-    req.cn.len = sizeof(req.op);
-    req.op = PROC_CN_MCAST_LISTEN;
-    if (send(fd, &req, sizeof(req), MSG_NOSIGNAL) < 0) {
+    enum proc_cn_mcast_op op = PROC_CN_MCAST_LISTEN;
+    char req[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof(op))] __attribute__((aligned(8)));
+    memset(req, 0, sizeof(req));
+    struct nlmsghdr *nl = (struct nlmsghdr *)req;
+    nl->nlmsg_len = NLMSG_LENGTH(sizeof(struct cn_msg) + sizeof(op));
+    nl->nlmsg_type = NLMSG_DONE;
+    struct cn_msg *cn = NLMSG_DATA(nl);
+    cn->id.idx = CN_IDX_PROC;
+    cn->id.val = CN_VAL_PROC;
+    cn->len = sizeof(op);
+    memcpy(cn->data, &op, sizeof(op));
+    if (send(fd, req, nl->nlmsg_len, MSG_NOSIGNAL) < 0) {
         close(fd);
         return -1;
     }
