@@ -339,8 +339,10 @@ static int java_collect(void *session, pp_profile *out)
             pp_warn("java: no profile for pid %d: %s", j->proc.pid, err);
             frame_stack(out, j, j->err);
         }
-        pp_asprof_free(j->ap); /* same thread as start and collect */
-        j->ap = NULL;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        pp_asprof_free(s->jvms[i].ap); /* same thread as start and collect */
+        s->jvms[i].ap = NULL;
     }
     return 0;
 }
