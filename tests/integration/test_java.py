@@ -234,8 +234,15 @@ def test_async_profiler_mode(hot_classes, launchers, start_app, outdir, tmp_path
     (bindir / "libasyncProfiler.so").write_bytes(b"\x7fELF stand-in library\n")
     (bindir / "async-profiler-version").write_text("v3.0-standin\n")
     env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
-    p = subprocess.run([str(POLYPROF), "-d", "3", "-f", "99", "--java-mode", "ap", "-o", str(outdir),
-                        "-v"], env=env, capture_output=True, text=True, timeout=90)
+    libdir = Path("/tmp/polyprof_tmp/async-profiler-v3.0-standin")  # kept across runs, by design
+    existed = libdir.exists()
+    try:
+        p = subprocess.run([str(POLYPROF), "-d", "3", "-f", "99", "--java-mode", "ap", "-o",
+                            str(outdir), "-v"], env=env, capture_output=True, text=True,
+                           timeout=90)
+    finally:
+        if not existed:
+            shutil.rmtree(libdir, ignore_errors=True)
     Path("/tmp/pp_java_last_stderr").write_text(p.stderr)
     assert p.returncode == 0, p.stderr[-3000:]
     lines = last_profile(outdir).for_comm("pp_java17")
