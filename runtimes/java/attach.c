@@ -10,10 +10,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "orchestrator/log.h"
 #include "runtimes/procfiles.h"
 
 #define MAX_ARG 4096
@@ -140,21 +142,29 @@ static bool attach_disabled(int pid)
     return false;
 }
 
-/* Creates the trigger file; returns its path in out, or -1. */
-static int create_trigger(int pid, int nspid, char *out, size_t len)
+/* Creates the trigger file, owned by the JVM's user (HotSpot trusts a trigger owned by its own
+ * euid, as seen in its user namespace, or by root; JDK 8 only the former), never truncating or
+ * following an existing file; returns its path in out, or -1. */
+static int create_trigger(int pid, const pp_jattach_status *st, char *out, size_t len)
 {
     const char *fmts[2] = {"/proc/%d/cwd/.attach_pid%d", "/proc/%d/root/tmp/.attach_pid%d"};
     for (int i = 0; i < 2; i++) {
-        snprintf(out, len, fmts[i], pid, nspid);
-        int fd = open(out, O_CREAT | O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0660);
+        snprintf(out, len, fmts[i], pid, st->nspid);
+        int flags = O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
+        int fd = open(out, flags, 0660);
+        if (fd < 0 && errno == EEXIST && unlink(out) == 0)
+            fd = open(out, flags, 0660);
         if (fd < 0)
             continue;
+        if (st->euid != geteuid() && fchown(fd, st->euid, st->egid) < 0)
+            pp_debug("attach: cannot give %s to uid %u: %s", out, (unsigned)st->euid,
+                     strerror(errno));
         struct stat sb;
-        bool ours = fstat(fd, &sb) == 0 && sb.st_uid == geteuid();
+        bool trusted = fstat(fd, &sb) == 0 && (sb.st_uid == st->euid || sb.st_uid == geteuid());
         close(fd);
-        if (ours)
+        if (trusted)
             return 0;
-        unlink(out); /* HotSpot distrusts a trigger owned by someone else */
+        unlink(out);
     }
     return -1;
 }
@@ -174,7 +184,7 @@ static int start_listener(int pid, const pp_jattach_status *st, const char *sock
         return -1;
     }
     char trigger[128];
-    if (create_trigger(pid, st->nspid, trigger, sizeof(trigger)) < 0) {
+    if (create_trigger(pid, st, trigger, sizeof(trigger)) < 0) {
         snprintf(err, errlen, "cannot create the attach trigger file of JVM %d: %s", pid,
                  strerror(errno));
         return -1;
@@ -255,6 +265,34 @@ static int connect_socket(const char *path, double deadline)
     return -1;
 }
 
+/* connect_socket with this thread's effective ids switched to uid/gid (raw per-thread
+ * syscalls: glibc's seteuid would change every thread of polyprof), restored right after:
+ * HotSpot reads the peer's credentials at connect time. */
+static int connect_as(const char *path, double deadline, uid_t uid, gid_t gid)
+{
+    uid_t euid = geteuid();
+    gid_t egid = getegid();
+    if (syscall(SYS_setresgid, -1, gid, -1) < 0)
+        return -1;
+    if (syscall(SYS_setresuid, -1, uid, -1) < 0) {
+        int e = errno;
+        if (syscall(SYS_setresgid, -1, egid, -1) < 0)
+            abort();
+        errno = e;
+        return -1;
+    }
+    int fd = connect_socket(path, deadline);
+    int e = errno;
+    /* Restoring cannot fail (the real and saved ids are unchanged); if it did, this thread
+     * would run on with another user's ids: stop rather than continue that way. */
+    if (syscall(SYS_setresuid, -1, euid, -1) < 0 || syscall(SYS_setresgid, -1, egid, -1) < 0) {
+        pp_critical("attach: cannot restore this thread's ids: %s", strerror(errno));
+        abort();
+    }
+    errno = e;
+    return fd;
+}
+
 static int send_all(int fd, const char *buf, size_t len, double deadline)
 {
     size_t off = 0;
@@ -314,6 +352,23 @@ static ssize_t recv_all(int fd, char **buf, double deadline)
     return (ssize_t)len;
 }
 
+/* Connects (as root, or as the JVM's user when as is set), sends req and reads the reply
+ * until EOF. Returns its length with *reply malloc'd, or -1 with errno. */
+static ssize_t exchange(const char *sock, const char *req, size_t reqlen, double deadline,
+                        const pp_jattach_status *as, char **reply)
+{
+    int fd = as ? connect_as(sock, deadline, as->euid, as->egid) : connect_socket(sock, deadline);
+    if (fd < 0)
+        return -1;
+    ssize_t n = -1;
+    if (send_all(fd, req, reqlen, deadline) == 0)
+        n = recv_all(fd, reply, deadline);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return n;
+}
+
 int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, const char *a3,
                    double timeout_s, char **out, char *err, size_t errlen)
 {
@@ -337,19 +392,18 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
     snprintf(sock, sizeof(sock), "/proc/%d/root/tmp/.java_pid%d", pid, st.nspid);
     if (!is_socket(sock) && start_listener(pid, &st, sock, deadline, err, errlen) < 0)
         return -1;
-    int fd = connect_socket(sock, deadline);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot connect to the attach socket of JVM %d: %s", pid,
-                 strerror(errno));
-        return -1;
-    }
     char *reply = NULL;
-    ssize_t n = -1;
-    if (send_all(fd, req, reqlen, deadline) == 0)
-        n = recv_all(fd, &reply, deadline);
-    int e = errno;
-    close(fd);
+    ssize_t n = exchange(sock, req, reqlen, deadline, NULL, &reply);
+    bool refused = n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE));
+    if (refused && st.euid != geteuid()) {
+        /* Closed without an answer: the JVM refused root as peer (JDK 8, or a JVM in a user
+         * namespace that does not map polyprof's root). Again as the JVM's own user. */
+        free(reply);
+        reply = NULL;
+        n = exchange(sock, req, reqlen, deadline, &st, &reply);
+    }
     if (n < 0) {
+        int e = errno;
         snprintf(err, errlen, "attach to JVM %d failed: %s", pid,
                  e == ETIMEDOUT ? "no answer in time" : strerror(e));
         return -1;

@@ -4,6 +4,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -283,3 +284,44 @@ def test_safemode_after_a_profiled_jvm_is_killed(hot_classes, launchers, start_a
     first = Profile(sessions()[0])
     assert any("[Profiling error: process went down during profiling]" in f
                for f, _ in first.for_comm("pp_java17"))
+
+
+def test_jvm_of_another_user_in_a_user_namespace(hot_classes, outdir, tmp_path):
+    """A JVM run by nobody as root of its own user namespace refuses polyprof's root as peer
+    and distrusts a root-owned trigger file: polyprof gives the trigger to the JVM's user and
+    connects with the JVM's ids. No thread dump may reach the JVM's stdout."""
+    java = jdk("17") / "bin" / "java"
+    classes = Path(tempfile.mkdtemp(prefix="pp_it_userns_"))
+    try:
+        classes.chmod(0o755)
+        for f in hot_classes.iterdir():
+            shutil.copy(f, classes)
+        cwd = classes / "cwd"
+        cwd.mkdir(mode=0o777)
+        cwd.chmod(0o777)
+        app = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                                "unshare", "--user", "--map-root-user", str(java), "-cp",
+                                str(classes), "Hot", "2"], cwd=cwd, stdout=subprocess.PIPE,
+                               text=True)
+        try:
+            line = app.stdout.readline()
+            if not line.startswith("ready"):
+                pytest.skip("unprivileged user namespaces are not available")
+            pid = int(line.split()[1])
+            warm(pid)
+            r = run_polyprof("-d", 4, "-f", 199, "--java-mode", "jfr", "-o", outdir, "-v")
+            rt, _ = totals(r.stderr, pid)
+            assert rt > 0, r.stderr[-3000:]
+            prof = last_profile(outdir)
+            ours = [f for f, _ in prof.stacks if len(f) > 4 and f[2] == "java"
+                    and any(x.startswith("Hot.hot") and x.endswith("]") for x in f)]
+            assert ours
+            assert not list(cwd.iterdir())
+        finally:
+            app.kill()
+            rest = app.stdout.read()
+            app.wait()
+            app.stdout.close()
+        assert "Full thread dump" not in rest
+    finally:
+        shutil.rmtree(classes, ignore_errors=True)
