@@ -10,8 +10,13 @@
  * a JVM in its first moments or run with -Xrs would die or dump threads) and whose command line
  * does not disable the attach mechanism.
  *
- * HotSpot (JDK 11+; verified on 17 and 25) accepts a peer whose euid is root or matches its
- * own; polyprof runs as root, so no credential switch happens. Every socket operation has a
+ * HotSpot (JDK 11+; verified on 17 and 25, also when the JVM runs as another user) accepts a
+ * peer whose euid is root or matches its own, and a trigger file owned by root or by its euid.
+ * The trigger file is given to the JVM's user. When the JVM closes the connection without an
+ * answer (it refused root: JDK 8, or a JVM in a user namespace that does not map polyprof's
+ * root), the request is sent again over a connection made with the calling thread's effective
+ * ids switched to the JVM's (raw per-thread setresgid/setresuid around connect(), restored at
+ * once; never glibc's seteuid, which changes every thread). Every socket operation has a
  * deadline (poll), the reply is bounded (PP_JATTACH_MAX_REPLY). Thread-safe (no shared state). */
 #ifndef PP_JAVA_ATTACH_H
 #define PP_JAVA_ATTACH_H
