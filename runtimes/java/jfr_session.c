@@ -31,6 +31,20 @@ void pp_jfr_start_cmdline(char *buf, size_t len, const char *name, int frequency
              name, period, duration_s, disk ? "true" : "false", filename);
 }
 
+bool pp_jfr_other_recording_running(const char *check)
+{
+    for (const char *p = check; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        /* "Recording 2: name=x maxsize=250.0MB (running)"; an in-memory recording of an
+         * earlier polyprof (killed) does not write to disk */
+        if (memmem(p, len, "(running)", 9) && !memmem(p, len, "name=polyprof_", 14))
+            return true;
+        p = nl ? nl + 1 : NULL;
+    }
+    return false;
+}
+
 /* -XX:ErrorFile=<path> from the command line, %p expanded to the namespace pid. */
 static void read_errfile(int pid, int nspid, char *out, size_t len)
 {
@@ -147,8 +161,8 @@ int pp_jfr_rec_start(pp_jfr_rec *r, int frequency, int duration_s, double timeou
         char *out = NULL;
         if (pp_jattach_jcmd(r->pid, "JFR.check", PP_JAVA_ATTACH_TIMEOUT, &out, e2, sizeof(e2)) ==
                 0 &&
-            out && strstr(out, "(running)"))
-            disk = true;
+            out)
+            disk = pp_jfr_other_recording_running(out);
         free(out);
     }
     char dir[64], file[128], cmd[512];

@@ -56,6 +56,10 @@ void pp_jfr_rec_close(pp_jfr_rec *r);
  * in its cwd, /tmp/hs_err_pid<nspid>.log. True when one exists. */
 bool pp_jfr_rec_hserr(const pp_jfr_rec *r);
 
+/* Whether `JFR.check` output lists a running recording that is not polyprof's (then polyprof's
+ * recording must go to disk too). Unit-tested. */
+bool pp_jfr_other_recording_running(const char *check);
+
 /* Builds the JFR.start command line (unit-tested). */
 void pp_jfr_start_cmdline(char *buf, size_t len, const char *name, int frequency, int duration_s,
                           bool disk, const char *filename);

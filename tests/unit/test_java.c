@@ -316,6 +316,16 @@ Test(java, jfr_start_cmdline)
     cr_assert(strstr(buf, "#period=1ms "), "%s", buf);
 }
 
+Test(java, other_recordings)
+{
+    cr_assert(
+        pp_jfr_other_recording_running("4242:\nRecording 2: name=2 maxsize=250.0MB (running)\n"));
+    cr_assert(!pp_jfr_other_recording_running(
+        "4242:\nRecording 3: name=polyprof_77_1 duration=64s (running)\n"
+        "Recording 1: name=x duration=3s (stopped)\n"));
+    cr_assert(!pp_jfr_other_recording_running("4242:\nNo available recordings.\n"));
+}
+
 Test(java, safemode_classifiers)
 {
     cr_assert(pp_java_fatal_status(SIGKILL, NULL)); /* killed by signal 9 */
