@@ -1,6 +1,7 @@
 /* One JFR recording per JVM per session: see jfr_session.h. */
 #include "runtimes/java/jfr_session.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -29,6 +30,44 @@ void pp_jfr_start_cmdline(char *buf, size_t len, const char *name, int frequency
              "JFR.start name=%s settings=none +jdk.ExecutionSample#enabled=true "
              "+jdk.ExecutionSample#period=%dms duration=%ds disk=%s filename=%s",
              name, period, duration_s, disk ? "true" : "false", filename);
+}
+
+/* Whether pid is a running polyprof (its directories are in use). */
+static bool polyprof_alive(long pid)
+{
+    char path[64], comm[32];
+    snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+    return pp_read_small_file(path, comm, sizeof(comm)) > 0 && strncmp(comm, "polyprof", 8) == 0;
+}
+
+int pp_jfr_cleanup_stale(int tmp_fd)
+{
+    int dfd = openat(tmp_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return -1;
+    }
+    int removed = 0;
+    struct dirent *e;
+    for (int i = 0; i < 1000000 && (e = readdir(d)); i++) {
+        if (strncmp(e->d_name, "polyprof-jfr-", 13) != 0)
+            continue;
+        long owner = strtol(e->d_name + 13, NULL, 10);
+        if (owner <= 0 || owner == (long)getpid() || polyprof_alive(owner))
+            continue;
+        static const char *const files[] = {"start.jfr", "rec.jfr"};
+        for (size_t k = 0; k < 2; k++) {
+            char rel[320];
+            snprintf(rel, sizeof(rel), "%s/%s", e->d_name, files[k]);
+            unlinkat(tmp_fd, rel, 0);
+        }
+        if (unlinkat(tmp_fd, e->d_name, AT_REMOVEDIR) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
 }
 
 bool pp_jfr_other_recording_running(const char *check)

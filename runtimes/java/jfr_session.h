@@ -56,6 +56,11 @@ void pp_jfr_rec_close(pp_jfr_rec *r);
  * in its cwd, /tmp/hs_err_pid<nspid>.log. True when one exists. */
 bool pp_jfr_rec_hserr(const pp_jfr_rec *r);
 
+/* Removes the private directories a polyprof that died mid-session left in a JVM's /tmp
+ * (tmp_fd: a descriptor of it): `polyprof-jfr-<pid>-*` whose pid is not a running polyprof,
+ * with the recording files polyprof names. Returns the number removed, or -1. */
+int pp_jfr_cleanup_stale(int tmp_fd);
+
 /* Whether `JFR.check` output lists a running recording that is not polyprof's (then polyprof's
  * recording must go to disk too). Unit-tested. */
 bool pp_jfr_other_recording_running(const char *check);

@@ -11,6 +11,7 @@
 #include "orchestrator/log.h"
 #include "runtimes/java/attach.h"
 #include "runtimes/java/java.h"
+#include "runtimes/java/jfr_session.h"
 #include "runtimes/java/jvmutil.h"
 #include "runtimes/procfiles.h"
 
@@ -84,6 +85,9 @@ static pm_entry *track(const pp_proc *p)
     snprintf(name, sizeof(name), "perf-%d.map", nspid);
     struct stat sb;
     e->ours = e->tmp_fd >= 0 && fstatat(e->tmp_fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0;
+    /* First sight of this JVM in this run: what a killed polyprof left in its /tmp goes. */
+    if (e->tmp_fd >= 0 && pp_jfr_cleanup_stale(e->tmp_fd) > 0)
+        pp_info("java: removed directories an earlier polyprof left in the /tmp of pid %d", p->pid);
     return e;
 }
 

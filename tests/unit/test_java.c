@@ -4,8 +4,11 @@
  * safemode classifiers. */
 #include "tests/unit/testutil.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -314,6 +317,32 @@ Test(java, jfr_start_cmdline)
     cr_assert(strstr(buf, "#period=10ms duration=34s disk=true"), "%s", buf);
     pp_jfr_start_cmdline(buf, sizeof(buf), "n", 1000, 34, false, "/f");
     cr_assert(strstr(buf, "#period=1ms "), "%s", buf);
+}
+
+Test(java, stale_private_directories)
+{
+    char *dir = pp_test_mkdtemp(), path[512];
+    long dead = 4000000;
+    while (kill((pid_t)dead, 0) == 0 || errno != ESRCH)
+        dead++;
+    snprintf(path, sizeof(path), "%s/polyprof-jfr-%ld-3", dir, dead);
+    cr_assert(mkdir(path, 0700) == 0);
+    snprintf(path, sizeof(path), "%s/polyprof-jfr-%ld-3/rec.jfr", dir, dead);
+    pp_test_write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/polyprof-jfr-%d-4", dir, (int)getpid());
+    cr_assert(mkdir(path, 0700) == 0);
+    snprintf(path, sizeof(path), "%s/other", dir);
+    cr_assert(mkdir(path, 0700) == 0);
+    int fd = open(dir, O_PATH | O_DIRECTORY);
+    cr_assert_eq(pp_jfr_cleanup_stale(fd), 1);
+    close(fd);
+    snprintf(path, sizeof(path), "%s/polyprof-jfr-%ld-3", dir, dead);
+    cr_assert(access(path, F_OK) != 0);
+    snprintf(path, sizeof(path), "%s/polyprof-jfr-%d-4", dir, (int)getpid());
+    cr_assert(access(path, F_OK) == 0);
+    snprintf(path, sizeof(path), "%s/other", dir);
+    cr_assert(access(path, F_OK) == 0);
+    pp_test_rmtree(dir);
 }
 
 Test(java, other_recordings)
