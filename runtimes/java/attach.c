@@ -145,26 +145,38 @@ static bool attach_disabled(int pid)
 /* Creates the trigger file, owned by the JVM's user (HotSpot trusts a trigger owned by its own
  * euid, as seen in its user namespace, or by root; JDK 8 only the former), never truncating or
  * following an existing file; returns its path in out, or -1. */
-static int create_trigger(int pid, const pp_jattach_status *st, char *out, size_t len)
+static int create_trigger(int pid, const pp_jattach_status *st, char *name, size_t len, int *dirfd)
 {
-    const char *fmts[2] = {"/proc/%d/cwd/.attach_pid%d", "/proc/%d/root/tmp/.attach_pid%d"};
+    /* Held as a descriptor: the trigger is removed even when the JVM exits meanwhile (its
+     * /proc/<pid>/cwd is then gone). */
+    const char *dirs[2] = {"/proc/%d/cwd", "/proc/%d/root/tmp"};
+    snprintf(name, len, ".attach_pid%d", st->nspid);
     for (int i = 0; i < 2; i++) {
-        snprintf(out, len, fmts[i], pid, st->nspid);
-        int flags = O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
-        int fd = open(out, flags, 0660);
-        if (fd < 0 && errno == EEXIST && unlink(out) == 0)
-            fd = open(out, flags, 0660);
-        if (fd < 0)
+        char dir[64];
+        snprintf(dir, sizeof(dir), dirs[i], pid);
+        int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
             continue;
+        int flags = O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
+        int fd = openat(dfd, name, flags, 0660);
+        if (fd < 0 && errno == EEXIST && unlinkat(dfd, name, 0) == 0)
+            fd = openat(dfd, name, flags, 0660);
+        if (fd < 0) {
+            close(dfd);
+            continue;
+        }
         if (st->euid != geteuid() && fchown(fd, st->euid, st->egid) < 0)
-            pp_debug("attach: cannot give %s to uid %u: %s", out, (unsigned)st->euid,
+            pp_debug("attach: cannot give %s/%s to uid %u: %s", dir, name, (unsigned)st->euid,
                      strerror(errno));
         struct stat sb;
         bool trusted = fstat(fd, &sb) == 0 && (sb.st_uid == st->euid || sb.st_uid == geteuid());
         close(fd);
-        if (trusted)
+        if (trusted) {
+            *dirfd = dfd;
             return 0;
-        unlink(out);
+        }
+        unlinkat(dfd, name, 0);
+        close(dfd);
     }
     return -1;
 }
@@ -184,7 +196,8 @@ static int start_listener(int pid, const pp_jattach_status *st, const char *sock
         return -1;
     }
     char trigger[128];
-    if (create_trigger(pid, st, trigger, sizeof(trigger)) < 0) {
+    int tdir = -1;
+    if (create_trigger(pid, st, trigger, sizeof(trigger), &tdir) < 0) {
         snprintf(err, errlen, "cannot create the attach trigger file of JVM %d: %s", pid,
                  strerror(errno));
         return -1;
@@ -215,7 +228,8 @@ static int start_listener(int pid, const pp_jattach_status *st, const char *sock
             sleep_ms(ms < left * 1000 ? ms : (long)(left * 1000) + 1);
         }
     }
-    unlink(trigger);
+    unlinkat(tdir, trigger, 0);
+    close(tdir);
     return rc;
 }
 

@@ -17,6 +17,7 @@
 #include "runtimes/java/jfr_session.h"
 #include "runtimes/java/jvminfo.h"
 #include "runtimes/java/safemode.h"
+#include "runtimes/procfiles.h"
 
 TestSuite(java, .init = pp_test_quiet_log);
 
@@ -208,6 +209,36 @@ Test(java, no_sigquit_without_handler)
     cr_assert_eq(rc, -1);
     cr_assert(strstr(err, "no SIGQUIT handler"), "%s", err);
     cr_assert(alive, "the process was signalled");
+}
+
+Test(java, trigger_removed_when_the_process_dies)
+{
+    /* Catches SIGQUIT (so it is signalled) but never listens, and exits on it. */
+    char *dir = pp_test_mkdtemp();
+    pid_t child = fork();
+    if (child == 0) {
+        if (chdir(dir) != 0)
+            _exit(126);
+        execl("/bin/sh", "sh", "-c", "trap 'exit 0' QUIT; while :; do sleep 0.05; done",
+              (char *)NULL);
+        _exit(127);
+    }
+    char path[600], text[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)child);
+    pp_jattach_status st = {0};
+    for (int i = 0; i < 2000 && !st.sigquit_caught; i++) {
+        if (pp_read_small_file(path, text, sizeof(text)) > 0)
+            pp_jattach_parse_status(text, &st);
+        usleep(1000);
+    }
+    cr_assert(st.sigquit_caught);
+    char *out = NULL, err[256] = "";
+    int rc = pp_jattach_jcmd(child, "VM.version", 1.0, &out, err, sizeof(err));
+    waitpid(child, NULL, 0);
+    cr_assert_eq(rc, -1);
+    snprintf(path, sizeof(path), "%s/.attach_pid%d", dir, (int)child);
+    cr_assert(access(path, F_OK) != 0, "trigger left behind: %s", err);
+    pp_test_rmtree(dir);
 }
 
 static const char *FLAGS17 =
