@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "orchestrator/child.h"
@@ -186,6 +187,14 @@ static int place_library(pp_asprof_session *s, char *err, size_t errlen)
     int fd = pp_asprof_open_dir(s->pid, dir, true, NULL, NULL, 0, err, errlen);
     if (fd < 0)
         return -1;
+    /* gProfiler requires 250 KiB free: the library, output and log must fit */
+    struct statvfs vfs;
+    if (fstatvfs(fd, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < 250u * 1024) {
+        snprintf(err, errlen, "less than 250 KiB free in %s inside pid %d's mount namespace",
+                 pp_asprof_lib_base(), s->pid);
+        close(fd);
+        return -1;
+    }
     int rc = pp_asprof_copy_lib(src, fd, "libasyncProfiler.so", err, errlen);
     close(fd);
     if ((size_t)snprintf(s->lib_ns, sizeof(s->lib_ns), "%.*s/libasyncProfiler.so",

@@ -165,10 +165,10 @@ int pp_asprof_stop_arg(const pp_asprof_opts *o, const char *out, const char *log
         if (o->threads)
             put(buf, len, &at, ",threads");
         output_args(o, out, buf, len, &at);
-        put(buf, len, &at, "%s%s", o->lib ? ",lib" : "", o->meminfolog ? ",meminfolog" : "");
-        if (o->extra[0])
-            put(buf, len, &at, ",%s", o->extra);
     }
+    put(buf, len, &at, "%s%s", o->lib ? ",lib" : "", o->meminfolog ? ",meminfolog" : "");
+    if (o->extra[0])
+        put(buf, len, &at, ",%s", o->extra);
     return at < len ? 0 : -1;
 }
 

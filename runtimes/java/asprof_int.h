@@ -37,8 +37,9 @@ void pp_asprof_opts_init(pp_asprof_opts *o, const pp_config *cfg, int duration_s
 bool pp_asprof_perf_works(void);
 
 /* gProfiler's start argument ("start,event=...,timeout=N[,lib][,extra]") and stop argument
- * ("stop,log=...,mcache=N,...,meminfolog[,extra]"; with_output false: "stop,log=<log>"). The
- * paths are as seen by the JVM. 0, or -1 when it does not fit in len. */
+ * ("stop,log=...,mcache=N[,threads],file=...,collapsed,ann,sig...[,lib],meminfolog[,extra]";
+ * with_output false leaves out the [,threads],file=... block). The paths are as seen by the
+ * JVM. 0, or -1 when it does not fit in len. */
 int pp_asprof_start_arg(const pp_asprof_opts *o, const char *out, const char *log, char *buf,
                         size_t len);
 int pp_asprof_stop_arg(const pp_asprof_opts *o, const char *out, const char *log, bool with_output,

@@ -211,21 +211,6 @@ static int64_t frame_id(chunk *c, int64_t method, int sfx)
     return id;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 /* Decodes stack trace key into rec (frames root first). -1 when it does not resolve. */
 static int decode_stack(chunk *c, int64_t key, stack_rec *rec)
 {
@@ -243,7 +228,7 @@ static int decode_stack(chunk *c, int64_t key, stack_rec *rec)
     int32_t n = jfr_int(&r);
     if (r.err || n < 0 || (size_t)n > r.end - r.pos)
         return -1;
-    if (grow((void **)&c->tmp, &c->captmp, (size_t)n + 1, sizeof(uint32_t)) < 0)
+    if (jfr_grow((void **)&c->tmp, &c->captmp, (size_t)n + 1, sizeof(uint32_t)) < 0)
         return -1;
     int fw[2] = {c->fr_method, c->fr_type};
     size_t fpos[2];
@@ -260,7 +245,9 @@ static int decode_stack(chunk *c, int64_t key, stack_rec *rec)
         c->tmp[i] = (uint32_t)id;
     }
     size_t total = (size_t)n + (rec->trunc ? 1 : 0);
-    if (grow((void **)&c->frames, &c->capframes, c->nframes + total, sizeof(uint32_t)) < 0)
+    if (total == 0)
+        return -1; /* an empty stack says nothing: dropped as unresolved */
+    if (jfr_grow((void **)&c->frames, &c->capframes, c->nframes + total, sizeof(uint32_t)) < 0)
         return -1;
     rec->off = c->nframes;
     rec->n = (uint32_t)total;
@@ -280,7 +267,7 @@ static stack_rec *stack_of(chunk *c, int64_t key)
     uint64_t *v = jfr_map_get(&c->stack_idx, (uint64_t)key);
     if (v)
         return &c->stacks[*v];
-    if (grow((void **)&c->stacks, &c->capstacks, c->nstacks + 1, sizeof(stack_rec)) < 0)
+    if (jfr_grow((void **)&c->stacks, &c->capstacks, c->nstacks + 1, sizeof(stack_rec)) < 0)
         return NULL;
     stack_rec *rec = &c->stacks[c->nstacks];
     memset(rec, 0, sizeof(*rec));
@@ -354,7 +341,7 @@ static int read_pools(chunk *c, size_t off)
         }
         if (delta == 0)
             return 0;
-        if (delta > 0 || (uint64_t)-delta > off - JFR_HEADER_SIZE)
+        if (delta > 0 || delta < -(int64_t)(off - JFR_HEADER_SIZE))
             return fail(c->err, c->errlen, "bad constant pool link at offset %zu", c->base + off);
         off -= (size_t)-delta;
     }

@@ -24,7 +24,8 @@ typedef struct pp_jfr_stats {
 
 typedef struct pp_jfr_opts {
     /* Keep only samples whose sampled thread's OS tid satisfies keep_tid (NULL = all). Used to
-     * drop threads the system sampler did not see on a CPU; arg is passed through. */
+     * drop threads the system sampler did not see on a CPU; arg is passed through. The tid is
+     * -1 when the sample's thread does not resolve. */
     int (*keep_tid)(void *arg, long tid);
     void *arg;
 } pp_jfr_opts;
@@ -33,7 +34,8 @@ typedef struct pp_jfr_opts {
  * (an entry of prof; frames interned in prof). Never reads outside buf, never crashes nor
  * loops forever on malformed input. Returns 0, or -1 with a one-line message in err
  * ("not a JFR file", "truncated chunk at offset N", "unsupported JFR version 3.0", ...);
- * samples parsed before the error stay added. opts and st may be NULL. */
+ * samples parsed before the error stay added. opts and st may be NULL; st is zeroed first and
+ * counts this call only. */
 int pp_jfr_parse_buf(const uint8_t *buf, size_t len, const pp_jfr_opts *opts, pp_profile *prof,
                      pp_pid_profile *pp, pp_jfr_stats *st, char *err, size_t errlen);
 

@@ -30,20 +30,27 @@ static inline uint8_t jfr_u8(jfr_rd *r)
     return r->p[r->pos++];
 }
 
+/* n (<= 8) raw bytes, big-endian. */
+static inline uint64_t jfr_fixed(jfr_rd *r, int n)
+{
+    uint64_t v = 0;
+    if (r->pos > r->end || r->end - r->pos < (size_t)n) {
+        r->err = 1;
+        r->pos = r->end;
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+        v = v << 8 | r->p[r->pos++];
+    return v;
+}
+
 /* A compressed long: 7 bits per byte, low group first, high bit = more; the 9th byte holds
  * 8 bits. Uncompressed chunks use big-endian 8 bytes. */
 static inline int64_t jfr_long(jfr_rd *r)
 {
+    if (!r->compressed)
+        return (int64_t)jfr_fixed(r, 8);
     uint64_t v = 0;
-    if (!r->compressed) {
-        if (r->end - r->pos < 8 || r->pos > r->end) {
-            r->err = 1;
-            return 0;
-        }
-        for (int i = 0; i < 8; i++)
-            v = v << 8 | r->p[r->pos++];
-        return (int64_t)v;
-    }
     for (int i = 0; i < 8; i++) {
         if (r->pos >= r->end) {
             r->err = 1;
@@ -54,28 +61,19 @@ static inline int64_t jfr_long(jfr_rd *r)
         if (!(b & 0x80))
             return (int64_t)v;
     }
-    if (r->pos >= r->end) {
-        r->err = 1;
-        return 0;
-    }
-    v |= (uint64_t)r->p[r->pos++] << 56;
-    return (int64_t)v;
+    return (int64_t)(v | (uint64_t)jfr_u8(r) << 56);
 }
 
 /* Compressed ints use the same encoding; uncompressed ones are big-endian 4 bytes. */
 static inline int32_t jfr_int(jfr_rd *r)
 {
-    if (!r->compressed) {
-        uint32_t v = 0;
-        if (r->end - r->pos < 4 || r->pos > r->end) {
-            r->err = 1;
-            return 0;
-        }
-        for (int i = 0; i < 4; i++)
-            v = v << 8 | r->p[r->pos++];
-        return (int32_t)v;
-    }
-    return (int32_t)jfr_long(r);
+    return r->compressed ? (int32_t)jfr_long(r) : (int32_t)(uint32_t)jfr_fixed(r, 4);
+}
+
+/* A char or short: compressed, or big-endian 2 bytes. */
+static inline int64_t jfr_short(jfr_rd *r)
+{
+    return r->compressed ? jfr_long(r) : (int64_t)jfr_fixed(r, 2);
 }
 
 /* Skips n raw bytes. */
@@ -106,6 +104,10 @@ int jfr_read_str(jfr_rd *r, jfr_str *s);
 /* Decodes an inline string (not POOL) to NUL-terminated UTF-8 in out (cut to cap-1 bytes at
  * a character boundary). Returns the length, or -1 when malformed. */
 int jfr_str_utf8(const jfr_rd *chunk, const jfr_str *s, char *out, size_t cap);
+
+/* Grows the array *p of elem-byte items to hold need items (capacity doubles from 64).
+ * 0, or -1 on OOM (the array is unchanged). */
+int jfr_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 /* ---- u64 -> u64 open-addressing hash map ---- */
 typedef struct jfr_map {
@@ -148,13 +150,15 @@ typedef struct jfr_class {
     int64_t id;
     char *name;
     jfr_field *fields;
-    uint32_t nfields, capfields;
+    uint32_t nfields;
+    size_t capfields;
     int role; /* index into the parser's pools (enum in jfr.c), -1 when not needed */
 } jfr_class;
 
 typedef struct jfr_meta {
     jfr_class *classes;
-    uint32_t nclasses, capclasses;
+    uint32_t nclasses;
+    size_t capclasses;
     jfr_map by_id;  /* class id -> index */
     int string_cls; /* index of java.lang.String, -1 */
 } jfr_meta;

@@ -36,14 +36,8 @@ static const char *str_at(meta_parse *mp, int32_t i)
 
 static int add_class(jfr_meta *m, int64_t id, const char *name)
 {
-    if (m->nclasses == m->capclasses) {
-        uint32_t nc = m->capclasses ? m->capclasses * 2 : 256;
-        jfr_class *c = realloc(m->classes, nc * sizeof(*c));
-        if (!c)
-            return -1;
-        m->classes = c;
-        m->capclasses = nc;
-    }
+    if (jfr_grow((void **)&m->classes, &m->capclasses, m->nclasses + 1, sizeof(jfr_class)) < 0)
+        return -1;
     jfr_class *c = &m->classes[m->nclasses];
     memset(c, 0, sizeof(*c));
     c->id = id;
@@ -56,14 +50,8 @@ static int add_class(jfr_meta *m, int64_t id, const char *name)
 
 static int add_field(jfr_class *c, const char *name, int64_t type, int pool, int array)
 {
-    if (c->nfields == c->capfields) {
-        uint32_t nc = c->capfields ? c->capfields * 2 : 8;
-        jfr_field *f = realloc(c->fields, nc * sizeof(*f));
-        if (!f)
-            return -1;
-        c->fields = f;
-        c->capfields = nc;
-    }
+    if (jfr_grow((void **)&c->fields, &c->capfields, c->nfields + 1, sizeof(jfr_field)) < 0)
+        return -1;
     jfr_field *f = &c->fields[c->nfields];
     memset(f, 0, sizeof(*f));
     f->name = strdup(name);
@@ -282,10 +270,7 @@ static void skip_one(const jfr_meta *m, jfr_rd *r, const jfr_field *f, int depth
         break;
     case JK_CHAR:
     case JK_SHORT:
-        if (r->compressed)
-            jfr_long(r);
-        else
-            jfr_skip(r, 2);
+        jfr_short(r);
         break;
     case JK_INT:
         jfr_int(r);
@@ -358,12 +343,7 @@ int64_t jfr_field_long(const jfr_rd *chunk, const jfr_field *f, size_t pos, int 
         break;
     case JK_CHAR:
     case JK_SHORT:
-        if (r.compressed) {
-            v = jfr_long(&r);
-        } else {
-            v = jfr_u8(&r) << 8;
-            v |= jfr_u8(&r);
-        }
+        v = jfr_short(&r);
         break;
     case JK_INT:
         v = jfr_int(&r);

@@ -6,10 +6,7 @@
 
 static uint32_t read_char(jfr_rd *r)
 {
-    if (r->compressed)
-        return (uint32_t)(uint64_t)jfr_long(r);
-    uint32_t hi = jfr_u8(r);
-    return hi << 8 | jfr_u8(r);
+    return (uint32_t)(uint64_t)jfr_short(r);
 }
 
 int jfr_read_str(jfr_rd *r, jfr_str *s)
@@ -131,6 +128,21 @@ int jfr_str_utf8(const jfr_rd *chunk, const jfr_str *s, char *out, size_t cap)
     }
     out[o] = '\0';
     return (int)o;
+}
+
+int jfr_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
 }
 
 /* ---- hash map ---- */

@@ -76,7 +76,7 @@ Test(asprof, default_command_lines)
     cr_assert_str_eq(buf, "stop,log=/t/o.log,mcache=30,file=/t/o.output,collapsed,ann,sig,"
                           "meminfolog");
     cr_assert_eq(pp_asprof_stop_arg(&o, "/t/o.output", "/t/o.log", false, buf, sizeof(buf)), 0);
-    cr_assert_str_eq(buf, "stop,log=/t/o.log,mcache=30");
+    cr_assert_str_eq(buf, "stop,log=/t/o.log,mcache=30,meminfolog");
     pp_asprof_opts_init(&o, NULL, 60, false);
     cr_assert_str_eq(o.event, "itimer");
     cr_assert_eq(pp_asprof_start_arg(&o, "/t/o.output", "/t/o.log", buf, 40), -1);
@@ -114,6 +114,8 @@ Test(asprof, options_from_the_configuration)
     cr_assert_eq(pp_asprof_stop_arg(&o, "/o", "/l", true, buf, sizeof(buf)), 0);
     cr_assert_str_eq(buf, "stop,log=/l,mcache=7,threads,file=/o,collapsed,ann,sig,includemm,"
                           "includeln,lib,cstack=fp");
+    cr_assert_eq(pp_asprof_stop_arg(&o, "/o", "/l", false, buf, sizeof(buf)), 0);
+    cr_assert_str_eq(buf, "stop,log=/l,mcache=7,lib,cstack=fp");
     /* allocation mode with --alloc-interval */
     pp_cli_noop alloc[] = {{"alloc-interval", "1mb"}};
     cfg.noop_options = alloc;

@@ -76,6 +76,25 @@ static uint64_t count_sum(const char *text)
     return s;
 }
 
+/* Sum of the counts of the lines that start with "[truncated];". */
+static uint64_t count_truncated(const char *text)
+{
+    uint64_t s = 0;
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        if (!nl)
+            break;
+        if (strncmp(line, "[truncated];", 12) == 0) {
+            const char *sp = nl;
+            while (sp > line && sp[-1] != ' ')
+                sp--;
+            s += strtoull(sp, NULL, 10);
+        }
+        line = nl + 1;
+    }
+    return s;
+}
+
 static void check_fixture(const char *name, int want_truncated)
 {
     char path[256], exp_path[256], err[256];
@@ -96,6 +115,7 @@ static void check_fixture(const char *name, int want_truncated)
         cr_assert(st.truncated > 0 && strstr(got, "[truncated];JfrHot.deep(I)J"));
     else
         cr_assert(st.truncated == 0 && !strstr(got, "[truncated]"));
+    cr_assert_eq(st.truncated, count_truncated(want));
     cr_assert(strstr(got, "JfrHot.main([Ljava/lang/String|)V_[0];JfrHot.middle()J_["));
     free(got);
     free(want);
@@ -110,6 +130,13 @@ Test(jfr, jdk17_matches_jfr_print)
 Test(jfr, jdk25_matches_jfr_print)
 {
     check_fixture("jdk25", 0);
+}
+
+/* settings=profile: every default event type, all skipped generically */
+Test(jfr, profile_settings_match_jfr_print)
+{
+    check_fixture("jdk17-profile", 1);
+    check_fixture("jdk25-profile", 1);
 }
 
 /* Synthetic chunks (tests/fixtures/jfr/mini.py), checked against `jfr print` too: every string
@@ -144,8 +171,8 @@ static int keep_only(void *arg, long tid)
 
 Test(jfr, keep_tid_filters_threads)
 {
-    const char *names[] = {"jdk17", "jdk25"};
-    for (int i = 0; i < 2; i++) {
+    const char *names[] = {"jdk17", "jdk25", "jdk17-profile", "jdk25-profile"};
+    for (int i = 0; i < 4; i++) {
         char path[256], err[256];
         snprintf(path, sizeof(path), FIX "%s.tid", names[i]);
         char *t = slurp(path, NULL);
