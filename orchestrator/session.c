@@ -24,6 +24,7 @@
 #include "orchestrator/log.h"
 #include "orchestrator/output.h"
 #include "orchestrator/upload.h"
+#include "runtimes/java/java.h"
 #include "runtimes/runner.h"
 #include "runtimes/runtime.h"
 #include "runtimes/symbols/symbolizer.h"
@@ -226,6 +227,7 @@ typedef struct run_state {
 
 static void run_teardown(run_state *rs)
 {
+    pp_java_perfmaps_cleanup();
     json_decref(rs->static_md);
     if (rs->tmpdir[0])
         pp_rmtree(rs->tmpdir);
@@ -338,16 +340,23 @@ static int run_session(run_state *rs, bool *stop)
         pp_warn("cannot read /proc: processes are not classified this session");
     double disc_ms = (mono_now() - t0) * 1000;
     pp_identity_set_procs(rs->ident, &procs);
+    pp_java_perfmaps_refresh(&procs); /* JIT symbols for the sampler */
     pp_runtime_ctx ctx = {.cfg = cfg, .tmpdir = rs->tmpdir[0] ? rs->tmpdir : NULL};
     pp_runner *runner =
         rs->ndrivers ? pp_runner_start(rs->drivers, rs->ndrivers, &ctx, &procs, deadline) : NULL;
     pp_info("profiling session started (%d s, %zu processes classified in %.1f ms)", cfg->duration,
             procs.n, disc_ms);
 
+    bool maps_refreshed = false;
     for (;;) {
         double left = deadline - mono_now();
         if (left <= 0)
             break;
+        if (!maps_refreshed && left * 1000 <= DRAIN_INTERVAL_MS) {
+            pp_java_perfmaps_refresh(&procs); /* code compiled during the session */
+            maps_refreshed = true;
+            left = deadline - mono_now();
+        }
         int ms = left * 1000 < DRAIN_INTERVAL_MS ? (int)(left * 1000 + 0.5) : DRAIN_INTERVAL_MS;
         if (wait_signal(rs->sfd, ms)) {
             *stop = true;

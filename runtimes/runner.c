@@ -23,6 +23,7 @@ typedef struct job {
     /* done/abandoned under the runner lock: an abandoned job owns itself and frees its state
      * when (if ever) its thread returns. */
     bool done, abandoned;
+    bool stop_early; /* the session ended before its deadline (signal): collect at once */
     pthread_mutex_t *lock;
     pthread_cond_t *cond;
 } job;
@@ -49,8 +50,14 @@ static void job_free(job *j)
 static void *job_main(void *arg)
 {
     job *j = arg;
-    j->session = j->drv->start(j->ctx, j->procs, j->n, j->deadline);
-    j->rc = j->session ? j->drv->collect(j->session, j->out) : -1;
+    void *session = j->drv->start(j->ctx, j->procs, j->n, j->deadline);
+    pthread_mutex_lock(j->lock);
+    j->session = session;
+    bool early = j->stop_early;
+    pthread_mutex_unlock(j->lock);
+    if (session && early && j->drv->stop)
+        j->drv->stop(session);
+    j->rc = session ? j->drv->collect(session, j->out) : -1;
     pthread_mutex_lock(j->lock);
     bool abandoned = j->abandoned;
     j->done = true;
@@ -152,11 +159,18 @@ size_t pp_runner_finish(pp_runner *r, double grace, pp_profile ***profiles)
     for (size_t i = 0; i < r->n; i++) {
         job *j = r->jobs[i];
         pthread_mutex_lock(&runner_lock);
-        /* Ended early (a signal): the drivers are stopped now, not at their deadline. */
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        double now = (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-        bool ok = wait_done(j, (now < j->deadline ? now : j->deadline) + grace);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9 < j->deadline && !j->done) {
+            /* The session ended early: the driver must not wait for its deadline. */
+            j->stop_early = true;
+            void *session = j->session;
+            pthread_mutex_unlock(&runner_lock);
+            if (session && j->drv->stop)
+                j->drv->stop(session);
+            pthread_mutex_lock(&runner_lock);
+        }
+        bool ok = wait_done(j, j->deadline + grace);
         if (!ok && j->session && j->drv->stop) {
             pthread_mutex_unlock(&runner_lock);
             pp_warn("%s profiler overran the session; stopping it", j->drv->name);

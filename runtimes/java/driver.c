@@ -1,64 +1,95 @@
-/* Java: application metadata (java_version, libjvm_elfid, jvm_flags) and appid. The version
- * comes from the JDK's `release` file next to the mapped libjvm (no JVM is started); jvm_flags
- * needs the attach client (another issue's work) and is empty until then. */
+/* Java: the runtime profiler (`--java-mode jfr|ap|auto`), application metadata (java_version,
+ * libjvm_elfid, jvm_flags) and appid.
+ *
+ * Modes: `jfr` records jdk.ExecutionSample with the JVM's own Flight Recorder through the
+ * attach client (jfr_session.h) and parses the file natively (jfr.h); `ap` runs the user's
+ * async-profiler (asprof.h); `auto` is `ap` when asprof is found, else `jfr`. polyprof never
+ * starts a java, jcmd or jfr process.
+ *
+ * Metadata comes from the attach client when the JVM can be attached (VM.system_properties for
+ * the `java -version` text, VM.flags -all for jvm_flags), else from the JDK's `release` file
+ * next to the mapped libjvm (version only, jvm_flags []). */
+#include <errno.h>
 #include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "orchestrator/log.h"
 #include "runtimes/appid.h"
 #include "runtimes/elfinfo.h"
+#include "runtimes/java/asprof.h"
+#include "runtimes/java/attach.h"
+#include "runtimes/java/java.h"
+#include "runtimes/java/jfr_session.h"
+#include "runtimes/java/jvminfo.h"
+#include "runtimes/java/jvmutil.h"
+#include "runtimes/java/safemode.h"
 #include "runtimes/procfiles.h"
 #include "runtimes/runtime.h"
 
-/* Value of KEY="..." in a JDK release file. */
-static int release_value(const char *text, const char *key, char *out, size_t len)
+/* ---- metadata and appid ---- */
+
+static json_t *release_version(int pid, json_t **elfid)
 {
-    size_t kl = strlen(key);
-    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-        if (strncmp(p, key, kl) == 0 && p[kl] == '=' && p[kl + 1] == '"') {
-            const char *v = p + kl + 2, *e = strchr(v, '"');
-            if (!e || (size_t)(e - v) >= len)
-                return -1;
-            memcpy(out, v, (size_t)(e - v));
-            out[e - v] = '\0';
-            return 0;
-        }
-    }
-    return -1;
+    char lib[PATH_MAX], v[64], date[32];
+    if (pp_java_release_info(pid, lib, sizeof(lib), v, sizeof(v), date, sizeof(date)) < 0)
+        return NULL;
+    pp_elfinfo li;
+    if (pp_elfinfo_read(lib, &li) == 0 && li.buildid[0])
+        *elfid = json_string(li.buildid);
+    if (!v[0])
+        return NULL;
+    char line[160];
+    if (date[0])
+        snprintf(line, sizeof(line), "openjdk version \"%s\" %s", v, date);
+    else
+        snprintf(line, sizeof(line), "openjdk version \"%s\"", v);
+    return json_string(line);
+}
+
+static bool may_attach(int pid)
+{
+    char why[128];
+    return !pp_java_safemode_reason(NULL, 0) && pp_java_supported(pid, why, sizeof(why));
 }
 
 static json_t *java_metadata(int pid)
 {
-    char lib[PATH_MAX], path[PATH_MAX + 64], release[PATH_MAX + 64], text[8192];
     json_t *o = json_object();
-    json_t *version = NULL, *elfid = json_null();
-    if (pp_find_mapping(pid, "/libjvm.so", lib, sizeof(lib)) == 0) {
-        snprintf(path, sizeof(path), "/proc/%d/root%s", pid, lib);
-        pp_elfinfo li;
-        if (pp_elfinfo_read(path, &li) == 0 && li.buildid[0])
-            elfid = json_string(li.buildid);
-        /* <java home>/lib/server/libjvm.so -> <java home>/release */
-        snprintf(release, sizeof(release), "%s", path);
-        for (int up = 0; up < 3; up++) {
-            char *slash = strrchr(release, '/');
-            if (slash)
-                *slash = '\0';
+    json_t *elfid = json_null();
+    json_t *version = release_version(pid, &elfid);
+    json_t *flags = NULL;
+    if (may_attach(pid)) {
+        char *out = NULL, err[256];
+        if (pp_jattach_jcmd(pid, "VM.system_properties", PP_JAVA_QUICK_TIMEOUT, &out, err,
+                            sizeof(err)) == 0) {
+            char *text = pp_java_version_from_props(out);
+            if (text) {
+                json_decref(version);
+                version = json_string(text);
+                free(text);
+            }
+        } else {
+            pp_debug("java: no attach metadata for pid %d: %s", pid, out ? out : err);
         }
-        strncat(release, "/release", sizeof(release) - strlen(release) - 1);
-        char v[64], date[32];
-        if (pp_read_small_file(release, text, sizeof(text)) > 0 &&
-            release_value(text, "JAVA_VERSION", v, sizeof(v)) == 0) {
-            char line[160];
-            if (release_value(text, "JAVA_VERSION_DATE", date, sizeof(date)) == 0)
-                snprintf(line, sizeof(line), "openjdk version \"%s\" %s", v, date);
-            else
-                snprintf(line, sizeof(line), "openjdk version \"%s\"", v);
-            version = json_string(line);
-        }
+        free(out);
+        out = NULL;
+        if (pp_jattach_jcmd(pid, "VM.flags -all", PP_JAVA_QUICK_TIMEOUT, &out, err, sizeof(err)) ==
+            0)
+            flags = pp_jvm_flags_parse(out, PP_JVM_FLAGS_DEFAULT);
+        free(out);
     }
     json_object_set_new(o, "java_version", version ? version : json_string("/java not found"));
     json_object_set_new(o, "libjvm_elfid", elfid);
-    json_object_set_new(o, "jvm_flags", json_array());
+    json_object_set_new(o, "jvm_flags", flags ? flags : json_array());
     return o;
 }
 
@@ -67,10 +98,285 @@ static char *java_appid(int pid)
     return pp_appid_for_pid(pid, "java");
 }
 
+/* ---- profiling sessions ---- */
+
+typedef struct jvm {
+    pp_proc proc;
+    pp_jfr_rec rec;        /* jfr mode */
+    pp_asprof_session *ap; /* ap mode */
+    bool hserr_before;     /* an hs_err file existed at the start */
+    char err[320];         /* the pid's error/skip frame, "" = profiling */
+} jvm;
+
+typedef struct java_session {
+    const pp_runtime_ctx *ctx;
+    bool ap_mode;
+    char asprof[PATH_MAX];
+    jvm *jvms;
+    size_t n;
+    double deadline;
+    int duration_s;     /* of the JFR recordings */
+    atomic_size_t next; /* next JVM to start */
+    int stop_fd;        /* eventfd written by stop() */
+} java_session;
+
+#define START_THREADS 4
+
+static pp_java_watch *watch; /* opened by the first session, lives for the run */
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void read_comm(int pid, const char *fallback, char *out, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+    if (pp_read_small_file(path, out, len) > 0) {
+        out[strcspn(out, "\n")] = '\0';
+        return;
+    }
+    snprintf(out, len, "%s", fallback);
+}
+
+/* The pid's single error/skip stack. */
+static void frame_stack(pp_profile *prof, const jvm *j, const char *frame)
+{
+    pp_pid_profile *pp = pp_profile_get(prof, j->proc.pid, true);
+    if (!pp)
+        return;
+    pp_pid_clear(pp);
+    char comm[32];
+    read_comm(j->proc.pid, j->proc.comm, comm, sizeof(comm));
+    pp->comm = pp_profile_intern(prof, comm);
+    pp->runtime = "java";
+    uint32_t f = pp_profile_intern(prof, frame);
+    pp_pid_add(pp, &f, 1, 1);
+}
+
+static void set_error(jvm *j, const char *what, const char *reason)
+{
+    snprintf(j->err, sizeof(j->err), "[Profiling %s: %s]", what, reason);
+}
+
+static bool choose_mode(java_session *s)
+{
+    const char *mode = s->ctx->cfg->runtime_mode[PP_RT_JAVA];
+    bool found = pp_asprof_find(s->asprof, sizeof(s->asprof)) == 0;
+    if (mode && strcmp(mode, "ap") == 0) {
+        if (!found) {
+            pp_error("--java-mode ap: async-profiler's asprof was not found (put it in "
+                     "resources/java/ next to polyprof or on PATH, or use --java-mode jfr)");
+            return false;
+        }
+        s->ap_mode = true;
+    } else {
+        s->ap_mode = mode && strcmp(mode, "auto") == 0 && found;
+    }
+    return true;
+}
+
+static void start_one(java_session *s, jvm *j)
+{
+    char reason[64], why[128], err[256];
+    if (pp_java_safemode_reason(reason, sizeof(reason))) {
+        char r2[96];
+        snprintf(r2, sizeof(r2), "disabled due to %s", reason);
+        set_error(j, "skipped", r2);
+        return;
+    }
+    if (!pp_java_supported(j->proc.pid, why, sizeof(why))) {
+        pp_info("java: not profiling pid %d: %s", j->proc.pid, why);
+        set_error(j, "skipped", "profiling this JVM is not supported");
+        return;
+    }
+    if (pp_jfr_rec_init(&j->rec, j->proc.pid, err, sizeof(err)) < 0) {
+        set_error(j, "error", err);
+        return;
+    }
+    j->hserr_before = pp_jfr_rec_hserr(&j->rec);
+    if (s->ap_mode) {
+        j->ap = pp_asprof_start(s->asprof, j->proc.pid, s->ctx, s->deadline, err, sizeof(err));
+        if (!j->ap) {
+            pp_warn("java: cannot start async-profiler in pid %d: %s", j->proc.pid, err);
+            set_error(j, "error", err);
+        }
+    } else if (pp_jfr_rec_start(&j->rec, s->ctx->cfg->frequency, s->duration_s,
+                                s->deadline - mono_now(), err, sizeof(err)) < 0) {
+        pp_warn("java: cannot start JFR in pid %d: %s", j->proc.pid, err);
+        set_error(j, "error", err);
+    }
+}
+
+static void *start_worker(void *arg)
+{
+    java_session *s = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&s->next, 1);
+        if (i >= s->n)
+            return NULL;
+        start_one(s, &s->jvms[i]);
+    }
+}
+
+static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
+{
+    java_session *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->ctx = ctx;
+    s->deadline = deadline;
+    s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    s->jvms = calloc(n ? n : 1, sizeof(*s->jvms));
+    if (!s->jvms || s->stop_fd < 0 || !choose_mode(s)) {
+        if (s->stop_fd >= 0)
+            close(s->stop_fd);
+        free(s->jvms);
+        free(s);
+        return NULL;
+    }
+    pthread_mutex_lock(&watch_lock);
+    if (!watch)
+        watch = pp_java_watch_open();
+    pthread_mutex_unlock(&watch_lock);
+    s->n = n;
+    s->duration_s = (int)ceil(deadline - mono_now()) + 30;
+    for (size_t i = 0; i < n; i++) {
+        s->jvms[i].proc = procs[i];
+        s->jvms[i].rec.tmp_fd = s->jvms[i].rec.cwd_fd = -1;
+    }
+    /* The first JFR start in a JVM costs it seconds of class loading and compilation: start
+     * the JVMs concurrently (a few threads), so one slow JVM does not delay the others. */
+    pthread_t th[START_THREADS];
+    size_t nth = 0;
+    for (; !s->ap_mode && nth < START_THREADS && nth + 1 < n; nth++) /* asprof: one thread */
+        if (pthread_create(&th[nth], NULL, start_worker, s) != 0)
+            break;
+    start_worker(s);
+    for (size_t t = 0; t < nth; t++)
+        pthread_join(th[t], NULL);
+    pp_debug("java: %s sessions started in %zu JVMs", s->ap_mode ? "async-profiler" : "JFR", n);
+    return s;
+}
+
+/* Waits for the deadline or stop(), reading process exits meanwhile (at most every 200 ms). */
+static void wait_session(java_session *s)
+{
+    int pids[256];
+    size_t np = 0;
+    for (size_t i = 0; i < s->n && np < 256; i++)
+        if (!s->jvms[i].err[0])
+            pids[np++] = s->jvms[i].proc.pid;
+    int wfd = pp_java_watch_fd(watch);
+    pp_java_watch_read(watch, NULL, 0); /* drop what piled up between sessions */
+    for (;;) {
+        double left = s->deadline - mono_now();
+        if (left <= 0)
+            break;
+        struct pollfd p[2] = {{.fd = s->stop_fd, .events = POLLIN}, {.fd = wfd, .events = POLLIN}};
+        int r = poll(p, wfd >= 0 ? 2 : 1, (int)(left * 1000) + 1);
+        if (r < 0 && errno != EINTR)
+            break;
+        if (p[0].revents & POLLIN)
+            break;
+        if (wfd >= 0 && (p[1].revents & POLLIN)) {
+            pp_java_watch_read(watch, pids, np);
+            /* rate limit: events of the whole host arrive here */
+            struct pollfd q = {.fd = s->stop_fd, .events = POLLIN};
+            if (poll(&q, 1, 200) > 0)
+                break;
+        }
+    }
+    pp_java_watch_read(watch, pids, np);
+}
+
+/* A profiled JVM is gone: safemode decides whether Java profiling stops for this run. */
+static void jvm_gone(jvm *j)
+{
+    pp_java_watch_read(watch, &j->proc.pid, 1);
+    const char *reason = pp_java_watch_reason(watch, j->proc.pid);
+    if (!reason && !j->hserr_before && pp_jfr_rec_hserr(&j->rec))
+        reason = "hserr";
+    if (reason) {
+        pp_warn("java: JVM %d (%s) died during profiling (%s)", j->proc.pid, j->proc.comm, reason);
+        pp_java_safemode_trigger(reason);
+    }
+    set_error(j, "error", "process went down during profiling");
+    j->rec.running = false;
+}
+
+static int java_collect(void *session, pp_profile *out)
+{
+    java_session *s = session;
+    wait_session(s);
+    for (size_t i = 0; i < s->n; i++) {
+        jvm *j = &s->jvms[i];
+        if (!j->err[0] && pp_java_start_ticks(j->proc.pid) != j->proc.start_ticks)
+            jvm_gone(j);
+        if (j->err[0]) {
+            frame_stack(out, j, j->err);
+            continue;
+        }
+        pp_pid_profile *pp = pp_profile_get(out, j->proc.pid, true);
+        if (!pp)
+            continue;
+        char comm[32], err[256] = "";
+        read_comm(j->proc.pid, j->proc.comm, comm, sizeof(comm));
+        pp->comm = pp_profile_intern(out, comm);
+        pp->runtime = "java";
+        int rc = s->ap_mode ? pp_asprof_collect(j->ap, out, pp, err, sizeof(err))
+                            : pp_jfr_rec_finish(&j->rec, out, pp, PP_JAVA_ATTACH_TIMEOUT, err,
+                                                sizeof(err));
+        if (rc < 0) {
+            if (pp_java_start_ticks(j->proc.pid) != j->proc.start_ticks)
+                jvm_gone(j);
+            else
+                set_error(j, "error", err);
+            pp_warn("java: no profile for pid %d: %s", j->proc.pid, err);
+            frame_stack(out, j, j->err);
+        }
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        pp_asprof_free(s->jvms[i].ap); /* same thread as start and collect */
+        s->jvms[i].ap = NULL;
+    }
+    return 0;
+}
+
+static void java_stop(void *session)
+{
+    java_session *s = session;
+    uint64_t one = 1;
+    if (write(s->stop_fd, &one, sizeof(one)) < 0)
+        pp_debug("java: cannot signal the session to stop: %s", strerror(errno));
+}
+
+static void java_free(void *session)
+{
+    java_session *s = session;
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        pp_jfr_rec_close(&s->jvms[i].rec);
+        pp_asprof_free(s->jvms[i].ap);
+    }
+    close(s->stop_fd);
+    free(s->jvms);
+    free(s);
+}
+
 const pp_runtime_driver pp_java_driver = {
     .name = "java",
     .kind = PP_KIND_JAVA,
     .cli_runtime = PP_RT_JAVA,
+    .start = java_start,
+    .collect = java_collect,
+    .stop = java_stop,
+    .free = java_free,
     .metadata = java_metadata,
     .appid = java_appid,
 };

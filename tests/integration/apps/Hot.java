@@ -1,4 +1,5 @@
-// Integration fixture: a JVM with two hot methods in a 3:1 ratio, on a few threads.
+// Integration fixture: a JVM with two hot methods in a 3:1 ratio, on `java Hot [threads]`
+// threads (default 1: the main thread only).
 public class Hot {
     static volatile long sink;
 
@@ -10,13 +11,29 @@ public class Hot {
         for (int i = 0; i < 1_000_000; i++) sink += i;
     }
 
-    public static void main(String[] args) throws Exception {
-        System.out.println("ready " + ProcessHandle.current().pid());
-        System.out.flush();
+    static void work() throws InterruptedException {
         while (true) {
             hotA();
             hotB();
             Thread.sleep(5);
         }
+    }
+
+    public static void main(String[] args) throws Exception {
+        int threads = args.length > 0 ? Integer.parseInt(args[0]) : 1;
+        for (int t = 1; t < threads; t++) {
+            Thread th = new Thread(() -> {
+                try {
+                    work();
+                } catch (InterruptedException e) {
+                    // exit quietly
+                }
+            }, "worker-" + t);
+            th.setDaemon(true);
+            th.start();
+        }
+        System.out.println("ready " + ProcessHandle.current().pid());
+        System.out.flush();
+        work();
     }
 }

@@ -1,0 +1,442 @@
+/* HotSpot dynamic attach client: see attach.h. */
+#include "runtimes/java/attach.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "orchestrator/log.h"
+#include "runtimes/procfiles.h"
+
+#define MAX_ARG 4096
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* Value after "Key:" at the start of a line, or NULL. */
+static const char *status_field(const char *text, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *p = text; p && *p;) {
+        if (strncmp(p, key, kl) == 0 && p[kl] == ':')
+            return p + kl + 1;
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    return NULL;
+}
+
+int pp_jattach_parse_status(const char *text, pp_jattach_status *st)
+{
+    memset(st, 0, sizeof(*st));
+    const char *ns = status_field(text, "NSpid");
+    const char *uid = status_field(text, "Uid");
+    const char *gid = status_field(text, "Gid");
+    const char *sig = status_field(text, "SigCgt");
+    if (!ns || !uid || !gid || !sig)
+        return -1;
+    /* NSpid: host pid first, the innermost namespace's pid last. */
+    long last = -1;
+    for (const char *p = ns; *p && *p != '\n';) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        last = v;
+        p = end;
+    }
+    unsigned long ruid, euid, rgid, egid;
+    if (last <= 0 || sscanf(uid, "%lu %lu", &ruid, &euid) != 2 ||
+        sscanf(gid, "%lu %lu", &rgid, &egid) != 2)
+        return -1;
+    char *end;
+    unsigned long long mask = strtoull(sig, &end, 16);
+    if (end == sig)
+        return -1;
+    st->nspid = (int)last;
+    st->euid = (uid_t)euid;
+    st->egid = (gid_t)egid;
+    st->sigquit_caught = (mask >> (SIGQUIT - 1)) & 1;
+    return 0;
+}
+
+size_t pp_jattach_encode(char *buf, size_t len, const char *cmd, const char *a1, const char *a2,
+                         const char *a3)
+{
+    const char *parts[5] = {"1", cmd, a1 ? a1 : "", a2 ? a2 : "", a3 ? a3 : ""};
+    size_t off = 0;
+    for (int i = 0; i < 5; i++) {
+        if (!parts[i])
+            return 0;
+        size_t n = strlen(parts[i]);
+        if (n > MAX_ARG || off + n + 1 > len)
+            return 0;
+        memcpy(buf + off, parts[i], n);
+        off += n;
+        buf[off++] = '\0';
+    }
+    return off;
+}
+
+int pp_jattach_parse_reply(const char *buf, size_t len, int *code, const char **body)
+{
+    const char *nl = memchr(buf, '\n', len);
+    size_t digits = nl ? (size_t)(nl - buf) : len;
+    if (digits == 0 || digits > 11)
+        return -1;
+    char tmp[16];
+    memcpy(tmp, buf, digits);
+    tmp[digits] = '\0';
+    char *end;
+    long v = strtol(tmp, &end, 10);
+    if (*end != '\0' || end == tmp || v < -100000 || v > 100000)
+        return -1;
+    *code = (int)v;
+    *body = nl ? nl + 1 : buf + len;
+    return 0;
+}
+
+static bool process_alive(int pid)
+{
+    return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+static bool is_socket(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISSOCK(sb.st_mode);
+}
+
+/* True when the JVM's command line disables the attach listener (SIGQUIT would only print a
+ * thread dump to its stdout). */
+static bool attach_disabled(int pid)
+{
+    char path[64], buf[65536];
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+    ssize_t n = pp_read_small_file(path, buf, sizeof(buf));
+    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
+        if (strcmp(buf + i, "-XX:+DisableAttachMechanism") == 0)
+            return true;
+    return false;
+}
+
+/* Creates the trigger file, owned by the JVM's user (HotSpot trusts a trigger owned by its own
+ * euid, as seen in its user namespace, or by root; JDK 8 only the former), never truncating or
+ * following an existing file; returns its path in out, or -1. */
+static int create_trigger(int pid, const pp_jattach_status *st, char *name, size_t len, int *dirfd)
+{
+    /* Held as a descriptor: the trigger is removed even when the JVM exits meanwhile (its
+     * /proc/<pid>/cwd is then gone). */
+    const char *dirs[2] = {"/proc/%d/cwd", "/proc/%d/root/tmp"};
+    snprintf(name, len, ".attach_pid%d", st->nspid);
+    for (int i = 0; i < 2; i++) {
+        char dir[64];
+        snprintf(dir, sizeof(dir), dirs[i], pid);
+        int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+            continue;
+        int flags = O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
+        int fd = openat(dfd, name, flags, 0660);
+        if (fd < 0 && errno == EEXIST && unlinkat(dfd, name, 0) == 0)
+            fd = openat(dfd, name, flags, 0660);
+        if (fd < 0) {
+            close(dfd);
+            continue;
+        }
+        if (st->euid != geteuid() && fchown(fd, st->euid, st->egid) < 0)
+            pp_debug("attach: cannot give %s/%s to uid %u: %s", dir, name, (unsigned)st->euid,
+                     strerror(errno));
+        struct stat sb;
+        bool trusted = fstat(fd, &sb) == 0 && (sb.st_uid == st->euid || sb.st_uid == geteuid());
+        close(fd);
+        if (trusted) {
+            *dirfd = dfd;
+            return 0;
+        }
+        unlinkat(dfd, name, 0);
+        close(dfd);
+    }
+    return -1;
+}
+
+/* Makes the JVM start its attach listener; 0 when the socket exists. */
+static int start_listener(int pid, const pp_jattach_status *st, const char *sock, double deadline,
+                          char *err, size_t errlen)
+{
+    if (!st->sigquit_caught) {
+        snprintf(err, errlen,
+                 "JVM %d has no SIGQUIT handler (starting up, or run with -Xrs): not attaching",
+                 pid);
+        return -1;
+    }
+    if (attach_disabled(pid)) {
+        snprintf(err, errlen, "JVM %d runs with -XX:+DisableAttachMechanism", pid);
+        return -1;
+    }
+    char trigger[128];
+    int tdir = -1;
+    if (create_trigger(pid, st, trigger, sizeof(trigger), &tdir) < 0) {
+        snprintf(err, errlen, "cannot create the attach trigger file of JVM %d: %s", pid,
+                 strerror(errno));
+        return -1;
+    }
+    int rc = -1;
+    if (kill(pid, SIGQUIT) < 0) {
+        snprintf(err, errlen, "cannot signal JVM %d: %s", pid, strerror(errno));
+    } else {
+        double stop = mono_now() + 6.0;
+        if (stop > deadline)
+            stop = deadline;
+        for (long ms = 20;; ms += 20) {
+            if (is_socket(sock)) {
+                rc = 0;
+                break;
+            }
+            if (!process_alive(pid)) {
+                snprintf(err, errlen, "JVM %d exited while starting its attach listener", pid);
+                break;
+            }
+            double left = stop - mono_now();
+            if (left <= 0) {
+                snprintf(err, errlen,
+                         "JVM %d did not start its attach listener (no %s after SIGQUIT)", pid,
+                         sock);
+                break;
+            }
+            sleep_ms(ms < left * 1000 ? ms : (long)(left * 1000) + 1);
+        }
+    }
+    unlinkat(tdir, trigger, 0);
+    close(tdir);
+    return rc;
+}
+
+static int wait_fd(int fd, short events, double deadline)
+{
+    for (;;) {
+        double left = deadline - mono_now();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        struct pollfd p = {.fd = fd, .events = events};
+        int r = poll(&p, 1, (int)(left * 1000) + 1);
+        if (r > 0)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+static int connect_socket(const char *path, double deadline)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -1;
+    for (long ms = 5;; ms *= 2) {
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+            return fd;
+        /* A full backlog gives EAGAIN on a non-blocking UNIX socket: retry. */
+        if (errno != EAGAIN && errno != EINTR)
+            break;
+        if (mono_now() + (double)ms / 1000 > deadline) {
+            errno = ETIMEDOUT;
+            break;
+        }
+        sleep_ms(ms);
+    }
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+/* connect_socket with this thread's effective ids switched to uid/gid (raw per-thread
+ * syscalls: glibc's seteuid would change every thread of polyprof), restored right after:
+ * HotSpot reads the peer's credentials at connect time. */
+static int connect_as(const char *path, double deadline, uid_t uid, gid_t gid)
+{
+    uid_t euid = geteuid();
+    gid_t egid = getegid();
+    if (syscall(SYS_setresgid, -1, gid, -1) < 0)
+        return -1;
+    if (syscall(SYS_setresuid, -1, uid, -1) < 0) {
+        int e = errno;
+        if (syscall(SYS_setresgid, -1, egid, -1) < 0)
+            abort();
+        errno = e;
+        return -1;
+    }
+    int fd = connect_socket(path, deadline);
+    int e = errno;
+    /* Restoring cannot fail (the real and saved ids are unchanged); if it did, this thread
+     * would run on with another user's ids: stop rather than continue that way. */
+    if (syscall(SYS_setresuid, -1, euid, -1) < 0 || syscall(SYS_setresgid, -1, egid, -1) < 0) {
+        pp_critical("attach: cannot restore this thread's ids: %s", strerror(errno));
+        abort();
+    }
+    errno = e;
+    return fd;
+}
+
+static int send_all(int fd, const char *buf, size_t len, double deadline)
+{
+    size_t off = 0;
+    while (off < len) {
+        if (wait_fd(fd, POLLOUT, deadline) < 0)
+            return -1;
+        ssize_t w = send(fd, buf + off, len - off, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                continue;
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads until EOF; *buf malloc'd and NUL-terminated. */
+static ssize_t recv_all(int fd, char **buf, double deadline)
+{
+    size_t cap = 4096, len = 0;
+    char *b = malloc(cap);
+    if (!b)
+        return -1;
+    for (;;) {
+        if (len + 1 >= cap) {
+            if (cap >= PP_JATTACH_MAX_REPLY) {
+                free(b);
+                errno = EFBIG;
+                return -1;
+            }
+            char *nb = realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                return -1;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        if (wait_fd(fd, POLLIN, deadline) < 0) {
+            free(b);
+            return -1;
+        }
+        ssize_t r = recv(fd, b + len, cap - 1 - len, 0);
+        if (r < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                continue;
+            free(b);
+            return -1;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    b[len] = '\0';
+    *buf = b;
+    return (ssize_t)len;
+}
+
+/* Connects (as root, or as the JVM's user when as is set), sends req and reads the reply
+ * until EOF. Returns its length with *reply malloc'd, or -1 with errno. */
+static ssize_t exchange(const char *sock, const char *req, size_t reqlen, double deadline,
+                        const pp_jattach_status *as, char **reply)
+{
+    int fd = as ? connect_as(sock, deadline, as->euid, as->egid) : connect_socket(sock, deadline);
+    if (fd < 0)
+        return -1;
+    ssize_t n = -1;
+    if (send_all(fd, req, reqlen, deadline) == 0)
+        n = recv_all(fd, reply, deadline);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return n;
+}
+
+int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, const char *a3,
+                   double timeout_s, char **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    double deadline = mono_now() + timeout_s;
+    char path[128], text[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    pp_jattach_status st;
+    if (pp_read_small_file(path, text, sizeof(text)) <= 0 ||
+        pp_jattach_parse_status(text, &st) < 0) {
+        snprintf(err, errlen, "process %d is gone", pid);
+        return -1;
+    }
+    char req[3 * MAX_ARG + 64];
+    size_t reqlen = pp_jattach_encode(req, sizeof(req), cmd, a1, a2, a3);
+    if (reqlen == 0) {
+        snprintf(err, errlen, "attach command too long");
+        return -1;
+    }
+    char sock[128];
+    snprintf(sock, sizeof(sock), "/proc/%d/root/tmp/.java_pid%d", pid, st.nspid);
+    if (!is_socket(sock) && start_listener(pid, &st, sock, deadline, err, errlen) < 0)
+        return -1;
+    char *reply = NULL;
+    ssize_t n = exchange(sock, req, reqlen, deadline, NULL, &reply);
+    bool refused = n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE));
+    if (refused && st.euid != geteuid()) {
+        /* Closed without an answer: the JVM refused root as peer (JDK 8, or a JVM in a user
+         * namespace that does not map polyprof's root). Again as the JVM's own user. */
+        free(reply);
+        reply = NULL;
+        n = exchange(sock, req, reqlen, deadline, &st, &reply);
+    }
+    if (n < 0) {
+        int e = errno;
+        snprintf(err, errlen, "attach to JVM %d failed: %s", pid,
+                 e == ETIMEDOUT ? "no answer in time" : strerror(e));
+        return -1;
+    }
+    int code;
+    const char *body;
+    if (pp_jattach_parse_reply(reply, (size_t)n, &code, &body) < 0) {
+        snprintf(err, errlen, "JVM %d gave no attach result (%s)", pid,
+                 n == 0 ? "connection closed: peer credentials refused?" : "malformed reply");
+        free(reply);
+        return -1;
+    }
+    memmove(reply, body, (size_t)n - (size_t)(body - reply) + 1);
+    *out = reply;
+    return code < 0 ? 1 : code;
+}
+
+int pp_jattach_jcmd(int pid, const char *cmdline, double timeout_s, char **out, char *err,
+                    size_t errlen)
+{
+    return pp_jattach_cmd(pid, "jcmd", cmdline, NULL, NULL, timeout_s, out, err, errlen);
+}

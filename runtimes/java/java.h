@@ -1,0 +1,41 @@
+/* The Java runtime's pieces shared between its files, and the hooks the session loop calls.
+ *
+ * Session hooks (orchestrator/session.c):
+ *   pp_java_perfmaps_refresh() runs `Compiler.perfmap` in every JVM of the list, through the
+ *   attach client, so that the system sampler names JIT-compiled frames from
+ *   /tmp/perf-<nspid>.map. It is called at the session start and shortly before the session's
+ *   last drain, also when Java runtime profiling is disabled. Map files that did not exist
+ *   before polyprof's first call are removed by pp_java_perfmaps_cleanup() (at exit) or when
+ *   their JVM is gone; maps that existed before are left alone.
+ *
+ * Safemode (gProfiler's `--java-safemode` default `profiled-oom,profiled-signaled,hserr`):
+ *   once a JVM polyprof profiled dies by OOM, by a fatal signal, or leaves an hs_err file, every
+ *   later Java process gets `[Profiling skipped: disabled due to <reason>]` and polyprof never
+ *   attaches to a JVM again in this run (perf maps and attach-based metadata included). */
+#ifndef PP_JAVA_H
+#define PP_JAVA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "orchestrator/discovery.h"
+
+void pp_java_perfmaps_refresh(const pp_proc_list *procs);
+void pp_java_perfmaps_cleanup(void);
+
+/* Safemode state (process-wide, thread-safe). pp_java_safemode_reason returns false while
+ * profiling is allowed, else copies the reason ("profiled-oom", "profiled-signaled", "hserr"). */
+bool pp_java_safemode_reason(char *reason, size_t len);
+void pp_java_safemode_trigger(const char *reason);
+
+/* Field 22 of /proc/<pid>/stat (start time in clock ticks), 0 when the process is gone. */
+unsigned long long pp_java_start_ticks(int pid);
+
+/* Whether polyprof may attach to JVM pid: false with a reason for JVMs it does not support
+ * (OpenJ9/J9, whose SIGQUIT writes a javacore; HotSpot major <= 6 per its release file). */
+bool pp_java_supported(int pid, char *why, size_t len);
+
+/* Whether JFR was ever initialized in the JVM (its "JFR Recorder Thread" exists). */
+bool pp_java_jfr_initialized(int pid);
+
+#endif

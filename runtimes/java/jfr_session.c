@@ -1,0 +1,305 @@
+/* One JFR recording per JVM per session: see jfr_session.h. */
+#include "runtimes/java/jfr_session.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "orchestrator/log.h"
+#include "runtimes/java/attach.h"
+#include "runtimes/java/java.h"
+#include "runtimes/java/jfr.h"
+#include "runtimes/java/jvmutil.h"
+#include "runtimes/procfiles.h"
+
+static atomic_uint rec_counter;
+
+void pp_jfr_start_cmdline(char *buf, size_t len, const char *name, int frequency, int duration_s,
+                          bool disk, const char *filename)
+{
+    int period = frequency > 0 ? (2000 / frequency + 1) / 2 : 91; /* round(1000 / f) */
+    if (period < 1)
+        period = 1;
+    snprintf(buf, len,
+             "JFR.start name=%s settings=none +jdk.ExecutionSample#enabled=true "
+             "+jdk.ExecutionSample#period=%dms duration=%ds disk=%s filename=%s",
+             name, period, duration_s, disk ? "true" : "false", filename);
+}
+
+/* Whether pid is a running polyprof (its directories are in use). */
+static bool polyprof_alive(long pid)
+{
+    char path[64], comm[32];
+    snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+    return pp_read_small_file(path, comm, sizeof(comm)) > 0 && strncmp(comm, "polyprof", 8) == 0;
+}
+
+int pp_jfr_cleanup_stale(int tmp_fd)
+{
+    int dfd = openat(tmp_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return -1;
+    }
+    int removed = 0;
+    struct dirent *e;
+    for (int i = 0; i < 1000000 && (e = readdir(d)); i++) {
+        if (strncmp(e->d_name, "polyprof-jfr-", 13) != 0)
+            continue;
+        long owner = strtol(e->d_name + 13, NULL, 10);
+        if (owner <= 0 || owner == (long)getpid() || polyprof_alive(owner))
+            continue;
+        static const char *const files[] = {"start.jfr", "rec.jfr"};
+        for (size_t k = 0; k < 2; k++) {
+            char rel[320];
+            snprintf(rel, sizeof(rel), "%s/%s", e->d_name, files[k]);
+            unlinkat(tmp_fd, rel, 0);
+        }
+        if (unlinkat(tmp_fd, e->d_name, AT_REMOVEDIR) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
+bool pp_jfr_other_recording_running(const char *check)
+{
+    for (const char *p = check; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        /* "Recording 2: name=x maxsize=250.0MB (running)"; an in-memory recording of an
+         * earlier polyprof (killed) does not write to disk */
+        if (memmem(p, len, "(running)", 9) && !memmem(p, len, "name=polyprof_", 14))
+            return true;
+        p = nl ? nl + 1 : NULL;
+    }
+    return false;
+}
+
+/* -XX:ErrorFile=<path> from the command line, %p expanded to the namespace pid. */
+static void read_errfile(int pid, int nspid, char *out, size_t len)
+{
+    char path[64], buf[65536];
+    out[0] = '\0';
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+    ssize_t n = pp_read_small_file(path, buf, sizeof(buf));
+    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+        if (strncmp(buf + i, "-XX:ErrorFile=", 14) != 0)
+            continue;
+        size_t o = 0;
+        for (const char *s = buf + i + 14; *s && o + 12 < len; s++) {
+            if (s[0] == '%' && s[1] == 'p') {
+                o += (size_t)snprintf(out + o, len - o, "%d", nspid);
+                s++;
+            } else {
+                out[o++] = *s;
+            }
+        }
+        out[o] = '\0';
+    }
+}
+
+int pp_jfr_rec_init(pp_jfr_rec *r, int pid, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof(*r));
+    r->pid = pid;
+    r->tmp_fd = r->cwd_fd = -1;
+    char path[96], text[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    pp_jattach_status st;
+    if (pp_read_small_file(path, text, sizeof(text)) <= 0 ||
+        pp_jattach_parse_status(text, &st) < 0) {
+        snprintf(err, errlen, "process went down during profiling");
+        return -1;
+    }
+    r->nspid = st.nspid;
+    r->uid = st.euid;
+    r->gid = st.egid;
+    r->start_ticks = pp_java_start_ticks(pid);
+    snprintf(path, sizeof(path), "/proc/%d/root/tmp", pid);
+    r->tmp_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
+    r->cwd_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    read_errfile(pid, r->nspid, r->errfile, sizeof(r->errfile));
+    snprintf(r->name, sizeof(r->name), "polyprof_%d_%u", (int)getpid(),
+             atomic_fetch_add(&rec_counter, 1) + 1);
+    if (r->tmp_fd < 0) {
+        snprintf(err, errlen, "cannot open the /tmp of process %d: %s", pid, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* A fresh private directory in the JVM's /tmp, owned by the JVM's user. */
+static int make_private_dir(pp_jfr_rec *r, char *name, size_t len, char *err, size_t errlen)
+{
+    for (int attempt = 0; attempt < 8; attempt++) {
+        snprintf(name, len, "polyprof-jfr-%d-%u", (int)getpid(),
+                 atomic_fetch_add(&rec_counter, 1) + 1);
+        if (mkdirat(r->tmp_fd, name, 0700) == 0) {
+            if (fchownat(r->tmp_fd, name, r->uid, r->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+                snprintf(err, errlen, "cannot give a directory to the JVM's user %u: %s",
+                         (unsigned)r->uid, strerror(errno));
+                unlinkat(r->tmp_fd, name, AT_REMOVEDIR);
+                return -1;
+            }
+            return 0;
+        }
+        if (errno != EEXIST)
+            break;
+    }
+    snprintf(err, errlen, "cannot create a directory in the JVM's /tmp: %s", strerror(errno));
+    return -1;
+}
+
+static void remove_private_dir(pp_jfr_rec *r, const char *dir, const char *file)
+{
+    char rel[160];
+    snprintf(rel, sizeof(rel), "%s/%s", dir, file);
+    unlinkat(r->tmp_fd, rel, 0);
+    if (unlinkat(r->tmp_fd, dir, AT_REMOVEDIR) < 0)
+        pp_warn("java: cannot remove /tmp/%s of JVM %d: %s", dir, r->pid, strerror(errno));
+}
+
+/* Runs a jcmd; 0 on result code 0, else -1 with the JVM's message or the attach error. */
+static int jcmd(pp_jfr_rec *r, const char *cmd, double timeout, char *err, size_t errlen)
+{
+    char *out = NULL;
+    int rc = pp_jattach_jcmd(r->pid, cmd, timeout, &out, err, errlen);
+    if (rc > 0 || (rc == 0 && out && strstr(out, "Could not") != NULL)) {
+        const char *msg = out ? out : "";
+        while (*msg == '\n' || *msg == ' ')
+            msg++;
+        snprintf(err, errlen, "%.*s", (int)strcspn(msg, "\n"), msg);
+        rc = -1;
+    }
+    free(out);
+    return rc;
+}
+
+int pp_jfr_rec_start(pp_jfr_rec *r, int frequency, int duration_s, double timeout_s, char *err,
+                     size_t errlen)
+{
+    if (timeout_s < 1)
+        timeout_s = 1;
+    bool disk = false;
+    char e2[256];
+    if (!pp_java_jfr_initialized(r->pid)) {
+        if (jcmd(r, "JFR.configure stackdepth=1024", PP_JAVA_ATTACH_TIMEOUT, e2, sizeof(e2)) < 0)
+            pp_debug("java: JFR.configure in pid %d: %s", r->pid, e2);
+    } else {
+        /* An in-memory recording gets no data while another recording writes to disk. */
+        char *out = NULL;
+        if (pp_jattach_jcmd(r->pid, "JFR.check", PP_JAVA_ATTACH_TIMEOUT, &out, e2, sizeof(e2)) ==
+                0 &&
+            out)
+            disk = pp_jfr_other_recording_running(out);
+        free(out);
+    }
+    char dir[64], file[128], cmd[512];
+    if (make_private_dir(r, dir, sizeof(dir), err, errlen) < 0)
+        return -1;
+    snprintf(file, sizeof(file), "/tmp/%s/start.jfr", dir);
+    pp_jfr_start_cmdline(cmd, sizeof(cmd), r->name, frequency, duration_s, disk, file);
+    int rc = jcmd(r, cmd, timeout_s, err, errlen);
+    remove_private_dir(r, dir, "start.jfr");
+    if (rc == 0)
+        r->running = true;
+    else
+        r->maybe_running = true; /* e.g. no answer in time: the JVM may still start it */
+    return rc;
+}
+
+int pp_jfr_rec_finish(pp_jfr_rec *r, pp_profile *prof, pp_pid_profile *pp, double timeout_s,
+                      char *err, size_t errlen)
+{
+    char dir[64], cmd[256];
+    if (!r->running) {
+        snprintf(err, errlen, "no recording");
+        return -1;
+    }
+    if (make_private_dir(r, dir, sizeof(dir), err, errlen) < 0)
+        return -1;
+    snprintf(cmd, sizeof(cmd), "JFR.stop name=%s filename=/tmp/%s/rec.jfr", r->name, dir);
+    int rc = jcmd(r, cmd, timeout_s, err, errlen);
+    if (rc == 0)
+        r->running = false;
+    int fd = -1;
+    if (rc == 0) {
+        char rel[128];
+        snprintf(rel, sizeof(rel), "%s/rec.jfr", dir);
+        fd = openat(r->tmp_fd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        struct stat sb;
+        if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+            snprintf(err, errlen, "the JVM wrote no recording file");
+            rc = -1;
+        } else if (sb.st_size == 0) {
+            snprintf(err, errlen,
+                     "JFR wrote an empty recording (a recording to disk started "
+                     "in the JVM during the session?)");
+            rc = -1;
+        }
+    }
+    if (rc == 0) {
+        /* Parse through our descriptor: the JVM's user cannot swap the file for a link. */
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        pp_jfr_stats st = {0};
+        rc = pp_jfr_parse_file(path, NULL, prof, pp, &st, err, errlen);
+        pp_debug("java: pid %d: JFR file parsed: %llu chunks, %llu samples (%llu truncated)",
+                 r->pid, (unsigned long long)st.chunks, (unsigned long long)st.samples,
+                 (unsigned long long)st.truncated);
+        if (rc < 0 && st.samples > 0) {
+            pp_warn("java: pid %d: JFR file partly parsed: %s", r->pid, err);
+            rc = 0;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    remove_private_dir(r, dir, "rec.jfr");
+    return rc;
+}
+
+void pp_jfr_rec_close(pp_jfr_rec *r)
+{
+    if ((r->running || r->maybe_running) && pp_java_start_ticks(r->pid) == r->start_ticks) {
+        char cmd[128], err[256];
+        snprintf(cmd, sizeof(cmd), "JFR.stop name=%s", r->name);
+        if (jcmd(r, cmd, PP_JAVA_QUICK_TIMEOUT, err, sizeof(err)) < 0)
+            pp_debug("java: discarding recording %s in pid %d: %s", r->name, r->pid, err);
+    }
+    r->running = r->maybe_running = false;
+    if (r->tmp_fd >= 0)
+        close(r->tmp_fd);
+    if (r->cwd_fd >= 0)
+        close(r->cwd_fd);
+    r->tmp_fd = r->cwd_fd = -1;
+}
+
+bool pp_jfr_rec_hserr(const pp_jfr_rec *r)
+{
+    char name[64];
+    struct stat sb;
+    snprintf(name, sizeof(name), "hs_err_pid%d.log", r->nspid);
+    if (r->errfile[0]) {
+        /* absolute: relative to the JVM's root, which /tmp's parent is; else its cwd */
+        if (r->errfile[0] == '/' && r->tmp_fd >= 0) {
+            char rel[300];
+            snprintf(rel, sizeof(rel), "..%s", r->errfile);
+            if (fstatat(r->tmp_fd, rel, &sb, 0) == 0)
+                return true;
+        } else if (r->cwd_fd >= 0 && fstatat(r->cwd_fd, r->errfile, &sb, 0) == 0) {
+            return true;
+        }
+    }
+    return (r->cwd_fd >= 0 && fstatat(r->cwd_fd, name, &sb, 0) == 0) ||
+           (r->tmp_fd >= 0 && fstatat(r->tmp_fd, name, &sb, 0) == 0);
+}

@@ -1,0 +1,147 @@
+/* Small per-JVM facts read from /proc, and the safemode state: see java.h. */
+#include <dirent.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orchestrator/log.h"
+#include "runtimes/java/java.h"
+#include "runtimes/java/jvminfo.h"
+#include "runtimes/java/jvmutil.h"
+#include "runtimes/procfiles.h"
+
+static pthread_mutex_t safemode_lock = PTHREAD_MUTEX_INITIALIZER;
+static char safemode_reason[64];
+
+bool pp_java_safemode_reason(char *reason, size_t len)
+{
+    pthread_mutex_lock(&safemode_lock);
+    bool set = safemode_reason[0] != '\0';
+    if (set && reason)
+        snprintf(reason, len, "%s", safemode_reason);
+    pthread_mutex_unlock(&safemode_lock);
+    return set;
+}
+
+void pp_java_safemode_trigger(const char *reason)
+{
+    pthread_mutex_lock(&safemode_lock);
+    bool first = safemode_reason[0] == '\0';
+    if (first)
+        snprintf(safemode_reason, sizeof(safemode_reason), "%s", reason);
+    pthread_mutex_unlock(&safemode_lock);
+    if (first)
+        pp_warn("Java profiling has been disabled for the rest of this run (safemode: %s); "
+                "restart polyprof to profile Java again",
+                reason);
+}
+
+void pp_java_safemode_reset(void)
+{
+    pthread_mutex_lock(&safemode_lock);
+    safemode_reason[0] = '\0';
+    pthread_mutex_unlock(&safemode_lock);
+}
+
+unsigned long long pp_java_start_ticks(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    if (pp_read_small_file(path, buf, sizeof(buf)) <= 0)
+        return 0;
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    /* fields 3.. follow ") "; start time is field 22 */
+    p++;
+    for (int field = 2; field < 21 && p; field++)
+        p = strchr(p + 1, ' ');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* Value of KEY="..." in a JDK release file. */
+static int release_value(const char *text, const char *key, char *out, size_t len)
+{
+    size_t kl = strlen(key);
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, key, kl) == 0 && p[kl] == '=' && p[kl + 1] == '"') {
+            const char *v = p + kl + 2, *e = strchr(v, '"');
+            if (!e || (size_t)(e - v) >= len)
+                return -1;
+            memcpy(out, v, (size_t)(e - v));
+            out[e - v] = '\0';
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int pp_java_release_info(int pid, char *libjvm, size_t liblen, char *version, size_t vlen,
+                         char *date, size_t dlen)
+{
+    char lib[PATH_MAX], release[PATH_MAX + 64], text[8192];
+    if (version && vlen)
+        version[0] = '\0';
+    if (date && dlen)
+        date[0] = '\0';
+    if (pp_find_mapping(pid, "/libjvm.so", lib, sizeof(lib)) < 0)
+        return -1;
+    snprintf(libjvm, liblen, "/proc/%d/root%s", pid, lib);
+    /* <java home>/lib/server/libjvm.so -> <java home>/release */
+    snprintf(release, sizeof(release), "%s", libjvm);
+    for (int up = 0; up < 3; up++) {
+        char *slash = strrchr(release, '/');
+        if (slash)
+            *slash = '\0';
+    }
+    strncat(release, "/release", sizeof(release) - strlen(release) - 1);
+    if (pp_read_small_file(release, text, sizeof(text)) > 0) {
+        if (version)
+            release_value(text, "JAVA_VERSION", version, vlen);
+        if (date)
+            release_value(text, "JAVA_VERSION_DATE", date, dlen);
+    }
+    return 0;
+}
+
+bool pp_java_supported(int pid, char *why, size_t len)
+{
+    char lib[PATH_MAX], j9[PATH_MAX], version[64];
+    if (pp_find_mapping(pid, "libj9vm", j9, sizeof(j9)) == 0) {
+        snprintf(why, len, "OpenJ9 is not supported");
+        return false;
+    }
+    if (pp_java_release_info(pid, lib, sizeof(lib), version, sizeof(version), NULL, 0) == 0 &&
+        version[0]) {
+        int major = pp_java_major(version);
+        if (major > 0 && major <= 6) {
+            snprintf(why, len, "HotSpot %s is too old", version);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool pp_java_jfr_initialized(int pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return false;
+    bool found = false;
+    struct dirent *e;
+    for (int i = 0; !found && i < 100000 && (e = readdir(d)); i++) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char cpath[300], comm[32];
+        snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/comm", pid, e->d_name);
+        if (pp_read_small_file(cpath, comm, sizeof(comm)) > 0 &&
+            strncmp(comm, "JFR Recorder", 12) == 0)
+            found = true;
+    }
+    closedir(d);
+    return found;
+}

@@ -1,0 +1,327 @@
+"""Java end to end with real JVMs (OpenJDK 17 and Temurin 25): JFR through polyprof's own attach
+client, JIT symbols from Compiler.perfmap, metadata, namespaces, cleanup, async-profiler mode."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import APPS, POLYPROF, ROOT, Profile, last_profile, wait_for
+
+JDKS = {
+    "17": Path("/usr/lib/jvm/java-17-openjdk-amd64"),
+    "25": Path("/usr/lib/jvm/temurin-25-jdk-amd64"),
+}
+STANDIN_ASPROF = Path(__file__).resolve().parent / "standins" / "asprof"
+
+
+@pytest.fixture(scope="module")
+def hot_classes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("javahot")
+    subprocess.run([str(JDKS["17"] / "bin" / "javac"), "-d", str(d), str(APPS / "Hot.java")],
+                   check=True)
+    return d
+
+
+@pytest.fixture(scope="module")
+def launchers(tmp_path_factory):
+    """`java` under names of our own (pp_java17, pp_java25), so the JVMs' comm is unique."""
+    d = tmp_path_factory.mktemp("launch")
+    for v, home in JDKS.items():
+        if home.exists():
+            (d / f"pp_java{v}").symlink_to(home / "bin" / "java")
+    return d
+
+
+def jdk(version):
+    if not JDKS[version].exists():
+        pytest.skip(f"JDK {version} not installed")
+    return JDKS[version]
+
+
+def cpu_seconds(pid):
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def warm(pid, seconds=1.5):
+    """Waits until the JVM burned enough CPU for its hot methods to be JIT-compiled."""
+    wait_for(lambda: cpu_seconds(pid) >= seconds, 30, f"JVM {pid} to warm up")
+
+
+class Run:
+    """polyprof running in the background, with its direct children recorded."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([str(POLYPROF), *map(str, args)], stderr=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, text=True)
+        self.children = set()
+        self._err = []
+        self._t = threading.Thread(target=lambda: self._err.extend(self.proc.stderr), daemon=True)
+        self._t.start()
+
+    def watch_children(self):
+        pid = self.proc.pid
+        while self.proc.poll() is None:
+            for d in Path("/proc").iterdir():
+                if not d.name.isdigit():
+                    continue
+                try:
+                    stat = (d / "stat").read_text()
+                    ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                    if ppid == pid:
+                        self.children.add((d / "comm").read_text().strip())
+                except (OSError, ValueError, IndexError):
+                    pass
+            time.sleep(0.05)
+
+    def wait(self, timeout=90):
+        self.watch_children()
+        self.proc.wait(timeout)
+        self._t.join(5)
+        self.stderr = "".join(self._err)
+        Path("/tmp/pp_java_last_stderr").write_text(self.stderr)
+        assert self.proc.returncode == 0, self.stderr[-3000:]
+        return self
+
+
+def run_polyprof(*args):
+    return Run(*args).wait()
+
+
+def totals(stderr, pid):
+    m = re.search(rf"java pid {pid}: (\d+) runtime samples, (\d+) sampler samples", stderr)
+    assert m, f"no runtime totals for pid {pid}"
+    return int(m.group(1)), int(m.group(2))
+
+
+def jfr_check(version, pid):
+    r = subprocess.run([str(JDKS[version] / "bin" / "jcmd"), str(pid), "JFR.check"],
+                       capture_output=True, text=True, timeout=30)
+    return r.stdout
+
+
+def tmp_entries(root="/tmp"):
+    return {p.name for p in Path(root).iterdir()
+            if p.name.startswith(("polyprof-jfr", ".attach_pid", "hotspot-pid"))}
+
+
+def share(lines, a, b):
+    na = sum(c for f, c in lines if any(a in x for x in f[4:]))
+    nb = sum(c for f, c in lines if any(b in x for x in f[4:]))
+    assert na + nb > 100, f"too few samples: {na}+{nb}"
+    return 100.0 * na / (na + nb)
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_jfr_profile(version, hot_classes, launchers, start_app, outdir, tmp_path):
+    jdk(version)
+    comm = f"pp_java{version}"
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    os.chdir(cwd)
+    try:
+        app = start_app(launchers / comm, "-Xmx256m", "-cp", hot_classes, "Hot", 3)
+    finally:
+        os.chdir(ROOT)
+    warm(app.pid)
+    before = tmp_entries()
+    r = run_polyprof("-d", 6, "-f", 499, "--java-mode", "jfr", "-o", outdir, "-v")
+    assert not r.children & {"java", "jcmd", "jfr", "jattach", "asprof"}, r.children
+
+    prof = last_profile(outdir)
+    lines = prof.for_comm(comm)
+    assert lines, r.stderr[-3000:]
+    frames = [x for f, _ in lines for x in f[4:]]
+    assert not any(x.startswith("[Profiling") for x in frames), r.stderr[-2000:]
+    assert any(x.endswith("_[j]") or x.endswith("_[i]") for x in frames)
+    assert "Hot.main([Ljava/lang/String|)V_[0]" in frames or \
+        any(x.startswith("Hot.") and "|" in x for x in frames)
+    assert any(x.startswith("Hot.hotA()V_[") for x in frames)
+    pct = share(lines, "Hot.hotA()V", "Hot.hotB()V")
+    rt, sampler = totals(r.stderr, app.pid)
+    print(f"JDK {version}: hotA share {pct:.1f}% of {rt} JFR samples scaled to {sampler}")
+    assert 70 <= pct <= 80, f"hotA share {pct:.1f}% (expected 75 +- 5, {rt} JFR samples)"
+
+    assert rt > 0 and sampler > 0
+    assert sum(c for _, c in lines) == sampler
+
+    apps = prof.header["application_metadata"]
+    idx = {int(f[0]) for f, _ in lines}
+    assert len(idx) == 1
+    md = apps[idx.pop()]
+    assert md["java_version"].startswith(f'openjdk version "{version}.'), md["java_version"]
+    assert len(md["java_version"].split("\n")) == 3
+    assert md["jvm_flags"] and all(set(fl) == {"name", "type", "value", "origin", "kind"}
+                                   for fl in md["jvm_flags"])
+    assert all(fl["origin"] != "default" for fl in md["jvm_flags"])
+    assert [fl["name"] for fl in md["jvm_flags"]] == sorted(fl["name"] for fl in md["jvm_flags"])
+    assert {"name": "MaxHeapSize", "type": "size_t", "value": str(256 << 20),
+            "origin": "command line", "kind": ["product"]} in md["jvm_flags"]
+    assert {f[3] for f, _ in lines} == {"appid: java: Hot"}
+
+    # nothing left behind: no recording, no file in the JVM's /tmp or cwd, no perf map
+    assert "No available recordings" in jfr_check(version, app.pid)
+    assert tmp_entries() - before == set()
+    assert not list(cwd.iterdir())
+    assert not Path(f"/tmp/perf-{app.pid}.map").exists()
+
+
+def test_jvm_in_own_pid_and_mount_namespace(hot_classes, outdir):
+    """unshare'd JVM with a private tmpfs /tmp: the attach goes through /proc/<pid>/root."""
+    java = jdk("17") / "bin" / "java"
+    classes = ROOT / "build" / "it_java_ns"  # outside /tmp, which the JVM does not see
+    shutil.rmtree(classes, ignore_errors=True)
+    shutil.copytree(hot_classes, classes)
+    sh = subprocess.Popen(
+        ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c",
+         f"mount -t tmpfs tmpfs /tmp && exec {java} -cp {classes} Hot 2"],
+        stdout=subprocess.PIPE, text=True)
+    pid = None
+    try:
+        assert sh.stdout.readline().startswith("ready 1")
+        kids = Path(f"/proc/{sh.pid}/task/{sh.pid}/children").read_text().split()
+        pid = int(kids[0])
+        assert Path(f"/proc/{pid}/status").read_text().split("NSpid:")[1].split()[1] == "1"
+        warm(pid)
+        r = run_polyprof("-d", 3, "-f", 99, "--java-mode", "jfr", "-o", outdir, "-v")
+        rt, sampler = totals(r.stderr, pid)
+        assert rt > 0
+        prof = last_profile(outdir)
+        ours = [(f, c) for f, c in prof.stacks
+                if len(f) > 4 and f[2] == "java" and any(x.startswith("Hot.hot") for x in f)]
+        assert ours and not any("[Profiling" in x for f, _ in ours for x in f)
+        # the JVM's private /tmp holds only what the JVM itself made
+        left = {p.name for p in Path(f"/proc/{pid}/root/tmp").iterdir()}
+        assert left <= {".java_pid1", "hsperfdata_root"}, left
+    finally:
+        if pid:
+            os.kill(pid, 9)  # the namespace's init: unshare does not forward its own kill
+        sh.kill()
+        sh.wait()
+        sh.stdout.close()
+
+
+def test_perfmap_names_jit_frames_with_java_disabled(hot_classes, launchers, start_app, outdir):
+    jdk("17")
+    app = start_app(launchers / "pp_java17", "-cp", hot_classes, "Hot", 3)
+    warm(app.pid)
+    assert not Path(f"/tmp/perf-{app.pid}.map").exists()
+    r = run_polyprof("-d", 4, "-f", 99, "--java-mode", "disabled", "-o", outdir)
+    lines = last_profile(outdir).for_comm("pp_java17")
+    total = sum(c for _, c in lines)
+    named = sum(c for f, c in lines if any("Hot.hot" in x for x in f))
+    unknown = sum(c for f, c in lines if any(x.startswith("(/tmp/perf-") for x in f))
+    assert total > 100, (total, r.stderr[-2000:])
+    assert named > total / 2, (named, total)
+    assert unknown < total / 20, (unknown, total)
+    assert not Path(f"/tmp/perf-{app.pid}.map").exists()
+
+
+def test_async_profiler_mode(hot_classes, launchers, start_app, outdir, tmp_path):
+    if not STANDIN_ASPROF.exists():
+        pytest.skip("no async-profiler stand-in (tests/integration/standins/asprof)")
+    jdk("17")
+    app = start_app(launchers / "pp_java17", "-cp", hot_classes, "Hot")
+    warm(app.pid)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shutil.copy(STANDIN_ASPROF, bindir / "asprof")
+    (bindir / "libasyncProfiler.so").write_bytes(b"\x7fELF stand-in library\n")
+    (bindir / "async-profiler-version").write_text("v3.0-standin\n")
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+    libdir = Path("/tmp/polyprof_tmp/async-profiler-v3.0-standin")  # kept across runs, by design
+    existed = libdir.exists()
+    try:
+        p = subprocess.run([str(POLYPROF), "-d", "3", "-f", "99", "--java-mode", "ap", "-o",
+                            str(outdir), "-v"], env=env, capture_output=True, text=True,
+                           timeout=90)
+    finally:
+        if not existed:
+            shutil.rmtree(libdir, ignore_errors=True)
+    Path("/tmp/pp_java_last_stderr").write_text(p.stderr)
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = last_profile(outdir).for_comm("pp_java17")
+    assert lines, p.stderr[-3000:]
+    frames = [x for f, _ in lines for x in f[4:]]
+    assert not any(x.startswith("[Profiling") for x in frames), p.stderr[-2000:]
+    rt, sampler = totals(p.stderr, app.pid)
+    assert rt > 0 and sum(c for _, c in lines) == sampler
+
+
+def test_safemode_after_a_profiled_jvm_is_killed(hot_classes, launchers, start_app, outdir):
+    """A JVM killed by SIGKILL while profiled disables Java profiling for the rest of the run."""
+    jdk("17")
+    victim = start_app(launchers / "pp_java17", "-cp", hot_classes, "Hot")
+    other = start_app(launchers / "pp_java25" if JDKS["25"].exists() else launchers / "pp_java17",
+                      "-cp", hot_classes, "Hot")
+    other_comm = Path(f"/proc/{other.pid}/comm").read_text().strip()
+    warm(other.pid, 1.0)
+    run = Run("-c", "-d", 8, "-f", 49, "--java-mode", "jfr", "-o", outdir, "-v")
+    try:
+        wait_for(lambda: "JFR sessions started" in "".join(run._err), 30, "JFR to start")
+        victim.proc.kill()
+        victim.proc.wait()
+
+        def sessions():
+            return sorted(p for p in Path(outdir).glob("profile_*.col"))
+        wait_for(lambda: len(sessions()) >= 2, 40, "a second session")
+        second = Profile(sessions()[1])
+        lines = second.for_comm(other_comm)
+        assert lines
+        assert all("[Profiling skipped: disabled due to profiled-signaled]" in f
+                   for f, _ in lines), "".join(run._err)[-3000:]
+    finally:
+        run.proc.terminate()
+        run.proc.wait(30)
+    err = "".join(run._err)
+    assert f"JVM {victim.pid} (pp_java17) died during profiling (profiled-signaled)" in err
+    first = Profile(sessions()[0])
+    assert any("[Profiling error: process went down during profiling]" in f
+               for f, _ in first.for_comm("pp_java17"))
+
+
+def test_jvm_of_another_user_in_a_user_namespace(hot_classes, outdir, tmp_path):
+    """A JVM run by nobody as root of its own user namespace refuses polyprof's root as peer
+    and distrusts a root-owned trigger file: polyprof gives the trigger to the JVM's user and
+    connects with the JVM's ids. No thread dump may reach the JVM's stdout."""
+    java = jdk("17") / "bin" / "java"
+    classes = Path(tempfile.mkdtemp(prefix="pp_it_userns_"))
+    try:
+        classes.chmod(0o755)
+        for f in hot_classes.iterdir():
+            shutil.copy(f, classes)
+        cwd = classes / "cwd"
+        cwd.mkdir(mode=0o777)
+        cwd.chmod(0o777)
+        app = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                                "unshare", "--user", "--map-root-user", str(java), "-cp",
+                                str(classes), "Hot", "2"], cwd=cwd, stdout=subprocess.PIPE,
+                               text=True)
+        try:
+            line = app.stdout.readline()
+            if not line.startswith("ready"):
+                pytest.skip("unprivileged user namespaces are not available")
+            pid = int(line.split()[1])
+            warm(pid)
+            r = run_polyprof("-d", 4, "-f", 199, "--java-mode", "jfr", "-o", outdir, "-v")
+            rt, _ = totals(r.stderr, pid)
+            assert rt > 0, r.stderr[-3000:]
+            prof = last_profile(outdir)
+            ours = [f for f, _ in prof.stacks if len(f) > 4 and f[2] == "java"
+                    and any(x.startswith("Hot.hot") and x.endswith("]") for x in f)]
+            assert ours
+            assert not list(cwd.iterdir())
+        finally:
+            app.kill()
+            rest = app.stdout.read()
+            app.wait()
+            app.stdout.close()
+        assert "Full thread dump" not in rest
+    finally:
+        shutil.rmtree(classes, ignore_errors=True)

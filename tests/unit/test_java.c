@@ -1,0 +1,405 @@
+/* Unit tests: the HotSpot attach client (request encoding, reply parsing, /proc status, a full
+ * exchange with a stand-in JVM socket, the SIGQUIT guard), the VM.flags filter, the
+ * `java -version` text rebuilt from system properties, the JFR.start command line and the
+ * safemode classifiers. */
+#include "tests/unit/testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "runtimes/java/attach.h"
+#include "runtimes/java/jfr_session.h"
+#include "runtimes/java/jvminfo.h"
+#include "runtimes/java/safemode.h"
+#include "runtimes/procfiles.h"
+
+TestSuite(java, .init = pp_test_quiet_log);
+
+Test(java, encode_jcmd_request)
+{
+    char buf[256];
+    size_t n = pp_jattach_encode(buf, sizeof(buf), "jcmd", "VM.version", NULL, NULL);
+    cr_assert_eq(n, 20);
+    cr_assert(memcmp(buf, "1\0jcmd\0VM.version\0\0\0", 20) == 0);
+}
+
+Test(java, encode_load_request)
+{
+    char buf[256];
+    size_t n = pp_jattach_encode(buf, sizeof(buf), "load", "/x/libap.so", "true", "start");
+    const char want[] = "1\0load\0/x/libap.so\0true\0start\0";
+    cr_assert_eq(n, sizeof(want) - 1);
+    cr_assert(memcmp(buf, want, n) == 0);
+}
+
+Test(java, encode_rejects_overflow)
+{
+    char small[8], big[16384];
+    cr_assert_eq(pp_jattach_encode(small, sizeof(small), "jcmd", "VM.version", NULL, NULL), 0);
+    char *arg = malloc(5000);
+    memset(arg, 'a', 4999);
+    arg[4999] = '\0';
+    cr_assert_eq(pp_jattach_encode(big, sizeof(big), "jcmd", arg, NULL, NULL), 0);
+    cr_assert_eq(pp_jattach_encode(big, sizeof(big), NULL, NULL, NULL, NULL), 0);
+    free(arg);
+}
+
+Test(java, parse_reply)
+{
+    int code = -5;
+    const char *body = NULL;
+    const char ok[] = "0\nJDK 17.0.15\n";
+    cr_assert_eq(pp_jattach_parse_reply(ok, strlen(ok), &code, &body), 0);
+    cr_assert_eq(code, 0);
+    cr_assert_str_eq(body, "JDK 17.0.15\n");
+    const char bad[] = "-1\njava.lang.IllegalArgumentException: Unknown diagnostic command\n";
+    cr_assert_eq(pp_jattach_parse_reply(bad, strlen(bad), &code, &body), 0);
+    cr_assert_eq(code, -1);
+    cr_assert_eq(pp_jattach_parse_reply("0", 1, &code, &body), 0);
+    cr_assert_str_eq(body, "");
+    cr_assert_eq(pp_jattach_parse_reply("", 0, &code, &body), -1);
+    cr_assert_eq(pp_jattach_parse_reply("abc\n", 4, &code, &body), -1);
+    cr_assert_eq(pp_jattach_parse_reply("\nx", 2, &code, &body), -1);
+    cr_assert_eq(pp_jattach_parse_reply("123456789012345\n", 16, &code, &body), -1);
+}
+
+Test(java, parse_status)
+{
+    const char *text = "Name:\tjava\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\n"
+                       "NSpid:\t4242\t17\t1\nUid:\t0\t65534\t65534\t65534\n"
+                       "Gid:\t0\t65533\t65533\t65533\nSigBlk:\t0000000000000000\n"
+                       "SigCgt:\t0000000101005ccf\n";
+    pp_jattach_status st;
+    cr_assert_eq(pp_jattach_parse_status(text, &st), 0);
+    cr_assert_eq(st.nspid, 1);
+    cr_assert_eq(st.euid, 65534);
+    cr_assert_eq(st.egid, 65533);
+    cr_assert(st.sigquit_caught);
+    const char *noquit =
+        "NSpid:\t10\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nSigCgt:\t0000000000000003\n";
+    cr_assert_eq(pp_jattach_parse_status(noquit, &st), 0);
+    cr_assert_eq(st.nspid, 10);
+    cr_assert(!st.sigquit_caught);
+    cr_assert_eq(pp_jattach_parse_status("Name:\tx\n", &st), -1);
+}
+
+/* A stand-in JVM: listens on /tmp/.java_pid<our pid>, checks the request, replies. */
+typedef struct {
+    int fd;
+    const char *reply; /* NULL: never reply (until the client gives up) */
+    char got[128];
+    size_t ngot;
+} fake_jvm;
+
+static void *fake_jvm_main(void *arg)
+{
+    fake_jvm *f = arg;
+    int c = accept(f->fd, NULL, NULL);
+    if (c < 0)
+        return NULL;
+    ssize_t r;
+    while (f->ngot < sizeof(f->got) &&
+           (r = read(c, f->got + f->ngot, sizeof(f->got) - f->ngot)) > 0) {
+        f->ngot += (size_t)r;
+        size_t nuls = 0;
+        for (size_t i = 0; i < f->ngot; i++)
+            nuls += f->got[i] == '\0';
+        if (nuls >= 5) /* version, command and 3 arguments */
+            break;
+    }
+    if (f->reply) {
+        if (write(c, f->reply, strlen(f->reply)) < 0)
+            perror("write");
+    } else {
+        char b[16];
+        while (read(c, b, sizeof(b)) > 0) /* until the client closes */
+            ;
+    }
+    close(c);
+    return NULL;
+}
+
+static int listen_at(char *path, size_t len)
+{
+    snprintf(path, len, "/tmp/.java_pid%d", (int)getpid());
+    unlink(path);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    cr_assert(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+    cr_assert(listen(fd, 4) == 0);
+    return fd;
+}
+
+/* One exchange with a stand-in JVM listening on fd that answers reply (NULL: never). */
+static int exchange(int fd, const char *reply, const char *cmd, double timeout, char **out,
+                    fake_jvm *f, char *err, size_t errlen)
+{
+    *f = (fake_jvm){.fd = fd, .reply = reply};
+    pthread_t t;
+    pthread_create(&t, NULL, fake_jvm_main, f);
+    int rc = pp_jattach_jcmd(getpid(), cmd, timeout, out, err, errlen);
+    pthread_join(t, NULL);
+    return rc;
+}
+
+Test(java, jcmd_exchange_with_stand_in_jvm)
+{
+    char path[64], *out = NULL, err[256] = "";
+    int fd = listen_at(path, sizeof(path));
+    fake_jvm f;
+    int rc = exchange(fd, "0\nOpenJDK 64-Bit Server VM version 17\nJDK 17.0.15\n", "VM.version",
+                      5.0, &out, &f, err, sizeof(err));
+    close(fd);
+    unlink(path);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_str_eq(out, "OpenJDK 64-Bit Server VM version 17\nJDK 17.0.15\n");
+    cr_assert_eq(f.ngot, 20);
+    cr_assert(memcmp(f.got, "1\0jcmd\0VM.version\0\0\0", 20) == 0);
+    free(out);
+}
+
+Test(java, jcmd_error_code_and_timeout)
+{
+    char path[64], *out = NULL, err[256] = "";
+    int fd = listen_at(path, sizeof(path));
+    fake_jvm f;
+    int rc =
+        exchange(fd, "-1\nUnknown diagnostic command\n", "Bogus", 5.0, &out, &f, err, sizeof(err));
+    cr_assert_eq(rc, 1, "%s", err);
+    cr_assert_str_eq(out, "Unknown diagnostic command\n");
+    free(out);
+    out = NULL;
+    rc = exchange(fd, NULL, "VM.version", 0.3, &out, &f, err, sizeof(err));
+    close(fd);
+    unlink(path);
+    cr_assert_eq(rc, -1);
+    cr_assert_null(out);
+    cr_assert(strstr(err, "no answer in time"), "%s", err);
+}
+
+Test(java, no_sigquit_without_handler)
+{
+    /* A real program (under valgrind a forked copy would have valgrind's handlers). */
+    pid_t child = fork();
+    if (child == 0) {
+        signal(SIGQUIT, SIG_DFL);
+        execl("/bin/sleep", "sleep", "60", (char *)NULL);
+        _exit(127);
+    }
+    char link[64], exe[256];
+    snprintf(link, sizeof(link), "/proc/%d/exe", (int)child);
+    for (int i = 0; i < 2000; i++) {
+        ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+        if (n > 0 && (exe[n] = '\0', strstr(exe, "sleep")))
+            break;
+        usleep(1000);
+    }
+    char *out = NULL, err[256] = "";
+    int rc = pp_jattach_jcmd(child, "VM.version", 2.0, &out, err, sizeof(err));
+    int alive = kill(child, 0) == 0;
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    cr_assert_eq(rc, -1);
+    cr_assert(strstr(err, "no SIGQUIT handler"), "%s", err);
+    cr_assert(alive, "the process was signalled");
+}
+
+Test(java, trigger_removed_when_the_process_dies)
+{
+    /* Catches SIGQUIT (so it is signalled) but never listens, and exits on it. */
+    char *dir = pp_test_mkdtemp();
+    pid_t child = fork();
+    if (child == 0) {
+        if (chdir(dir) != 0)
+            _exit(126);
+        execl("/bin/sh", "sh", "-c", "trap 'exit 0' QUIT; while :; do sleep 0.05; done",
+              (char *)NULL);
+        _exit(127);
+    }
+    char path[600], text[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)child);
+    pp_jattach_status st = {0};
+    for (int i = 0; i < 2000 && !st.sigquit_caught; i++) {
+        if (pp_read_small_file(path, text, sizeof(text)) > 0)
+            pp_jattach_parse_status(text, &st);
+        usleep(1000);
+    }
+    cr_assert(st.sigquit_caught);
+    char *out = NULL, err[256] = "";
+    int rc = pp_jattach_jcmd(child, "VM.version", 1.0, &out, err, sizeof(err));
+    waitpid(child, NULL, 0);
+    cr_assert_eq(rc, -1);
+    snprintf(path, sizeof(path), "%s/.attach_pid%d", dir, (int)child);
+    cr_assert(access(path, F_OK) != 0, "trigger left behind: %s", err);
+    pp_test_rmtree(dir);
+}
+
+static const char *FLAGS17 =
+    "4242:\n"
+    "[Global flags]\n"
+    "     intx CICompilerCount                          = 2                                "
+    "         {product} {ergonomic}\n"
+    "     bool FlightRecorder                           = true                             "
+    "         {product} {management}\n"
+    "   size_t MaxHeapSize                              = 268435456                        "
+    "         {product} {command line}\n"
+    "    uintx ReservedCodeCacheSize                    = 251658240                     "
+    "{pd product} {ergonomic}\n"
+    "   size_t SoftMaxHeapSize                          = 268435456                   "
+    "{manageable} {ergonomic}\n"
+    "     bool UseCompressedOops                        = true                         "
+    "  {product lp64_product} {ergonomic}\n"
+    "     bool UseSerialGC                              = false                             "
+    "        {product} {default}\n"
+    "    ccstr ErrorFile                                = /x/hs_err.log                     "
+    "        {product} {command line}\n"
+    "     intx Tier4Threshold                           = 15000                            "
+    "   {C2 product} {command line, ergonomic}\n";
+
+Test(java, vm_flags_default_filter)
+{
+    json_t *a = pp_jvm_flags_parse(FLAGS17, PP_JVM_FLAGS_DEFAULT);
+    char *s = json_dumps(a, JSON_COMPACT);
+    cr_assert_str_eq(
+        s, "[{\"name\":\"CICompilerCount\",\"type\":\"intx\",\"value\":\"2\",\"origin\":"
+           "\"ergonomic\",\"kind\":[\"product\"]},"
+           "{\"name\":\"FlightRecorder\",\"type\":\"bool\",\"value\":\"true\",\"origin\":"
+           "\"management\",\"kind\":[\"product\"]},"
+           "{\"name\":\"MaxHeapSize\",\"type\":\"size_t\",\"value\":\"268435456\",\"origin\":"
+           "\"command line\",\"kind\":[\"product\"]},"
+           "{\"name\":\"Tier4Threshold\",\"type\":\"intx\",\"value\":\"15000\",\"origin\":"
+           "\"command line, ergonomic\",\"kind\":[\"C2\",\"product\"]},"
+           "{\"name\":\"UseCompressedOops\",\"type\":\"bool\",\"value\":\"true\",\"origin\":"
+           "\"ergonomic\",\"kind\":[\"lp64_product\",\"product\"]}]");
+    free(s);
+    json_decref(a);
+}
+
+Test(java, vm_flags_all_none_and_jdk8)
+{
+    json_t *a = pp_jvm_flags_parse(FLAGS17, PP_JVM_FLAGS_ALL);
+    cr_assert_eq(json_array_size(a), 7); /* no ccstr, no manageable */
+    json_decref(a);
+    a = pp_jvm_flags_parse(FLAGS17, PP_JVM_FLAGS_NONE);
+    cr_assert_eq(json_array_size(a), 0);
+    json_decref(a);
+    const char *jdk8 = "    bool UseCompressedClassPointers               := true         "
+                       "                       {lp64_product}\n"
+                       "    bool UseG1GC                                   = false        "
+                       "                       {product}\n";
+    a = pp_jvm_flags_parse(jdk8, PP_JVM_FLAGS_DEFAULT);
+    cr_assert_eq(json_array_size(a), 1);
+    json_t *f = json_array_get(a, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(f, "name")), "UseCompressedClassPointers");
+    cr_assert_str_eq(json_string_value(json_object_get(f, "origin")), "non-default");
+    json_decref(a);
+    a = pp_jvm_flags_parse("garbage\n\n{}\n = {\n", PP_JVM_FLAGS_ALL);
+    cr_assert_eq(json_array_size(a), 0);
+    json_decref(a);
+}
+
+Test(java, version_text_from_properties)
+{
+    const char *p17 = "#Sun Nov 22\njava.runtime.version=17.0.15+6-Debian-1deb12u1\n"
+                      "java.runtime.name=OpenJDK Runtime Environment\n"
+                      "java.vm.name=OpenJDK 64-Bit Server VM\njava.version=17.0.15\n"
+                      "java.version.date=2025-04-15\njava.vm.info=mixed mode, sharing\n"
+                      "java.vm.version=17.0.15+6-Debian-1deb12u1\n"
+                      "java.vendor.url=https\\://tracker.debian.org/openjdk-17\n";
+    char *v = pp_java_version_from_props(p17);
+    cr_assert_str_eq(v, "openjdk version \"17.0.15\" 2025-04-15\n"
+                        "OpenJDK Runtime Environment (build 17.0.15+6-Debian-1deb12u1)\n"
+                        "OpenJDK 64-Bit Server VM (build 17.0.15+6-Debian-1deb12u1, mixed mode, "
+                        "sharing)");
+    free(v);
+    const char *p25 = "java.runtime.name=OpenJDK Runtime Environment\n"
+                      "java.runtime.version=25.0.3+9-LTS\njava.vendor.version=Temurin-25.0.3+9\n"
+                      "java.version=25.0.3\njava.version.date=2026-04-21\n"
+                      "java.vm.info=mixed mode, sharing\njava.vm.name=OpenJDK 64-Bit Server VM\n"
+                      "java.vm.version=25.0.3+9-LTS\n";
+    v = pp_java_version_from_props(p25);
+    cr_assert_str_eq(v, "openjdk version \"25.0.3\" 2026-04-21 LTS\n"
+                        "OpenJDK Runtime Environment Temurin-25.0.3+9 (build 25.0.3+9-LTS)\n"
+                        "OpenJDK 64-Bit Server VM Temurin-25.0.3+9 (build 25.0.3+9-LTS, mixed "
+                        "mode, sharing)");
+    free(v);
+    cr_assert_null(pp_java_version_from_props("java.vm.name=x\n"));
+    cr_assert_eq(pp_java_major("1.8.0_292"), 8);
+    cr_assert_eq(pp_java_major("17.0.15"), 17);
+    cr_assert_eq(pp_java_major("1.6.0_45"), 6);
+    cr_assert_eq(pp_java_major("x"), -1);
+}
+
+Test(java, jfr_start_cmdline)
+{
+    char buf[512];
+    pp_jfr_start_cmdline(buf, sizeof(buf), "polyprof_1_2", 11, 90, false, "/tmp/d/start.jfr");
+    cr_assert_str_eq(buf, "JFR.start name=polyprof_1_2 settings=none "
+                          "+jdk.ExecutionSample#enabled=true +jdk.ExecutionSample#period=91ms "
+                          "duration=90s disk=false filename=/tmp/d/start.jfr");
+    pp_jfr_start_cmdline(buf, sizeof(buf), "n", 99, 34, true, "/f");
+    cr_assert(strstr(buf, "#period=10ms duration=34s disk=true"), "%s", buf);
+    pp_jfr_start_cmdline(buf, sizeof(buf), "n", 1000, 34, false, "/f");
+    cr_assert(strstr(buf, "#period=1ms "), "%s", buf);
+}
+
+Test(java, stale_private_directories)
+{
+    char *dir = pp_test_mkdtemp(), path[512];
+    long dead = 4000000;
+    while (kill((pid_t)dead, 0) == 0 || errno != ESRCH)
+        dead++;
+    snprintf(path, sizeof(path), "%s/polyprof-jfr-%ld-3", dir, dead);
+    cr_assert(mkdir(path, 0700) == 0);
+    snprintf(path, sizeof(path), "%s/polyprof-jfr-%ld-3/rec.jfr", dir, dead);
+    pp_test_write_file(path, "x", 1);
+    snprintf(path, sizeof(path), "%s/polyprof-jfr-%d-4", dir, (int)getpid());
+    cr_assert(mkdir(path, 0700) == 0);
+    snprintf(path, sizeof(path), "%s/other", dir);
+    cr_assert(mkdir(path, 0700) == 0);
+    int fd = open(dir, O_PATH | O_DIRECTORY);
+    cr_assert_eq(pp_jfr_cleanup_stale(fd), 1);
+    close(fd);
+    snprintf(path, sizeof(path), "%s/polyprof-jfr-%ld-3", dir, dead);
+    cr_assert(access(path, F_OK) != 0);
+    snprintf(path, sizeof(path), "%s/polyprof-jfr-%d-4", dir, (int)getpid());
+    cr_assert(access(path, F_OK) == 0);
+    snprintf(path, sizeof(path), "%s/other", dir);
+    cr_assert(access(path, F_OK) == 0);
+    pp_test_rmtree(dir);
+}
+
+Test(java, other_recordings)
+{
+    cr_assert(
+        pp_jfr_other_recording_running("4242:\nRecording 2: name=2 maxsize=250.0MB (running)\n"));
+    cr_assert(!pp_jfr_other_recording_running(
+        "4242:\nRecording 3: name=polyprof_77_1 duration=64s (running)\n"
+        "Recording 1: name=x duration=3s (stopped)\n"));
+    cr_assert(!pp_jfr_other_recording_running("4242:\nNo available recordings.\n"));
+}
+
+Test(java, safemode_classifiers)
+{
+    cr_assert(pp_java_fatal_status(SIGKILL, NULL)); /* killed by signal 9 */
+    cr_assert(pp_java_fatal_status(SIGSEGV, NULL));
+    cr_assert(pp_java_fatal_status(SIGABRT | 0x80, NULL)); /* with a core dump */
+    cr_assert(!pp_java_fatal_status(SIGTERM, NULL));
+    cr_assert(!pp_java_fatal_status(143 << 8, NULL)); /* exit code 143 after SIGTERM */
+    cr_assert(!pp_java_fatal_status(0, NULL));
+    cr_assert(pp_java_kmsg_oom("3,1234,5678,-;Out of memory: Killed process 4242 (java) "
+                               "total-vm:1kB",
+                               4242));
+    cr_assert(pp_java_kmsg_oom("6,1,2,-;oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),"
+                               "task=java,pid=4242,uid=0",
+                               4242));
+    cr_assert(!pp_java_kmsg_oom("3,1,2,-;Out of memory: Killed process 42420 (java)", 4242));
+    cr_assert(!pp_java_kmsg_oom("6,1,2,-;java[4242]: segfault at 0", 4242));
+}
