@@ -175,9 +175,9 @@ def test_jfr_profile(version, hot_classes, launchers, start_app, outdir, tmp_pat
 def test_jvm_in_own_pid_and_mount_namespace(hot_classes, outdir):
     """unshare'd JVM with a private tmpfs /tmp: the attach goes through /proc/<pid>/root."""
     java = jdk("17") / "bin" / "java"
-    classes = ROOT / "build" / "it_java_ns"  # outside /tmp, which the JVM does not see
-    shutil.rmtree(classes, ignore_errors=True)
-    shutil.copytree(hot_classes, classes)
+    # outside /tmp, which the JVM does not see (the checkout itself may be under /tmp)
+    classes = Path(tempfile.mkdtemp(prefix="pp_it_java_ns_", dir="/var/tmp"))
+    shutil.copytree(hot_classes, classes, dirs_exist_ok=True)
     sh = subprocess.Popen(
         ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c",
          f"mount -t tmpfs tmpfs /tmp && exec {java} -cp {classes} Hot 2"],
@@ -205,6 +205,7 @@ def test_jvm_in_own_pid_and_mount_namespace(hot_classes, outdir):
         sh.kill()
         sh.wait()
         sh.stdout.close()
+        shutil.rmtree(classes, ignore_errors=True)
 
 
 def test_perfmap_names_jit_frames_with_java_disabled(hot_classes, launchers, start_app, outdir):
