@@ -262,7 +262,6 @@ void pp_py_get_stats(const pp_py_proc *p, pp_py_stats *st)
     st->code_misses = p->codes.misses;
     st->reads = p->mem.reads;
     st->read_bytes = p->mem.read_bytes;
-    st->torn = p->torn;
 }
 
 /* ---- walking ---- */
@@ -382,27 +381,6 @@ static int gone(pp_py_proc *p, char *err, size_t errlen)
     return -1;
 }
 
-/* The current frame of a thread whose state's bytes tsb were read for this sample; with fresh,
- * the last link is read again, uncached, to check that the thread did not move during a walk
- * (3.11/3.12: the C frame's current_frame; a newer C frame pushed since leaves that one, and
- * the chain below it, intact). 0 if none or unreadable. */
-static uint64_t current_frame(pp_py_proc *p, uint64_t ts, const uint8_t *tsb, bool fresh)
-{
-    const pp_py_layout *L = &p->L;
-    uint64_t frame;
-    memcpy(&frame, tsb + L->ts_frame, 8);
-    if (L->cframe_current < 0) {
-        if (fresh && pp_rmem_read(&p->mem, ts + L->ts_frame, &frame, 8) != 0)
-            return 0;
-        return frame;
-    }
-    if (!frame || !pp_rmem_valid_ptr(frame, 8) ||
-        (fresh ? pp_rmem_read(&p->mem, frame + (uint32_t)L->cframe_current, &frame, 8)
-               : pp_rmem_ptr(&p->mem, frame + (uint32_t)L->cframe_current, &frame)) != 0)
-        return 0;
-    return frame;
-}
-
 int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t errlen)
 {
     const pp_py_layout *L = &p->L;
@@ -418,7 +396,6 @@ int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t 
     if (L->rt_gil_tstate)
         pp_rmem_ptr(&p->mem, p->runtime + L->rt_gil_tstate, &gil_ts);
     int reported = 0, threads = 0;
-    bool walked = false;           /* a thread was read since the cache was last dropped */
     bool multi = false;            /* several interpreters: report each tid once */
     size_t nseen = 0, nsorted = 0; /* p->tids[0, nsorted) sorted, then this interpreter's */
     cycle icy = {0, 1, 0};
@@ -449,23 +426,18 @@ int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t 
         if (L->ts_next + 8 > tsize)
             tsize = L->ts_next + 8;
         for (; ts && threads < PP_PY_MAX_THREADS; threads++) {
-            /* Each thread from a fresh copy: blocks cached while reading other threads may hold
-             * this thread's frames as they were earlier. */
-            if (walked)
-                pp_rmem_begin_sample(&p->mem);
-            walked = true;
             if (!pp_rmem_valid_ptr(ts, 8) || tsize > sizeof(tsb) || cycle_step(&tcy, ts) ||
                 pp_rmem_read_cached(&p->mem, ts, tsb, tsize) != 0)
                 break;
             uint64_t frame, next;
+            memcpy(&frame, tsb + L->ts_frame, 8);
             memcpy(&next, tsb + L->ts_next, 8);
-            frame = current_frame(p, ts, tsb, false);
+            if (L->cframe_current >= 0 && frame &&
+                (!pp_rmem_valid_ptr(frame, 8) ||
+                 pp_rmem_ptr(&p->mem, frame + (uint32_t)L->cframe_current, &frame) != 0))
+                frame = 0;
             pp_py_stack st = {.tid = 0};
             st.n = walk_frames(p, frame, &st.truncated);
-            if (st.n && current_frame(p, ts, tsb, true) != frame) {
-                p->torn++; /* the thread moved on while we read it */
-                goto next_thread;
-            }
             if (st.n) {
                 st.tid = thread_tid(p, tsb);
                 st.holds_gil = gil_ts && gil_ts == ts;

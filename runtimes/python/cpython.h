@@ -56,18 +56,14 @@ typedef struct pp_py_stack {
  * included). Return non-zero to stop the walk early. */
 typedef int (*pp_py_stack_cb)(void *arg, const pp_py_stack *stack);
 
-/* Samples every thread's Python stack once. Each thread is read from a fresh copy of its memory
- * and its current frame is read again afterwards: a thread whose current frame changed during
- * the walk is not reported for this sample (its stack could mix two moments). Returns the number of
- * threads reported, or -1 when the process is gone or its interpreter state cannot be read (err
- * says why). */
+/* Samples every thread's Python stack once. Returns the number of threads reported, or -1 when
+ * the process is gone or its interpreter state cannot be read (err says why). */
 int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t errlen);
 
 /* Cache statistics (code objects cached, hits, misses), for benchmarks and debug logs. */
 typedef struct pp_py_stats {
     size_t code_cached;
     unsigned long long code_hits, code_misses, reads, read_bytes;
-    unsigned long long torn; /* thread stacks dropped because the thread moved while read */
 } pp_py_stats;
 void pp_py_get_stats(const pp_py_proc *p, pp_py_stats *st);
 

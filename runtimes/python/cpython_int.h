@@ -120,7 +120,6 @@ struct pp_py_proc {
     pp_py_code_cache codes;
     pp_py_frame frames[PP_PY_MAX_DEPTH];
     long tids[PP_PY_MAX_THREADS]; /* tids reported in this sample (several interpreters only) */
-    unsigned long long torn;      /* stacks dropped: the thread moved while being read */
 };
 
 #endif

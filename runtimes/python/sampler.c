@@ -424,6 +424,12 @@ void pp_pysampler_free(void *session)
         pthread_join(s->thr, NULL);
     }
     for (size_t i = 0; i < s->n; i++) {
+        if (s->procs[i].h) {
+            pp_py_stats st;
+            pp_py_get_stats(s->procs[i].h, &st);
+            pp_debug("python pid %d: %llu reads, %zu code objects cached", s->procs[i].pid,
+                     st.reads, st.code_cached);
+        }
         fds_close(&s->procs[i]);
         free(s->procs[i].frames);
         pp_py_close(s->procs[i].h);
