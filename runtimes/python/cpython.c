@@ -254,6 +254,11 @@ const char *pp_py_version(const pp_py_proc *p)
     return p->version;
 }
 
+bool pp_py_exited(const pp_py_proc *p)
+{
+    return p->mem.gone;
+}
+
 void pp_py_get_stats(const pp_py_proc *p, pp_py_stats *st)
 {
     memset(st, 0, sizeof(*st));

@@ -60,6 +60,10 @@ typedef int (*pp_py_stack_cb)(void *arg, const pp_py_stack *stack);
  * the process is gone or its interpreter state cannot be read (err says why). */
 int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t errlen);
 
+/* true once a read found the process gone (its memory went away: exiting or exited, even while
+ * /proc still shows it running). */
+bool pp_py_exited(const pp_py_proc *p);
+
 /* Cache statistics (code objects cached, hits, misses), for benchmarks and debug logs. */
 typedef struct pp_py_stats {
     size_t code_cached;

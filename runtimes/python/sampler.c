@@ -328,7 +328,7 @@ static void sample_all(pysampler *s)
             p->samples++;
             continue;
         }
-        if (!pp_proc_alive(p->pid)) {
+        if (pp_py_exited(p->h) || !pp_proc_alive(p->pid)) {
             p->gone = true; /* normal: keep what was gathered */
             pp_debug("python pid %d exited during the session", p->pid);
             continue;
