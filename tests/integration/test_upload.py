@@ -426,10 +426,13 @@ def test_pyroscope_ingest(pyro, work, appdir, start_app):
 def test_both_backends_and_pyroscope_retry(studio, pyro, work):
     pyro.forced = [503]
     out = work / "out"
-    r = run(["-d", 1, "-o", out, "--pyroscope-server", pyro.url] + studio_args(work, studio.url))
+    # a generous exit window: on a loaded CI host the first uploads can take seconds, and the
+    # retry after the 503 must still fall inside it
+    r = run(["-d", 1, "-o", out, "--pyroscope-server", pyro.url] + studio_args(work, studio.url),
+            POLYPROF_UPLOAD_STOP_MS="15000")
     assert r.returncode == 0, r.stderr
     local = (out / "last_profile.col").read_text()
     assert [u["json"]["profile"] for u in studio.ok_uploads()] == [local]
     statuses = [q["status"] for q in pyro.uploads()]
-    assert statuses[0] == 503 and statuses.count(200) >= 1
+    assert statuses[0] == 503 and statuses.count(200) >= 1, (statuses, r.stderr[-3000:])
     assert spooled(work, "studio") == [] and spooled(work, "pyroscope") == []
