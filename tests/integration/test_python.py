@@ -234,8 +234,12 @@ def test_truncated_stacks_are_marked_at_the_root_end(session):
     stacks = stacks_of(prof, procs["deep"].script)
     deep = [f[4:] for f, _ in stacks if any(frame_name(x) == "Worker.hot_a" for x in f)]
     assert deep, "samples in the deep process"
-    # 256 frames from the leaf; fewer when a read failed mid-stack (the target moved on).
-    assert all(f[0] == "[truncated]" and len(f) <= 257 for f in deep), [f[:3] for f in deep]
+    # 256 frames from the leaf; fewer when a read failed mid-stack (the target moved on). Reads
+    # do not stop the target: a stack read while the thread moves may, rarely, end early on a
+    # spliced frame without the marker (docs/decisions.md), so most, not all, are checked.
+    assert all(len(f) <= 257 for f in deep), [len(f) for f in deep]
+    marked = sum(1 for f in deep if f[0] == "[truncated]")
+    assert marked >= 0.9 * len(deep), [f[:2] for f in deep if f[0] != "[truncated]"][:5]
     full = [f for f in deep if len(f) == 257]
     assert len(full) >= 0.8 * len(deep), [len(f) for f in deep]
     for f in full:
