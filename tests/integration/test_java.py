@@ -310,7 +310,8 @@ def test_jvm_of_another_user_in_a_user_namespace(hot_classes, outdir, tmp_path):
                 pytest.skip("unprivileged user namespaces are not available")
             pid = int(line.split()[1])
             warm(pid)
-            r = run_polyprof("-d", 4, "-f", 199, "--java-mode", "jfr", "-o", outdir, "-v")
+            # JFR starts up inside this JVM during the first seconds of its first session
+            r = run_polyprof("-d", 8, "-f", 199, "--java-mode", "jfr", "-o", outdir, "-v")
             rt, _ = totals(r.stderr, pid)
             assert rt > 0, r.stderr[-3000:]
             prof = last_profile(outdir)
