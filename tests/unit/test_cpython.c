@@ -244,6 +244,22 @@ static const char *check(const fixture *f, const cap *c, int minor, bool spin)
     return NULL;
 }
 
+/* Samples p until the fixture's stacks match (threads park asynchronously; at most 10 s). */
+static void expect_stacks_soon(pp_py_proc *p, const fixture *f, int minor)
+{
+    char err[256];
+    cap *c = calloc(1, sizeof(*c));
+    const char *why = "no sample";
+    double end = now() + 10;
+    while (why && now() < end) {
+        c->n = 0;
+        cr_assert(pp_py_sample(p, capture, c, err, sizeof(err)) >= 0, "%s", err);
+        why = check(f, c, minor, false);
+    }
+    cr_assert(!why, "%s", why);
+    free(c);
+}
+
 static bool task_exists(int pid, long tid)
 {
     char path[64];
@@ -775,16 +791,7 @@ Test(cpython, other_mount_namespace)
     pp_py_proc *p = pp_py_open(f.pid, &st, err, sizeof(err));
     cr_assert(p, "%s", err);
     cr_assert_str_eq(pp_py_version(p), "3.12.1");
-    cap *c = calloc(1, sizeof(*c));
-    const char *why = "no sample";
-    double end = now() + 10;
-    while (why && now() < end) {
-        c->n = 0;
-        cr_assert(pp_py_sample(p, capture, c, err, sizeof(err)) >= 0, "%s", err);
-        why = check(&f, c, 12, false);
-    }
-    cr_assert(!why, "%s", why);
-    free(c);
+    expect_stacks_soon(p, &f, 12);
     pp_py_close(p);
     fixture_stop(&f);
 }
@@ -826,16 +833,7 @@ Test(cpython, deleted_libpython)
     pp_py_proc *p = pp_py_open(f.pid, &st, err, sizeof(err));
     cr_assert(p, "%s", err);
     cr_assert_str_eq(pp_py_version(p), "3.10.13");
-    cap *c = calloc(1, sizeof(*c));
-    const char *why = "no sample";
-    double end = now() + 10;
-    while (why && now() < end) {
-        c->n = 0;
-        cr_assert(pp_py_sample(p, capture, c, err, sizeof(err)) >= 0, "%s", err);
-        why = check(&f, c, 10, false);
-    }
-    cr_assert(!why, "%s", why);
-    free(c);
+    expect_stacks_soon(p, &f, 10);
     pp_py_close(p);
     fixture_stop(&f);
 }
