@@ -199,39 +199,26 @@ void pp_symbolizer_set_kernel_namer(pp_symbolizer *s, pp_kernel_namer fn, void *
     s->namer_arg = arg;
 }
 
-/* 1 named by the namer (buf written), 0 when the namer cannot answer. */
-static int kernel_by_namer(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz)
+/* The namer's name for ip ("" when the kernel has none), cached; NULL when it cannot answer.
+ * tmp (len bytes) holds a fresh answer. */
+static const char *kernel_by_namer(pp_symbolizer *s, uint64_t ip, char *tmp, size_t len)
 {
     const char *name;
-    if (!pp_kcache_get(s->kcache, ip, &name)) {
-        char tmp[256];
-        int rc = s->namer(s->namer_arg, ip, tmp, sizeof(tmp));
-        if (rc < 0)
-            return 0;
-        s->stats.kernel_named++;
-        if (pp_kcache_put(s->kcache, ip, rc == 0 ? tmp : "") != 0 ||
-            !pp_kcache_get(s->kcache, ip, &name))
-            name = rc == 0 ? tmp : "";
-        if (name == tmp) {
-            pp_frame_write(buf, bufsz, tmp, "_[k]");
-            return 1;
-        }
-    }
-    if (!name[0]) {
-        s->stats.unknown_frames++;
-        pp_frame_write(buf, bufsz, "[unknown]", "_[k]");
-    } else {
-        pp_frame_write(buf, bufsz, name, "_[k]");
-    }
-    return 1;
+    if (pp_kcache_get(s->kcache, ip, &name))
+        return name;
+    int rc = s->namer(s->namer_arg, ip, tmp, len);
+    if (rc < 0)
+        return NULL;
+    s->stats.kernel_named++;
+    if (rc != 0)
+        tmp[0] = '\0';
+    pp_kcache_put(s->kcache, ip, tmp); /* failing (OOM) only means asking again next time */
+    return tmp;
 }
 
-size_t pp_symbolize_kernel(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz)
+/* kallsyms' name for ip ("" when none), loading the file once. */
+static const char *kernel_by_kallsyms(pp_symbolizer *s, uint64_t ip)
 {
-    if (!s)
-        return pp_frame_write(buf, bufsz, "[unknown]", "_[k]");
-    if (s->namer && kernel_by_namer(s, ip, buf, bufsz))
-        return strlen(buf);
     if (!s->ksyms_loaded) {
         s->ksyms_loaded = 1;
         long n = pp_ksyms_load(s->kallsyms_path, &s->ksyms);
@@ -241,11 +228,22 @@ size_t pp_symbolize_kernel(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufs
             pp_debug("symbols: %ld kernel symbols", n);
     }
     const pp_sym *sym = pp_symtab_find(&s->ksyms, ip);
-    if (!sym) {
+    return sym ? pp_symtab_name(&s->ksyms, sym) : "";
+}
+
+size_t pp_symbolize_kernel(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz)
+{
+    if (!s)
+        return pp_frame_write(buf, bufsz, "[unknown]", "_[k]");
+    char tmp[256];
+    const char *name = s->namer ? kernel_by_namer(s, ip, tmp, sizeof(tmp)) : NULL;
+    if (!name)
+        name = kernel_by_kallsyms(s, ip);
+    if (!name[0]) {
         s->stats.unknown_frames++;
         return pp_frame_write(buf, bufsz, "[unknown]", "_[k]");
     }
-    return pp_frame_write(buf, bufsz, pp_symtab_name(&s->ksyms, sym), "_[k]");
+    return pp_frame_write(buf, bufsz, name, "_[k]");
 }
 
 /* ---- processes and mappings ---- */
