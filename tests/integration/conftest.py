@@ -27,6 +27,16 @@ def wait_for(cond, timeout, what, interval=0.05):
     pytest.fail(f"timed out after {timeout}s waiting for {what}")
 
 
+def assert_share(pct, n, expected, what):
+    """A sampled share (percent) is within 4 binomial standard deviations of the expected one
+    (and never tighter than +-5 points): a fixed +-5 band fails about one run in five when a
+    loaded host leaves only ~130 samples."""
+    p = expected / 100.0
+    tol = max(5.0, 4 * 100.0 * (p * (1 - p) / max(n, 1)) ** 0.5)
+    assert abs(pct - expected) <= tol, \
+        f"{what}: {pct:.1f}% of {n} samples, expected {expected} +- {tol:.1f}"
+
+
 @pytest.fixture(scope="session")
 def appdir():
     d = Path(tempfile.mkdtemp(prefix="pp_it_apps_"))

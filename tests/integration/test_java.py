@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import APPS, POLYPROF, ROOT, Profile, last_profile, wait_for
+from conftest import APPS, POLYPROF, ROOT, Profile, assert_share, last_profile, wait_for
 
 JDKS = {
     "17": Path("/usr/lib/jvm/java-17-openjdk-amd64"),
@@ -146,7 +146,7 @@ def test_jfr_profile(version, hot_classes, launchers, start_app, outdir, tmp_pat
     pct = share(lines, "Hot.hotA()V", "Hot.hotB()V")
     rt, sampler = totals(r.stderr, app.pid)
     print(f"JDK {version}: hotA share {pct:.1f}% of {rt} JFR samples scaled to {sampler}")
-    assert 70 <= pct <= 80, f"hotA share {pct:.1f}% (expected 75 +- 5, {rt} JFR samples)"
+    assert_share(pct, rt, 75, "hotA share of the JFR samples")
 
     assert rt > 0 and sampler > 0
     assert sum(c for _, c in lines) == sampler
