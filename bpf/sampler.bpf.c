@@ -2,7 +2,11 @@
 /* polyprof system-wide sampler: attached to one CPU-clock perf event per CPU. Each sample is
  * counted in a hash map keyed by (pid, user stack id, kernel stack id), so user space reads
  * aggregates. Two sets of maps are used alternately: user space flips `active` and drains the
- * idle set, so draining never races with counting. */
+ * idle set, so draining never races with counting.
+ *
+ * The first sample of a process (or of a new image after exec) is announced on the `news` ring
+ * buffer, so that user space reads its mappings at once: a process that exits before the next
+ * drain keeps named frames. */
 #include "bpf/vmlinux_min.h"
 
 #include <bpf/bpf_core_read.h>
@@ -56,6 +60,19 @@ struct {
     __type(key, __u32);
     __type(value, __u8);
 } pids SEC(".maps");
+
+/* pid -> the mm it was last announced with (a new mm means a new process or an exec) */
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, PP_SEEN_ENTRIES);
+    __type(key, __u32);
+    __type(value, __u64);
+} seen SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, PP_NEWS_BYTES);
+} news SEC(".maps");
 
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -120,6 +137,21 @@ static __always_inline int record(void *ctx, void *counts, void *stacks, void *t
     return 0;
 }
 
+/* Announces pid when its address space is one we have not announced yet. */
+static __always_inline void announce(__u32 pid)
+{
+    struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+    __u64 mm = (__u64)BPF_CORE_READ(task, mm);
+    if (!mm)
+        return; /* kernel thread */
+    __u64 *old = bpf_map_lookup_elem(&seen, &pid);
+    if (old && *old == mm)
+        return;
+    bpf_map_update_elem(&seen, &pid, &mm, BPF_ANY);
+    if (bpf_ringbuf_output(&news, &pid, sizeof(pid), 0) != 0)
+        bump(PP_CNT_NEWS_LOST);
+}
+
 SEC("perf_event")
 int pp_sample(void *ctx)
 {
@@ -146,6 +178,8 @@ int pp_sample(void *ctx)
         return 0;
     }
 
+    if (pid != 0)
+        announce(pid);
     if (active == 0)
         return record(ctx, &counts0, &stacks0, &threads0, pid, tid);
     return record(ctx, &counts1, &stacks1, &threads1, pid, tid);

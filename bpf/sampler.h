@@ -7,6 +7,8 @@
 #define PP_COUNTS_ENTRIES 16384
 #define PP_STACKS_ENTRIES 16384
 #define PP_THREADS_ENTRIES 16384
+#define PP_SEEN_ENTRIES 16384
+#define PP_NEWS_BYTES (64 * 1024)
 
 /* Aggregation key: identical (pid, user stack, kernel stack) samples share one entry. */
 struct pp_sample_key {
@@ -38,6 +40,7 @@ enum pp_counter {
     PP_CNT_USTACK_ERROR,     /* other user stack errors (no user stack: kernel threads, idle) */
     PP_CNT_THREADS_FULL,     /* threads map full */
     PP_CNT_FILTERED,         /* samples of pids outside --pids */
+    PP_CNT_NEWS_LOST,        /* new-process notices lost (ring buffer full) */
     PP_CNT_MAX
 };
 

@@ -18,6 +18,8 @@ enum bpf_map_type {
     BPF_MAP_TYPE_ARRAY = 2,
     BPF_MAP_TYPE_PERCPU_ARRAY = 6,
     BPF_MAP_TYPE_STACK_TRACE = 7,
+    BPF_MAP_TYPE_LRU_HASH = 9,
+    BPF_MAP_TYPE_RINGBUF = 27,
 };
 
 enum {
@@ -30,9 +32,12 @@ enum {
     BPF_F_USER_STACK = 256,
 };
 
+struct mm_struct;
+
 struct task_struct {
     int pid;
     int tgid;
+    struct mm_struct *mm;
     struct task_struct *group_leader;
     char comm[16];
 } __attribute__((preserve_access_index));

@@ -59,21 +59,30 @@ static long rss_kb(void)
     return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-/* Waits up to ms for a termination signal; returns true when one arrived. */
-static bool wait_signal(int sfd, int ms)
+/* Waits up to ms for a termination signal (returns true when one arrived); meanwhile reads the
+ * mappings of processes the sampler announces as first sampled (news_fd, -1 for none). */
+static bool wait_signal(int sfd, pp_sampler *sampler, int ms)
 {
-    if (ms < 0)
-        ms = 0;
-    struct pollfd p = {.fd = sfd, .events = POLLIN};
-    int r = poll(&p, 1, ms);
-    if (r > 0 && (p.revents & POLLIN)) {
-        struct signalfd_siginfo si;
-        if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-            pp_info("received signal %u, finishing the current session", si.ssi_signo);
-            return true;
+    double until = mono_now() + (ms < 0 ? 0 : ms) / 1000.0;
+    int news_fd = sampler ? pp_sampler_news_fd(sampler) : -1;
+    for (;;) {
+        int left = (int)((until - mono_now()) * 1000 + 0.5);
+        if (left < 0)
+            left = 0;
+        struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = news_fd, .events = POLLIN}};
+        int r = poll(p, news_fd >= 0 ? 2 : 1, left);
+        if (r > 0 && (p[0].revents & POLLIN)) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                pp_info("received signal %u, finishing the current session", si.ssi_signo);
+                return true;
+            }
         }
+        if (r > 0 && news_fd >= 0 && (p[1].revents & POLLIN))
+            pp_sampler_take_news(sampler);
+        if (r <= 0 || left == 0)
+            return false;
     }
-    return false;
 }
 
 /* Debug view of what the session holds so far: the busiest processes. */
@@ -134,6 +143,8 @@ static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double 
     json_object_set_new(o, "user_stack_errors", json_integer((json_int_t)d->ustack_errors));
     json_object_set_new(o, "lost_samples", json_integer((json_int_t)d->lost));
     json_object_set_new(o, "filtered_samples", json_integer((json_int_t)d->filtered));
+    json_object_set_new(o, "new_processes", json_integer((json_int_t)d->news));
+    json_object_set_new(o, "new_processes_unannounced", json_integer((json_int_t)d->news_lost));
     json_object_set_new(o, "cpu_seconds", json_real(cpu));
     json_object_set_new(o, "rss_kb", json_integer(rss));
     json_object_set_new(o, "discovery_ms", json_real(discovery_ms));
@@ -151,6 +162,8 @@ static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *bef
     d->lost = now->lost - before->lost;
     d->filtered = now->filtered - before->filtered;
     d->drains = now->drains - before->drains;
+    d->news = now->news - before->news;
+    d->news_lost = now->news_lost - before->news_lost;
 }
 
 static int write_session(const pp_config *cfg, const json_t *static_md, pp_profile *prof,
@@ -358,7 +371,7 @@ static int run_session(run_state *rs, bool *stop)
             left = deadline - mono_now();
         }
         int ms = left * 1000 < DRAIN_INTERVAL_MS ? (int)(left * 1000 + 0.5) : DRAIN_INTERVAL_MS;
-        if (wait_signal(rs->sfd, ms)) {
+        if (wait_signal(rs->sfd, rs->sampler, ms)) {
             *stop = true;
             break;
         }

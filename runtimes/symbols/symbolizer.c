@@ -1,11 +1,13 @@
 /* Symbolizer: per-pid mappings, binary symbol-table cache (bounded LRU), kernel and JIT frames. */
 #include "runtimes/symbols/symbolizer.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +16,13 @@
 #include <unistd.h>
 
 #include "orchestrator/log.h"
+#include "runtimes/procfiles.h"
 #include "runtimes/symbols/symbols_internal.h"
 
 #define DEFAULT_MAX_BINARIES 256
 #define PID_BUCKETS 1024
 #define MAX_MAPS_PER_PID 65536
+#define IDLE_PASSES 150 /* ~5 min of 2 s drains */
 #define ELF_LAST_SPAN 4096
 
 typedef struct pp_binary {
@@ -47,10 +51,12 @@ typedef struct pp_map {
 
 typedef struct pp_proc {
     int pid, nspid;
+    int root; /* in s->roots (held open: valid after the process exits), or -1 */
     pp_map *maps;
     size_t nmaps;
     uint64_t maps_pass;
-    int dead; /* last maps read failed: dropped at the next pass */
+    uint64_t used_pass; /* last pass that named one of its addresses (or announced it) */
+    int dead;           /* last maps read failed (exited): dropped at the next pass */
     /* perf map */
     pp_symtab perfmap;
     int perfmap_present;
@@ -76,6 +82,7 @@ struct pp_symbolizer {
     pp_elf_meta vdso_meta;
     uint64_t vdso_len;
     int vdso_state; /* 0 not tried, 1 ok, -1 unavailable */
+    pp_roots roots;
     pp_symbolizer_stats stats;
 };
 
@@ -115,8 +122,20 @@ static void maps_free(pp_map *maps, size_t n)
     free(maps);
 }
 
-static void proc_free(pp_proc *p)
+/* The process's root as a path prefix: through the held directory when there is one (valid
+ * after the process exits), else /proc/<pid>/root. */
+static void root_prefix(const pp_proc *p, const pp_symbolizer *s, char *buf, size_t len)
 {
+    if (p->root >= 0)
+        snprintf(buf, len, "/proc/self/fd/%d", pp_roots_fd(&s->roots, p->root));
+    else
+        snprintf(buf, len, "/proc/%d/root", p->pid);
+}
+
+static void proc_free(pp_symbolizer *s, pp_proc *p)
+{
+    pp_roots_put(&s->roots, p->root);
+    p->root = -1;
     maps_free(p->maps, p->nmaps);
     pp_symtab_free(&p->perfmap);
     free(p);
@@ -133,7 +152,7 @@ void pp_symbolizer_free(pp_symbolizer *s)
         pp_proc *p = s->buckets[b];
         while (p) {
             pp_proc *n = p->next;
-            proc_free(p);
+            proc_free(s, p);
             p = n;
         }
     }
@@ -149,15 +168,19 @@ void pp_symbolizer_begin_pass(pp_symbolizer *s)
     if (!s)
         return;
     s->pass++;
-    /* processes whose maps could not be read (exited) are dropped; a later lookup re-creates
-     * them, reading maps at most once per pass */
+    /* Dropped: processes whose maps could not be read (exited); processes unused for two
+     * passes that are gone; any process unused for IDLE_PASSES. A later lookup re-creates them,
+     * reading maps at most once per pass. This bounds the table to live, recently seen
+     * processes, however many short-lived ones a host runs. */
     for (size_t b = 0; b < PID_BUCKETS; b++) {
         pp_proc **pp = &s->buckets[b];
         while (*pp) {
             pp_proc *p = *pp;
-            if (p->dead) {
+            uint64_t idle = s->pass - p->used_pass;
+            if (p->dead || idle >= IDLE_PASSES ||
+                (idle >= 2 && kill(p->pid, 0) != 0 && errno == ESRCH)) {
                 *pp = p->next;
-                proc_free(p);
+                proc_free(s, p);
             } else {
                 pp = &p->next;
             }
@@ -356,27 +379,54 @@ static void proc_read_maps(pp_symbolizer *s, pp_proc *p)
             maps[i].gen = old->gen;
         }
     }
+    if (!f) {
+        /* gone: keep the mappings read earlier (at its first sample, or at an earlier pass),
+         * they still name what it ran; dropped at the next pass */
+        p->dead = 1;
+        pp_debug("symbols: cannot read maps of pid %d", p->pid);
+        return;
+    }
     maps_free(p->maps, p->nmaps);
     p->maps = maps;
     p->nmaps = n;
-    p->dead = f == NULL;
-    if (!f)
-        pp_debug("symbols: cannot read maps of pid %d", p->pid);
+    p->dead = 0;
 }
 
 static pp_proc *get_proc(pp_symbolizer *s, int pid)
 {
     pp_proc **pp = proc_slot(s, pid);
-    if (*pp)
+    if (*pp) {
+        (*pp)->used_pass = s->pass;
         return *pp;
+    }
     pp_proc *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
     p->pid = pid;
     p->nspid = read_nspid(pid);
+    p->used_pass = s->pass;
+    p->root = pp_roots_get(&s->roots, pid);
     proc_read_maps(s, p);
     *pp = p;
     return p;
+}
+
+void pp_symbolizer_note_pid(pp_symbolizer *s, int pid)
+{
+    if (!s || pid <= 0)
+        return;
+    pp_proc **pp = proc_slot(s, pid);
+    if (*pp && !(*pp)->dead) {
+        /* a new image (exec) or a new process with a recycled pid */
+        pp_proc *p = *pp;
+        p->used_pass = s->pass;
+        p->nspid = read_nspid(pid);
+        pp_roots_put(&s->roots, p->root);
+        p->root = pp_roots_get(&s->roots, pid);
+        proc_read_maps(s, p);
+        return;
+    }
+    get_proc(s, pid);
 }
 
 void pp_symbolizer_forget_pid(pp_symbolizer *s, int pid)
@@ -388,7 +438,7 @@ void pp_symbolizer_forget_pid(pp_symbolizer *s, int pid)
         return;
     pp_proc *p = *pp;
     *pp = p->next;
-    proc_free(p);
+    proc_free(s, p);
 }
 
 /* ---- binary cache ---- */
@@ -439,7 +489,8 @@ static uint32_t slot_insert(pp_symbolizer *s, pp_binary *b)
     return (uint32_t)victim;
 }
 
-static int open_mapped_file(const pp_proc *p, const pp_map *m, char *clean, size_t cleansz)
+static int open_mapped_file(const pp_symbolizer *s, const pp_proc *p, const pp_map *m, char *clean,
+                            size_t cleansz)
 {
     size_t pl = strlen(m->path);
     if (m->deleted && pl >= 10)
@@ -451,9 +502,15 @@ static int open_mapped_file(const pp_proc *p, const pp_map *m, char *clean, size
     char path[PATH_MAX + 64];
     int fd = -1;
     if (!m->deleted && clean[0] == '/') {
-        int k = snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, clean);
-        if (k > 0 && (size_t)k < sizeof(path))
-            fd = open(path, O_RDONLY | O_CLOEXEC);
+        /* inside the process's root (held open: also after it exits); its symlinks cannot lead
+         * out of it */
+        if (p->root >= 0)
+            fd = pp_openat_in_root(pp_roots_fd(&s->roots, p->root), clean, O_RDONLY);
+        if (fd < 0 && (p->root < 0 || errno == ENOSYS)) {
+            int k = snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, clean);
+            if (k > 0 && (size_t)k < sizeof(path))
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+        }
     }
     if (fd < 0) {
         snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start,
@@ -476,7 +533,7 @@ static pp_binary *map_binary(pp_symbolizer *s, const pp_proc *p, pp_map *m, int 
     }
     m->state = MAP_FAILED;
     char clean[PATH_MAX];
-    int fd = open_mapped_file(p, m, clean, sizeof(clean));
+    int fd = open_mapped_file(s, p, m, clean, sizeof(clean));
     if (fd < 0)
         return NULL;
     struct stat st;
@@ -515,7 +572,7 @@ static pp_binary *map_binary(pp_symbolizer *s, const pp_proc *p, pp_map *m, int 
     b->meta = meta;
     pp_symtab_init(&b->tab);
     char root[64];
-    snprintf(root, sizeof(root), "/proc/%d/root", p->pid);
+    root_prefix(p, s, root, sizeof(root));
     pp_debug_ctx dbg = {.root = root, .path = clean};
     long n = pp_elf_load_all(e, &meta, &dbg, &b->tab, &b->quality);
     pp_symtab_finish(&b->tab, ELF_LAST_SPAN);
@@ -566,8 +623,9 @@ static void perfmap_refresh(pp_symbolizer *s, pp_proc *p)
     if (p->perfmap_pass == s->pass)
         return;
     p->perfmap_pass = s->pass;
-    char path[128];
-    snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", p->pid, p->nspid);
+    char path[128], root[64];
+    root_prefix(p, s, root, sizeof(root));
+    snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", root, p->nspid);
     struct stat st;
     if (stat(path, &st) != 0) {
         pp_symtab_free(&p->perfmap);

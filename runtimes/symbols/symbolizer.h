@@ -10,7 +10,8 @@
  *
  * Symbol tables are cached per binary identity (build-id, else dev+inode+mtime+size), bounded by
  * count; per-process mappings are cached per pid and re-read at most once per pass when an address
- * falls outside the cached mappings. Files of containerized processes are read through
+ * falls outside the cached mappings; processes that are gone or unused for minutes are dropped at
+ * a pass. Files of containerized processes are read through
  * /proc/<pid>/root; deleted files through /proc/<pid>/map_files. Nothing here ever aborts: an
  * unreadable or malformed file just leaves its addresses unnamed. */
 #ifndef PP_SYMBOLIZER_H
@@ -53,6 +54,11 @@ size_t pp_symbolize_kernel(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufs
 typedef int (*pp_kernel_namer)(void *arg, uint64_t ip, char *name, size_t len);
 /* Sets (fn != NULL) or removes the kernel namer. Names already cached stay cached. */
 void pp_symbolizer_set_kernel_namer(pp_symbolizer *s, pp_kernel_namer fn, void *arg);
+
+/* A process was sampled for the first time (or exec'd): reads its mappings now, while it runs,
+ * so that its addresses can still be named after it exits. Mappings of an exited process are
+ * kept until the pass after the one that failed to re-read them. */
+void pp_symbolizer_note_pid(pp_symbolizer *s, int pid);
 
 /* Drops the cached mappings of a pid that is gone (binaries stay cached). */
 void pp_symbolizer_forget_pid(pp_symbolizer *s, int pid);

@@ -21,6 +21,27 @@ static inline int pp_hexval(char c)
     return -1;
 }
 
+/* ---- process root directories held open (roots.c) ---- */
+
+/* Root directories of processes (the host's, each container's), held open with O_PATH so that a
+ * process's files can still be opened after it exits, and shared by processes with the same
+ * root (same device and inode): at most PP_ROOTS_MAX descriptors. Zero-initialized = empty. */
+#define PP_ROOTS_MAX 64
+typedef struct pp_roots {
+    struct pp_root_ref {
+        uint64_t dev, ino;
+        int fd;
+        unsigned refs;
+    } r[PP_ROOTS_MAX];
+} pp_roots;
+
+/* Takes a reference to /proc/<pid>/root; returns its index, or -1 (process gone, table full). */
+int pp_roots_get(pp_roots *t, int pid);
+/* Drops a reference (idx -1 is ignored); the directory is closed with its last one. */
+void pp_roots_put(pp_roots *t, int idx);
+/* The O_PATH descriptor of idx. */
+int pp_roots_fd(const pp_roots *t, int idx);
+
 /* ---- symbol table (symtab.c) ---- */
 
 #define PP_SYM_FUNC 0x01   /* STT_FUNC / STT_GNU_IFUNC / kernel text */

@@ -30,7 +30,8 @@ struct pp_bpf_sampler {
     pp_emitter *emit;
     pp_symbolizer *sym;
     pp_ksym_bpf *ksym;
-    uint64_t drains;
+    struct ring_buffer *news; /* first samples of processes */
+    uint64_t drains, nnews;
     uint64_t *counter_buf;
 };
 
@@ -57,6 +58,7 @@ void pp_bpf_sampler_stop(pp_bpf_sampler *s)
     }
     free(s->links);
     free(s->fds);
+    ring_buffer__free(s->news);
     sampler_bpf__destroy(s->skel);
     if (s->ksym)
         pp_symbolizer_set_kernel_namer(s->sym, NULL, NULL);
@@ -64,6 +66,28 @@ void pp_bpf_sampler_stop(pp_bpf_sampler *s)
     pp_emitter_free(s->emit);
     free(s->counter_buf);
     free(s);
+}
+
+static int on_news(void *ctx, void *data, size_t size)
+{
+    pp_bpf_sampler *s = ctx;
+    uint32_t pid;
+    if (size >= sizeof(pid)) {
+        memcpy(&pid, data, sizeof(pid));
+        pp_symbolizer_note_pid(s->sym, (int)pid);
+        s->nnews++;
+    }
+    return 0;
+}
+
+int pp_bpf_sampler_news_fd(pp_bpf_sampler *s)
+{
+    return ring_buffer__epoll_fd(s->news);
+}
+
+void pp_bpf_sampler_take_news(pp_bpf_sampler *s)
+{
+    ring_buffer__consume(s->news);
 }
 
 pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sym, char *err,
@@ -120,6 +144,11 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
         pp_symbolizer_set_kernel_namer(sym, pp_ksym_bpf_namer, s->ksym);
     else
         pp_debug("%s; kernel symbols will come from /proc/kallsyms", kerr);
+    s->news = ring_buffer__new(bpf_map__fd(s->skel->maps.news), on_news, s, NULL);
+    if (!s->news) {
+        snprintf(err, errlen, "cannot open the sampler's ring buffer: %s", strerror(errno));
+        goto fail;
+    }
     for (size_t i = 0; i < o->npids; i++) {
         uint32_t pid = (uint32_t)o->pids[i];
         uint8_t one = 1;
@@ -175,6 +204,7 @@ static void clear_map(int fd, size_t key_size)
 int pp_bpf_sampler_drain(pp_bpf_sampler *s, pp_profile *out)
 {
     struct sampler_bpf *k = s->skel;
+    pp_bpf_sampler_take_news(s); /* mappings of processes first sampled since the last call */
     uint32_t idle = k->bss->active;
     /* Flip: new samples go to the other set. A program that read the old value finishes within
      * microseconds (BPF programs run to completion with preemption off); wait well past that. */
@@ -231,5 +261,7 @@ void pp_bpf_sampler_get_stats(pp_bpf_sampler *s, pp_sampler_stats *st)
     st->kstack_collisions = counter(s, PP_CNT_KSTACK_COLLISION);
     st->ustack_errors = counter(s, PP_CNT_USTACK_ERROR);
     st->filtered = counter(s, PP_CNT_FILTERED);
+    st->news = s->nnews;
+    st->news_lost = counter(s, PP_CNT_NEWS_LOST);
     st->drains = s->drains;
 }

@@ -10,6 +10,8 @@ typedef struct pp_bpf_sampler pp_bpf_sampler;
 pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sym, char *err,
                                      size_t errlen);
 int pp_bpf_sampler_drain(pp_bpf_sampler *s, pp_profile *out);
+int pp_bpf_sampler_news_fd(pp_bpf_sampler *s);
+void pp_bpf_sampler_take_news(pp_bpf_sampler *s);
 void pp_bpf_sampler_get_stats(pp_bpf_sampler *s, pp_sampler_stats *st);
 void pp_bpf_sampler_stop(pp_bpf_sampler *s);
 

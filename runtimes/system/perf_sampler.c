@@ -5,6 +5,7 @@
 #include <linux/perf_event.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,9 @@
 #define MAX_CHAIN 256
 #define MAX_ENTRIES 65536 /* distinct raw stacks kept between drains */
 #define COMM_LEN 16
+#define SEEN_SLOTS 4096 /* pids announced (direct-mapped: a collision only re-announces) */
+#define NEWS_MAX 256    /* announcements waiting for the draining thread */
+#define COMMS_PRUNE 8192
 
 /* One aggregated raw stack: ips[] holds the kernel part then the user part, leaf first. */
 typedef struct raw_stack {
@@ -53,10 +57,16 @@ struct pp_perf_sampler {
     pthread_mutex_t lock;
     raw_table table; /* filled by the reader thread, swapped out by drain */
     comm_ent *comms[1024];
+    size_t ncomms;
+    int seen[SEEN_SLOTS];
+    int news[NEWS_MAX];
+    size_t nnews_queued;
+    int news_fd; /* eventfd: news queued */
     const int *pids;
     size_t npids;
     pp_emitter *emit;
-    uint64_t samples, lost, map_full, filtered, drains, ustack_errors;
+    pp_symbolizer *sym;
+    uint64_t samples, lost, map_full, filtered, drains, ustack_errors, nnews, news_lost;
 };
 
 static uint64_t hash_raw(int pid, const uint64_t *ips, size_t n, uint16_t nk)
@@ -89,6 +99,49 @@ static void remember_comm(pp_perf_sampler *s, int pid, const char *comm)
     snprintf(c->comm, sizeof(c->comm), "%s", comm);
     c->next = s->comms[b];
     s->comms[b] = c;
+    s->ncomms++;
+}
+
+/* Frees the comms of processes that are gone, once there are many. Called with s->lock held,
+ * after a drain has named everything it took. */
+static void prune_comms(pp_perf_sampler *s)
+{
+    if (s->ncomms < COMMS_PRUNE)
+        return;
+    for (size_t b = 0; b < 1024; b++) {
+        comm_ent **pc = &s->comms[b];
+        while (*pc) {
+            comm_ent *c = *pc;
+            if (kill(c->pid, 0) != 0 && errno == ESRCH) {
+                *pc = c->next;
+                free(c);
+                s->ncomms--;
+            } else {
+                pc = &c->next;
+            }
+        }
+    }
+}
+
+/* Queues pid for pp_perf_sampler_take_news() the first time it is sampled (again after an
+ * exec). Called with s->lock held. */
+static void announce(pp_perf_sampler *s, int pid)
+{
+    int *slot = &s->seen[(unsigned)pid % SEEN_SLOTS];
+    if (pid == 0 || *slot == pid)
+        return;
+    *slot = pid;
+    if (s->nnews_queued >= NEWS_MAX) {
+        s->news_lost++;
+        return;
+    }
+    s->news[s->nnews_queued++] = pid;
+    if (s->nnews_queued == 1) {
+        uint64_t one = 1;
+        if (write(s->news_fd, &one, sizeof(one)) < 0) {
+            /* the counter cannot overflow here; nothing to do */
+        }
+    }
 }
 
 /* The process's comm: from PERF_RECORD_COMM of its leader, else /proc/<pid>/comm. */
@@ -194,6 +247,8 @@ static void handle_sample(pp_perf_sampler *s, const unsigned char *rec, size_t l
     }
     if (nu == 0 && pid != 0)
         s->ustack_errors++;
+    if (nu > 0)
+        announce(s, (int)pid);
     add_raw(s, (int)pid, kips, nk, uips, nu);
 }
 
@@ -234,6 +289,8 @@ static void read_ring(pp_perf_sampler *s, int i)
                 comm[cl] = '\0';
                 if (pid == tid) /* the process's (leader's) comm, as gProfiler's perf */
                     remember_comm(s, (int)pid, comm);
+                if (hdr.misc & PERF_RECORD_MISC_COMM_EXEC) /* new image: announce it again */
+                    s->seen[pid % SEEN_SLOTS] = 0;
             }
         }
         tail += hdr.size;
@@ -306,6 +363,8 @@ void pp_perf_sampler_stop(pp_perf_sampler *s)
     }
     if (s->wake_fd >= 0)
         close(s->wake_fd);
+    if (s->news_fd >= 0)
+        close(s->news_fd);
     table_free(&s->table);
     for (size_t b = 0; b < 1024; b++) {
         comm_ent *c = s->comms[b];
@@ -332,6 +391,8 @@ pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *
     }
     pthread_mutex_init(&s->lock, NULL);
     s->wake_fd = -1;
+    s->news_fd = -1;
+    s->sym = sym;
     s->pids = o->pids;
     s->npids = o->npids;
     s->page_size = (size_t)sysconf(_SC_PAGESIZE);
@@ -346,7 +407,9 @@ pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *
     s->rings = calloc((size_t)n, sizeof(*s->rings));
     s->emit = pp_emitter_new(sym);
     s->wake_fd = eventfd(0, EFD_CLOEXEC);
-    if (!s->fds || !s->rings || !s->emit || s->wake_fd < 0 || table_init(&s->table) < 0) {
+    s->news_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (!s->fds || !s->rings || !s->emit || s->wake_fd < 0 || s->news_fd < 0 ||
+        table_init(&s->table) < 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -384,6 +447,7 @@ fail:
 
 int pp_perf_sampler_drain(pp_perf_sampler *s, pp_profile *out)
 {
+    pp_perf_sampler_take_news(s); /* mappings of processes first sampled since the last call */
     raw_table t, fresh;
     if (table_init(&fresh) < 0)
         return -1;
@@ -407,8 +471,33 @@ int pp_perf_sampler_drain(pp_perf_sampler *s, pp_profile *out)
         }
     }
     table_free(&t);
+    pthread_mutex_lock(&s->lock);
+    prune_comms(s);
+    pthread_mutex_unlock(&s->lock);
     s->drains++;
     return rc;
+}
+
+int pp_perf_sampler_news_fd(pp_perf_sampler *s)
+{
+    return s->news_fd;
+}
+
+void pp_perf_sampler_take_news(pp_perf_sampler *s)
+{
+    int pids[NEWS_MAX];
+    uint64_t v;
+    pthread_mutex_lock(&s->lock);
+    size_t n = s->nnews_queued;
+    memcpy(pids, s->news, n * sizeof(int));
+    s->nnews_queued = 0;
+    if (read(s->news_fd, &v, sizeof(v)) < 0) {
+        /* EAGAIN: nothing was signalled */
+    }
+    s->nnews += n;
+    pthread_mutex_unlock(&s->lock);
+    for (size_t i = 0; i < n; i++)
+        pp_symbolizer_note_pid(s->sym, pids[i]);
 }
 
 void pp_perf_sampler_get_stats(pp_perf_sampler *s, pp_sampler_stats *st)
@@ -419,6 +508,8 @@ void pp_perf_sampler_get_stats(pp_perf_sampler *s, pp_sampler_stats *st)
     st->lost = s->lost;
     st->map_full = s->map_full;
     st->filtered = s->filtered;
+    st->news = s->nnews;
+    st->news_lost = s->news_lost;
     st->ustack_errors = s->ustack_errors;
     st->drains = s->drains;
     pthread_mutex_unlock(&s->lock);

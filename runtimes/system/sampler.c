@@ -50,6 +50,19 @@ int pp_sampler_drain(pp_sampler *s, pp_profile *out)
     return s->bpf ? pp_bpf_sampler_drain(s->bpf, out) : pp_perf_sampler_drain(s->perf, out);
 }
 
+int pp_sampler_news_fd(pp_sampler *s)
+{
+    return s->bpf ? pp_bpf_sampler_news_fd(s->bpf) : pp_perf_sampler_news_fd(s->perf);
+}
+
+void pp_sampler_take_news(pp_sampler *s)
+{
+    if (s->bpf)
+        pp_bpf_sampler_take_news(s->bpf);
+    else
+        pp_perf_sampler_take_news(s->perf);
+}
+
 void pp_sampler_get_stats(pp_sampler *s, pp_sampler_stats *st)
 {
     if (s->bpf)

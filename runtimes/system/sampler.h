@@ -29,6 +29,8 @@ typedef struct pp_sampler_stats {
     uint64_t ustack_errors;     /* user stack unavailable (e.g. no frame pointers at all) */
     uint64_t lost;              /* perf-event mode: samples lost by the ring buffer */
     uint64_t filtered;          /* samples of pids outside --pids */
+    uint64_t news;              /* processes announced when first sampled */
+    uint64_t news_lost;         /* announcements lost (full ring buffer or queue) */
     uint64_t drains;            /* drain passes */
 } pp_sampler_stats;
 
@@ -42,6 +44,12 @@ const char *pp_sampler_kind_name(const pp_sampler *s);
 /* Moves everything sampled since the last drain into out (symbolized, summed per stack). Safe
  * to call often; sampling goes on during and after the call. Returns 0 or -1. */
 int pp_sampler_drain(pp_sampler *s, pp_profile *out);
+/* A descriptor that becomes readable when processes were sampled for the first time (or after
+ * an exec); -1 when the backend has none. pp_sampler_take_news() then reads their mappings
+ * (pp_symbolizer_note_pid), so that a process that exits before the next drain keeps named
+ * frames. Call both from the thread that drains. */
+int pp_sampler_news_fd(pp_sampler *s);
+void pp_sampler_take_news(pp_sampler *s);
 void pp_sampler_get_stats(pp_sampler *s, pp_sampler_stats *st);
 void pp_sampler_stop(pp_sampler *s);
 

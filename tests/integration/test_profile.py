@@ -29,6 +29,7 @@ def ratio_a(prof, comm, a, b):
     na = prof.count_where(comm, lambda f: f[-1] == a or a in f[3:])
     nb = prof.count_where(comm, lambda f: f[-1] == b or b in f[3:])
     assert na + nb > 100, f"too few samples for {comm}: {na}+{nb}"
+    print(f"{comm}: {a} {na}, {b} {nb}")
     return 100.0 * na / (na + nb), na + nb
 
 
@@ -42,7 +43,7 @@ def profiles(appdir, tmp_path_factory):
         try:
             pids = [int(a.stdout.readline().split()[1]) for a in apps]
             d = tmp_path_factory.mktemp(f"out_{mode}")
-            r = run_polyprof("-d", 5, "-f", 199, "-o", d, "--perf-mode", mode)
+            r = run_polyprof("-d", 5, "-f", 499, "-o", d, "--perf-mode", mode)
             out[mode] = (last_profile(d), r, pids, d)
         finally:
             for a in apps:
@@ -101,7 +102,7 @@ def test_header_has_every_spec_key(profiles, mode):
     assert list(h)[:len(SPEC_KEYS)] == SPEC_KEYS
     assert list(h["metadata"]) == METADATA_KEYS
     assert h["application_metadata"][0] is None
-    assert h["sampling_frequency"] == 199 and h["metadata"]["sampling_frequency"] == 199
+    assert h["sampling_frequency"] == 499 and h["metadata"]["sampling_frequency"] == 499
     assert h["profiling_mode"] == "cpu"
     assert 0 <= h["metrics"]["cpu_avg"] <= 100 and 0 < h["metrics"]["mem_avg"] < 100
     assert h["metadata"]["run_arguments"]["perf_mode"] in (mode, "bpf", "perf-event")
@@ -202,3 +203,33 @@ def test_deleted_binary_is_still_symbolized(appdir, start_app, outdir, tmp_path)
     run_polyprof("-d", 2, "-f", 99, "-o", outdir)
     prof = last_profile(outdir)
     assert prof.count_where("pp_hot_del", lambda f: "hot_a" in f) > 0
+
+
+@pytest.mark.parametrize("mode", ["bpf", "perf-event"])
+def test_short_lived_processes_are_symbolized(appdir, outdir, mode):
+    """Processes that start and exit between two drains (2 s apart) keep named frames: the
+    sampler reads a process's mappings when it first samples it, not only at the drain.
+    (Before this, all 300 samples of such processes were [unknown].)"""
+    p = subprocess.Popen([str(POLYPROF), "-v", "-d", "5", "-f", "199", "-o", str(outdir),
+                          "--perf-mode", mode], stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: "profiling session started" in p.stderr.readline(), 30, "session start")
+        pids = []
+        for _ in range(6):  # 6 x 0.25 s, one after the other: each one is gone well before a drain
+            r = subprocess.run([str(appdir / "pp_hot_c"), "0.25"], capture_output=True, text=True,
+                               check=True)
+            pids.append(int(r.stdout.split()[1]))
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    prof = last_profile(outdir)
+    lines = prof.for_comm("pp_hot_c")
+    total = sum(c for _, c in lines)
+    named = sum(c for f, c in lines if {"hot_a", "hot_b"} & set(f[3:]))
+    print(f"{mode}: {named} of {total} samples named; header {prof.header['polyprof']}")
+    assert total > 50, f"too few samples of the short-lived processes: {total}"
+    assert prof.header["polyprof"]["new_processes"] >= len(pids)
+    assert named >= 0.95 * total, f"{named} of {total} samples name hot_a/hot_b: {lines[:5]}"

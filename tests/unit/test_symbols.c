@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "runtimes/procfiles.h"
 #include "runtimes/symbols/symbolizer.h"
 #include "runtimes/symbols/symbols_internal.h"
 #include "runtimes/system/ksym_bpf.h"
@@ -755,6 +756,86 @@ Test(symbols, exited_process_is_unknown)
     cr_assert_str_eq(sym_user(s, pid, 0x401000), "[unknown]");
     pp_symbolizer_get_stats(s, &st);
     cr_assert_eq(st.maps_reads, 2);
+    pp_symbolizer_free(s);
+}
+
+Test(symbols, files_open_inside_a_root_only)
+{
+    char root[] = "/tmp/pp_root_XXXXXX", path[128];
+    cr_assert(mkdtemp(root));
+    snprintf(path, sizeof(path), "%s/etc", root);
+    cr_assert(mkdir(path, 0700) == 0);
+    snprintf(path, sizeof(path), "%s/etc/passwd", root);
+    pp_test_write_file(path, "inside", 6);
+    snprintf(path, sizeof(path), "%s/lib", root);
+    cr_assert(mkdir(path, 0700) == 0);
+    snprintf(path, sizeof(path), "%s/lib/abs", root);
+    cr_assert(symlink("/etc/passwd", path) == 0);
+    snprintf(path, sizeof(path), "%s/lib/up", root);
+    cr_assert(symlink("../../../../../etc/passwd", path) == 0);
+    int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    cr_assert(rfd >= 0);
+    const char *tries[] = {"/etc/passwd", "/lib/abs", "lib/up", "/../../etc/passwd"};
+    for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+        int fd = pp_openat_in_root(rfd, tries[i], O_RDONLY);
+        cr_assert(fd >= 0, "%s: %s", tries[i], strerror(errno));
+        char buf[16] = {0};
+        cr_assert(read(fd, buf, sizeof(buf) - 1) > 0);
+        cr_assert_str_eq(buf, "inside", "%s resolved outside the root", tries[i]);
+        close(fd);
+    }
+    close(rfd);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+    cr_assert(system(cmd) == 0);
+}
+
+Test(symbols, noted_process_is_named_after_it_exits)
+{
+    char p[512];
+    fixpath(p, sizeof(p), "fix");
+    child c = spawn(p, NULL);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    pp_symbolizer_note_pid(s, c.pid); /* first sample: mappings and root read while it runs */
+    reap(&c);
+    /* gone before the drain: its file is still opened through its (held) root */
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[0] + 1), "pp_fixture_alpha");
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[1]), "pp_fixture_beta");
+    /* the next drain: an address outside the mappings read makes it re-read them, which fails;
+     * the mappings read earlier stay for this pass */
+    pp_symbolizer_begin_pass(s);
+    cr_assert_str_eq(sym_user(s, c.pid, 0x10), "[unknown]");
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[2] + 2), "pp_fixture_local");
+    pp_symbolizer_stats st;
+    pp_symbolizer_get_stats(s, &st);
+    cr_assert_eq(st.maps_reads, 2);
+    /* the pass after: dropped (its re-read failed), so the pid is read afresh and unknown */
+    pp_symbolizer_begin_pass(s);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[0] + 1), "[unknown]");
+    pp_symbolizer_free(s);
+}
+
+Test(symbols, gone_processes_are_dropped_after_two_idle_passes)
+{
+    char p[512];
+    fixpath(p, sizeof(p), "fix");
+    child c = spawn(p, NULL), live = spawn(p, NULL);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[0] + 1), "pp_fixture_alpha");
+    cr_assert_str_eq(sym_user(s, live.pid, live.v[0] + 1), "pp_fixture_alpha");
+    reap(&c);
+    pp_symbolizer_begin_pass(s); /* idle one pass: kept (a drain may still name it) */
+    pp_symbolizer_begin_pass(s); /* idle two passes and gone: dropped */
+    pp_symbolizer_stats st;
+    pp_symbolizer_get_stats(s, &st);
+    uint64_t reads = st.maps_reads;
+    cr_assert_str_eq(sym_user(s, live.pid, live.v[0] + 1), "pp_fixture_alpha");
+    pp_symbolizer_get_stats(s, &st);
+    cr_assert_eq(st.maps_reads, reads, "a live idle process keeps its mappings");
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[0] + 1), "[unknown]");
+    pp_symbolizer_get_stats(s, &st);
+    cr_assert_eq(st.maps_reads, reads + 1, "the gone one was dropped and is read afresh");
+    reap(&live);
     pp_symbolizer_free(s);
 }
 
