@@ -16,30 +16,7 @@
 #include <unistd.h>
 
 #include "orchestrator/discovery_int.h"
-
-/* The kernel ABI of PROCMAP_QUERY (include/uapi/linux/fs.h, Linux 6.11); Debian 12's headers
- * predate it. */
-struct pp_procmap_query {
-    uint64_t size;
-    uint64_t query_flags;
-    uint64_t query_addr;
-    uint64_t vma_start;
-    uint64_t vma_end;
-    uint64_t vma_flags;
-    uint64_t vma_page_size;
-    uint64_t vma_offset;
-    uint64_t inode;
-    uint32_t dev_major;
-    uint32_t dev_minor;
-    uint32_t vma_name_size;
-    uint32_t build_id_size;
-    uint64_t vma_name_addr;
-    uint64_t build_id_addr;
-};
-#define PP_PROCMAP_QUERY _IOWR('f', 17, struct pp_procmap_query)
-#define PP_QUERY_VMA_EXECUTABLE 0x04
-#define PP_QUERY_COVERING_OR_NEXT_VMA 0x10
-#define PP_QUERY_FILE_BACKED_VMA 0x20
+#include "runtimes/procmap_query.h"
 
 #define QUERY_MAX_VMAS 65536
 /* Each VMA becomes a maps-like line with this fixed prefix, so the same regexes (matched on

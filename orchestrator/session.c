@@ -80,6 +80,8 @@ static bool wait_signal(int sfd, pp_sampler *sampler, int ms)
         }
         if (r > 0 && news_fd >= 0 && (p[1].revents & POLLIN))
             pp_sampler_take_news(sampler);
+        if (r > 0 && news_fd >= 0 && (p[1].revents & (POLLERR | POLLHUP | POLLNVAL)))
+            news_fd = -1; /* never expected; the drain still reads what was announced */
         if (r <= 0 || left == 0)
             return false;
     }

@@ -9,6 +9,9 @@ and prints CPU seconds (user+sys) and peak RSS of each side, and their ratios. T
   C) polyprof -c -d D -f F (continuous): the CPU seconds of its second session, from the
      `polyprof.cpu_seconds` header key (start-up paid once, as on a host running polyprof as a
      DaemonSet), against the same pipeline run.
+polyprof runs with its runtime profilers off (SAMPLER_ONLY): the pipeline compared is the
+system sampler's, and with them on, polyprof would also be sampling Python processes on the host
+(this script itself among them), which perf does not do.
 Usage: run.py [--duration 60] [--idle 300] [--freqs 11,99]
 """
 import argparse
@@ -25,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 POLYPROF = ROOT / "build" / "polyprof"
+SAMPLER_ONLY = ["--no-java", "--no-python", "--no-ruby", "--no-php", "--no-dotnet", "--no-nodejs"]
 
 SAMPLE_RE = re.compile(
     r"\s*(?P<comm>.+?)\s+(?P<pid>[\d-]+)/(?P<tid>[\d-]+)(?:\s+\[(?P<cpu>\d+)])?\s+"
@@ -79,7 +83,8 @@ def steady_session_cpu(duration, freq, out, log):
     import json
     import signal
     p = subprocess.Popen([str(POLYPROF), "-c", "-d", str(duration), "-f", str(freq), "-o",
-                          str(out), "--log-file", str(log)], stderr=subprocess.DEVNULL)
+                          str(out), "--log-file", str(log), *SAMPLER_ONLY],
+                         stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 3 * duration + 60
     files = []
     while time.monotonic() < deadline and p.poll() is None:
@@ -113,7 +118,7 @@ def main():
             out = tmp / f"out{f}"
             cpu_a, rss_a, _, _ = run_measured(
                 [str(POLYPROF), "-d", str(a.duration), "-f", str(f), "-o", str(out),
-                 "--log-file", str(tmp / "pp.log")], stderr=subprocess.DEVNULL)
+                 "--log-file", str(tmp / "pp.log"), *SAMPLER_ONLY], stderr=subprocess.DEVNULL)
             log = (tmp / "pp.log").read_text()
             lat = [float(x) for x in re.findall(r"\((\d+) ms after the session end\)", log)][-1]
 

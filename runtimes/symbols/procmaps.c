@@ -2,7 +2,15 @@
  * "start-end perms offset major:minor inode          path" */
 #include "runtimes/symbols/symbols_internal.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "runtimes/procmap_query.h"
 
 /* Parses a number in base 16 or 10 at s[*i]; returns 0 on success. */
 static int num(const char *s, size_t len, size_t *i, int base, uint64_t *out)
@@ -94,4 +102,104 @@ pp_map_kind pp_maps_classify(const char *path, size_t n)
     if (path[0] == '[')
         return PP_MAP_OTHER;
     return PP_MAP_FILE;
+}
+
+static const char deleted_suffix[] = " (deleted)";
+
+static int read_query(int fd, int (*fn)(void *, const pp_maps_line *), void *arg)
+{
+    char name[PATH_MAX + 16];
+    uint64_t addr = 0;
+    for (unsigned guard = 0; guard < (1u << 20); guard++) {
+        struct pp_procmap_query q = {
+            .size = sizeof(q),
+            .query_flags = PP_QUERY_COVERING_OR_NEXT_VMA | PP_QUERY_VMA_EXECUTABLE,
+            .query_addr = addr,
+            .vma_name_addr = (uint64_t)(uintptr_t)name,
+            .vma_name_size = sizeof(name),
+        };
+        if (ioctl(fd, PP_PROCMAP_QUERY, &q) < 0) {
+            if (errno == ENOENT)
+                return 0; /* no VMA at or after addr */
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (q.vma_end <= addr || q.vma_end <= q.vma_start)
+            return 0; /* never go backwards */
+        addr = q.vma_end;
+        name[sizeof(name) - 1] = '\0';
+        pp_maps_line ml = {
+            .start = q.vma_start,
+            .end = q.vma_end,
+            .offset = q.vma_offset,
+            .inode = q.inode,
+            .dev_major = q.dev_major,
+            .dev_minor = q.dev_minor,
+            .path = name,
+            .pathlen = q.vma_name_size ? strnlen(name, sizeof(name)) : 0,
+        };
+        snprintf(ml.perms, sizeof(ml.perms), "%c%cx%c",
+                 (q.vma_flags & PP_QUERY_VMA_READABLE) ? 'r' : '-',
+                 (q.vma_flags & PP_QUERY_VMA_WRITABLE) ? 'w' : '-',
+                 (q.vma_flags & PP_QUERY_VMA_SHARED) ? 's' : 'p');
+        size_t dl = sizeof(deleted_suffix) - 1;
+        ml.deleted = ml.pathlen > dl && memcmp(ml.path + ml.pathlen - dl, deleted_suffix, dl) == 0;
+        if (fn(arg, &ml))
+            return 0;
+    }
+    return 0;
+}
+
+static int read_text(int fd, int (*fn)(void *, const pp_maps_line *), void *arg)
+{
+    int dfd = dup(fd);
+    FILE *f = dfd >= 0 ? fdopen(dfd, "re") : NULL;
+    if (!f) {
+        if (dfd >= 0)
+            close(dfd);
+        return -1;
+    }
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    int rc = 0;
+    errno = 0;
+    while ((len = getline(&line, &lcap, f)) > 0) {
+        pp_maps_line ml;
+        if (pp_maps_parse_line(line, (size_t)len, &ml) != 0 || ml.perms[2] != 'x')
+            continue;
+        if (fn(arg, &ml))
+            break;
+    }
+    if (ferror(f))
+        rc = -1;
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+int pp_maps_read_exec(int fd, int *no_query, int (*fn)(void *arg, const pp_maps_line *ml),
+                      void *arg)
+{
+    if (!*no_query) {
+        if (read_query(fd, fn, arg) == 0)
+            return 0;
+        if (errno != ENOTTY && errno != EINVAL && errno != EOPNOTSUPP)
+            return -1;
+        *no_query = 1; /* first call on this kernel: nothing was passed to fn */
+    }
+    return read_text(fd, fn, arg);
+}
+
+int pp_maps_covers_exec(int fd, uint64_t addr)
+{
+    struct pp_procmap_query q = {
+        .size = sizeof(q),
+        .query_flags = PP_QUERY_VMA_EXECUTABLE,
+        .query_addr = addr,
+    };
+    if (ioctl(fd, PP_PROCMAP_QUERY, &q) == 0)
+        return 1;
+    return errno == ENOENT ? 0 : -1;
 }

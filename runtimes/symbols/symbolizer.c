@@ -83,6 +83,7 @@ struct pp_symbolizer {
     uint64_t vdso_len;
     int vdso_state; /* 0 not tried, 1 ok, -1 unavailable */
     pp_roots roots;
+    int no_query; /* the kernel has no PROCMAP_QUERY: maps are read as text */
     pp_symbolizer_stats stats;
 };
 
@@ -327,47 +328,60 @@ static const pp_map *find_map_in(const pp_map *maps, size_t n, uint64_t ip)
     return NULL;
 }
 
-/* (Re-)reads /proc/<pid>/maps, keeping resolutions of unchanged mappings. */
+typedef struct maps_acc {
+    pp_map *maps;
+    size_t n, cap;
+} maps_acc;
+
+static int add_map(void *arg, const pp_maps_line *ml)
+{
+    maps_acc *a = arg;
+    if (a->n >= MAX_MAPS_PER_PID)
+        return 1;
+    if (a->n == a->cap) {
+        size_t nc = a->cap ? a->cap * 2 : 32;
+        pp_map *nm = realloc(a->maps, nc * sizeof(pp_map));
+        if (!nm)
+            return 1;
+        a->maps = nm;
+        a->cap = nc;
+    }
+    pp_map *m = &a->maps[a->n];
+    memset(m, 0, sizeof(*m));
+    m->path = strndup(ml->path, ml->pathlen);
+    if (!m->path)
+        return 1;
+    m->start = ml->start;
+    m->end = ml->end;
+    m->offset = ml->offset;
+    m->kind = (uint8_t)pp_maps_classify(ml->path, ml->pathlen);
+    m->deleted = (uint8_t)ml->deleted;
+    a->n++;
+    return 0;
+}
+
+/* (Re-)reads the executable mappings of p, keeping resolutions of unchanged mappings. */
 static void proc_read_maps(pp_symbolizer *s, pp_proc *p)
 {
     p->maps_pass = s->pass;
     s->stats.maps_reads++;
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/maps", p->pid);
-    FILE *f = fopen(path, "re");
-    pp_map *maps = NULL;
-    size_t n = 0, cap = 0;
-    if (f) {
-        char *line = NULL;
-        size_t lcap = 0;
-        ssize_t len;
-        while ((len = getline(&line, &lcap, f)) > 0 && n < MAX_MAPS_PER_PID) {
-            pp_maps_line ml;
-            if (pp_maps_parse_line(line, (size_t)len, &ml) != 0 || ml.perms[2] != 'x')
-                continue;
-            if (n == cap) {
-                size_t nc = cap ? cap * 2 : 32;
-                pp_map *nm = realloc(maps, nc * sizeof(pp_map));
-                if (!nm)
-                    break;
-                maps = nm;
-                cap = nc;
-            }
-            pp_map *m = &maps[n];
-            memset(m, 0, sizeof(*m));
-            m->path = strndup(ml.path, ml.pathlen);
-            if (!m->path)
-                break;
-            m->start = ml.start;
-            m->end = ml.end;
-            m->offset = ml.offset;
-            m->kind = (uint8_t)pp_maps_classify(ml.path, ml.pathlen);
-            m->deleted = (uint8_t)ml.deleted;
-            n++;
-        }
-        free(line);
-        fclose(f);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    maps_acc a = {0};
+    bool ok = fd >= 0 && pp_maps_read_exec(fd, &s->no_query, add_map, &a) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (!ok) {
+        /* gone: keep the mappings read earlier (at its first sample, or at an earlier pass),
+         * they still name what it ran; dropped at the next pass */
+        maps_free(a.maps, a.n);
+        p->dead = 1;
+        pp_debug("symbols: cannot read maps of pid %d", p->pid);
+        return;
     }
+    pp_map *maps = a.maps;
+    size_t n = a.n;
     if (n > 1)
         qsort(maps, n, sizeof(pp_map), cmp_map);
     for (size_t i = 0; i < n; i++) {
@@ -379,17 +393,23 @@ static void proc_read_maps(pp_symbolizer *s, pp_proc *p)
             maps[i].gen = old->gen;
         }
     }
-    if (!f) {
-        /* gone: keep the mappings read earlier (at its first sample, or at an earlier pass),
-         * they still name what it ran; dropped at the next pass */
-        p->dead = 1;
-        pp_debug("symbols: cannot read maps of pid %d", p->pid);
-        return;
-    }
     maps_free(p->maps, p->nmaps);
     p->maps = maps;
     p->nmaps = n;
     p->dead = 0;
+}
+
+/* pp_maps_covers_exec on pid's maps: 1, 0, or -1 (cannot tell). */
+static int maps_cover(int pid, uint64_t ip)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int r = pp_maps_covers_exec(fd, ip);
+    close(fd);
+    return r;
 }
 
 static pp_proc *get_proc(pp_symbolizer *s, int pid)
@@ -666,7 +686,13 @@ size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size
     }
     const pp_map *cm = find_map_in(p->maps, p->nmaps, ip);
     if (!cm && p->maps_pass != s->pass) {
-        proc_read_maps(s, p);
+        /* Re-read the mappings only when one now covers ip: a process without frame pointers
+         * gives garbage return addresses every drain, and re-reading its maps for each was
+         * most of polyprof's steady-state CPU. */
+        if (s->no_query || maps_cover(p->pid, ip) != 0)
+            proc_read_maps(s, p);
+        else
+            p->maps_pass = s->pass;
         cm = find_map_in(p->maps, p->nmaps, ip);
     }
     if (!cm) {

@@ -152,6 +152,17 @@ typedef struct pp_maps_line {
 int pp_maps_parse_line(const char *line, size_t len, pp_maps_line *out);
 pp_map_kind pp_maps_classify(const char *path, size_t pathlen);
 
+/* Executable mappings read from an open /proc/<pid>/maps: with PROCMAP_QUERY (Linux 6.11+: the
+ * kernel formats only those) unless *no_query, else from the text; fn is called for each (path
+ * as in the maps text) and stops the walk by returning non-zero. On a kernel without the ioctl
+ * sets *no_query and reads the text. Returns 0, or -1 when the mappings cannot be read (the
+ * process exited). */
+int pp_maps_read_exec(int fd, int *no_query, int (*fn)(void *arg, const pp_maps_line *ml),
+                      void *arg);
+/* 1 when an executable mapping covers addr, 0 when none does, -1 when the kernel cannot tell
+ * (no PROCMAP_QUERY, or the process exited). */
+int pp_maps_covers_exec(int fd, uint64_t addr);
+
 /* ---- ELF symbol tables (elfsyms.c) ---- */
 
 #define PP_ELF_MAX_SEGS 16

@@ -190,14 +190,20 @@ static size_t read_stack(int map_fd, int id, uint64_t *ips)
     return n;
 }
 
+/* Deletes every entry, in one walk: the next key is fetched before the current one is deleted.
+ * (Asking for the first key after each delete rescans the map from its first bucket each time:
+ * quadratic, and most of polyprof's CPU at 99 Hz.) */
 static void clear_map(int fd, size_t key_size)
 {
-    unsigned char key[64], next[64];
-    /* Deleting while iterating: always ask for the first key again. */
-    while (bpf_map_get_next_key(fd, NULL, next) == 0) {
-        memcpy(key, next, key_size);
-        if (bpf_map_delete_elem(fd, key) != 0)
+    unsigned char cur[64], next[64];
+    if (key_size > sizeof(cur) || bpf_map_get_next_key(fd, NULL, cur) != 0)
+        return;
+    for (;;) {
+        int more = bpf_map_get_next_key(fd, cur, next) == 0;
+        bpf_map_delete_elem(fd, cur);
+        if (!more)
             break;
+        memcpy(cur, next, key_size);
     }
 }
 
