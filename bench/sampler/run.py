@@ -109,7 +109,9 @@ def main():
     if not POLYPROF.exists():
         sys.exit("build polyprof first: make")
     ncpu = os.cpu_count()
-    load = [subprocess.Popen(["stress-ng", "--cpu", str(ncpu), "--quiet"])]
+    # its own process group: stress-ng's workers are killed with it (killing only the parent
+    # left them running and loading the host)
+    load = [subprocess.Popen(["stress-ng", "--cpu", str(ncpu), "--quiet"], start_new_session=True)]
     load += [subprocess.Popen(["sleep", "100000"]) for _ in range(a.idle)]
     tmp = Path(tempfile.mkdtemp(prefix="pp_bench_"))
     rows = []
@@ -138,6 +140,7 @@ def main():
             cpu_c, rss_c = steady_session_cpu(a.duration, f, tmp / f"cont{f}", tmp / "ppc.log")
             rows.append((f, cpu_a, rss_a, lat, cpu_b, rss_b, len(stacks), cpu_c, rss_c))
     finally:
+        os.killpg(load[0].pid, 9)
         for p in load:
             p.kill()
         for p in load:

@@ -1,5 +1,7 @@
-/* Process root directories held open, shared per (device, inode). */
+/* Process root directories held open, shared per (device, inode): the host's and polyprof's own
+ * only (see pp_roots_get). */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +17,17 @@ int pp_roots_get(pp_roots *t, int pid)
         return -1;
     struct stat st;
     if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    /* Only roots that are never unmounted are held: the host's (pid 1's) and polyprof's own.
+     * Holding a container's root would pin its mounts and could make its teardown fail with
+     * EBUSY; its files are opened through /proc/<pid>/root while it runs instead. */
+    struct stat host, self;
+    bool keep = (stat("/proc/1/root", &host) == 0 && host.st_dev == st.st_dev &&
+                 host.st_ino == st.st_ino) ||
+                (stat("/", &self) == 0 && self.st_dev == st.st_dev && self.st_ino == st.st_ino);
+    if (!keep) {
         close(fd);
         return -1;
     }

@@ -522,11 +522,23 @@ static int open_mapped_file(const pp_symbolizer *s, const pp_proc *p, const pp_m
     char path[PATH_MAX + 64];
     int fd = -1;
     if (!m->deleted && clean[0] == '/') {
-        /* inside the process's root (held open: also after it exits); its symlinks cannot lead
-         * out of it */
-        if (p->root >= 0)
-            fd = pp_openat_in_root(pp_roots_fd(&s->roots, p->root), clean, O_RDONLY);
-        if (fd < 0 && (p->root < 0 || errno == ENOSYS)) {
+        /* inside the process's root, whose symlinks cannot lead out of it; the host's root is
+         * held open, so host processes' files open after they exit too */
+        int rfd = p->root >= 0 ? pp_roots_fd(&s->roots, p->root) : -1;
+        if (rfd < 0) {
+            /* a container's root: opened for this file only (never held: that pins mounts) */
+            snprintf(path, sizeof(path), "/proc/%d/root", p->pid);
+            int cfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+            if (cfd >= 0) {
+                fd = pp_openat_in_root(cfd, clean, O_RDONLY);
+                int e = errno;
+                close(cfd);
+                errno = e;
+            }
+        } else {
+            fd = pp_openat_in_root(rfd, clean, O_RDONLY);
+        }
+        if (fd < 0 && errno == ENOSYS) {
             int k = snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, clean);
             if (k > 0 && (size_t)k < sizeof(path))
                 fd = open(path, O_RDONLY | O_CLOEXEC);

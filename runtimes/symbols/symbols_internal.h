@@ -23,9 +23,10 @@ static inline int pp_hexval(char c)
 
 /* ---- process root directories held open (roots.c) ---- */
 
-/* Root directories of processes (the host's, each container's), held open with O_PATH so that a
- * process's files can still be opened after it exits, and shared by processes with the same
- * root (same device and inode): at most PP_ROOTS_MAX descriptors. Zero-initialized = empty. */
+/* Root directories of processes, held open with O_PATH so that a process's files can still be
+ * opened after it exits, and shared by processes with the same root (same device and inode):
+ * only the host's root (pid 1's) and polyprof's own, never a container's (that would pin its
+ * mounts). Zero-initialized = empty. */
 #define PP_ROOTS_MAX 64
 typedef struct pp_roots {
     struct pp_root_ref {
@@ -35,7 +36,8 @@ typedef struct pp_roots {
     } r[PP_ROOTS_MAX];
 } pp_roots;
 
-/* Takes a reference to /proc/<pid>/root; returns its index, or -1 (process gone, table full). */
+/* Takes a reference to /proc/<pid>/root; returns its index, or -1 (a container's root, process
+ * gone, table full). */
 int pp_roots_get(pp_roots *t, int pid);
 /* Drops a reference (idx -1 is ignored); the directory is closed with its last one. */
 void pp_roots_put(pp_roots *t, int idx);

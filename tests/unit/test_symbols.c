@@ -856,6 +856,43 @@ Test(symbols, files_open_inside_a_root_only)
     cr_assert(system(cmd) == 0);
 }
 
+Test(symbols, only_the_host_root_is_held)
+{
+    char dir[] = "/tmp/pp_chroot_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    int go[2];
+    cr_assert(pipe(go) == 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (chroot(dir) != 0)
+            _exit(1);
+        close(go[0]);
+        (void)!write(go[1], "x", 1);
+        pause();
+        _exit(0);
+    }
+    close(go[1]);
+    char x;
+    cr_assert(read(go[0], &x, 1) == 1, "child could not chroot");
+    close(go[0]);
+    pp_roots t = {0};
+    int self = pp_roots_get(&t, getpid());
+    cr_assert(self >= 0);
+    cr_assert_eq(pp_roots_get(&t, getpid()), self, "one root, shared");
+    cr_assert(pp_roots_fd(&t, self) >= 0);
+    /* a container-like root is never held (it would pin the container's mounts) */
+    cr_assert_eq(pp_roots_get(&t, pid), -1);
+    pp_roots_put(&t, self);
+    cr_assert(pp_roots_fd(&t, self) >= 0);
+    pp_roots_put(&t, self);
+    cr_assert_eq(pp_roots_fd(&t, self), -1, "closed with its last reference");
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    rmdir(dir);
+}
+
 Test(symbols, noted_process_is_named_after_it_exits)
 {
     char p[512];
