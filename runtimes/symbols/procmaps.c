@@ -123,7 +123,13 @@ static int read_query(int fd, int (*fn)(void *, const pp_maps_line *), void *arg
                 return 0; /* no VMA at or after addr */
             if (errno == EINTR)
                 continue;
-            return -1;
+            if (errno != ENAMETOOLONG)
+                return -1;
+            /* a path longer than PATH_MAX: that mapping without its name, not the whole read */
+            q.vma_name_size = 0;
+            q.vma_name_addr = 0;
+            if (ioctl(fd, PP_PROCMAP_QUERY, &q) < 0)
+                return errno == ENOENT ? 0 : -1;
         }
         if (q.vma_end <= addr || q.vma_end <= q.vma_start)
             return 0; /* never go backwards */

@@ -178,7 +178,9 @@ void pp_symbolizer_begin_pass(pp_symbolizer *s)
         while (*pp) {
             pp_proc *p = *pp;
             uint64_t idle = s->pass - p->used_pass;
-            if (p->dead || idle >= IDLE_PASSES ||
+            /* a dead entry stays one more pass: samples taken after a drain's flip are named
+             * at the next drain */
+            if ((p->dead && idle >= 2) || idle >= IDLE_PASSES ||
                 (idle >= 2 && kill(p->pid, 0) != 0 && errno == ESRCH)) {
                 *pp = p->next;
                 proc_free(s, p);
@@ -369,7 +371,9 @@ static void proc_read_maps(pp_symbolizer *s, pp_proc *p)
     snprintf(path, sizeof(path), "/proc/%d/maps", p->pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     maps_acc a = {0};
-    bool ok = fd >= 0 && pp_maps_read_exec(fd, &s->no_query, add_map, &a) == 0;
+    /* No executable mapping at all: a zombie or a process tearing down its memory (the maps
+     * text of such a process reads as empty, not as an error) */
+    bool ok = fd >= 0 && pp_maps_read_exec(fd, &s->no_query, add_map, &a) == 0 && a.n > 0;
     if (fd >= 0)
         close(fd);
     if (!ok) {
@@ -436,7 +440,12 @@ void pp_symbolizer_note_pid(pp_symbolizer *s, int pid)
     if (!s || pid <= 0)
         return;
     pp_proc **pp = proc_slot(s, pid);
-    if (*pp && !(*pp)->dead) {
+    if (*pp && (*pp)->dead) {
+        /* announced again after its entry failed a read: a new process with a recycled pid */
+        pp_proc *p = *pp;
+        *pp = p->next;
+        proc_free(s, p);
+    } else if (*pp) {
         /* a new image (exec) or a new process with a recycled pid */
         pp_proc *p = *pp;
         p->used_pass = s->pass;

@@ -30,7 +30,7 @@ static inline int pp_hexval(char c)
 #define PP_ROOTS_MAX 64
 typedef struct pp_roots {
     struct pp_root_ref {
-        uint64_t dev, ino;
+        uint64_t dev, ino, mntns;
         int fd;
         unsigned refs;
     } r[PP_ROOTS_MAX];

@@ -22,8 +22,9 @@
 #define MAX_CHAIN 256
 #define MAX_ENTRIES 65536 /* distinct raw stacks kept between drains */
 #define COMM_LEN 16
-#define SEEN_SLOTS 4096 /* pids announced (direct-mapped: a collision only re-announces) */
-#define NEWS_MAX 256    /* announcements waiting for the draining thread */
+#define SEEN_SLOTS 16384 /* pids announced: open addressing, power of two */
+#define SEEN_MAX 12288   /* past this, gone pids are swept out */
+#define NEWS_MAX 256     /* announcements waiting for the draining thread */
 #define COMMS_PRUNE 8192
 
 /* One aggregated raw stack: ips[] holds the kernel part then the user part, leaf first. */
@@ -58,7 +59,9 @@ struct pp_perf_sampler {
     raw_table table; /* filled by the reader thread, swapped out by drain */
     comm_ent *comms[1024];
     size_t ncomms;
-    int seen[SEEN_SLOTS];
+    int seen[SEEN_SLOTS]; /* 0 empty, -1 deleted, else a pid */
+    size_t nseen;         /* slots not empty (pids and deleted marks) */
+    bool swept;           /* swept since the last drain */
     int news[NEWS_MAX];
     size_t nnews_queued;
     int news_fd; /* eventfd: news queued */
@@ -123,14 +126,85 @@ static void prune_comms(pp_perf_sampler *s)
     }
 }
 
+/* The slot of pid in the seen set, or of the first free slot on its probe sequence. */
+static int *seen_slot(pp_perf_sampler *s, int pid, bool *found)
+{
+    int *free_slot = NULL;
+    for (size_t i = 0, h = ((unsigned)pid * 2654435761u) & (SEEN_SLOTS - 1); i < SEEN_SLOTS;
+         i++, h = (h + 1) & (SEEN_SLOTS - 1)) {
+        int *e = &s->seen[h];
+        if (*e == pid) {
+            *found = true;
+            return e;
+        }
+        if (*e == -1 && !free_slot)
+            free_slot = e;
+        if (*e == 0) {
+            *found = false;
+            return free_slot ? free_slot : e;
+        }
+    }
+    *found = false;
+    return free_slot;
+}
+
+/* Rebuilds the seen set with the pids that still exist. */
+static void seen_sweep(pp_perf_sampler *s)
+{
+    int *old = malloc(sizeof(s->seen));
+    if (!old)
+        return;
+    memcpy(old, s->seen, sizeof(s->seen));
+    memset(s->seen, 0, sizeof(s->seen));
+    s->nseen = 0;
+    for (size_t i = 0; i < SEEN_SLOTS; i++) {
+        bool found;
+        if (old[i] > 0 && !(kill(old[i], 0) != 0 && errno == ESRCH)) {
+            int *e = seen_slot(s, old[i], &found);
+            if (e) {
+                *e = old[i];
+                s->nseen++;
+            }
+        }
+    }
+    free(old);
+}
+
+/* Forgets pid (it exec'd: its next sample announces the new image). */
+static void seen_forget(pp_perf_sampler *s, int pid)
+{
+    bool found;
+    int *e = seen_slot(s, pid, &found);
+    if (found)
+        *e = -1; /* deleted: probe sequences go on past it */
+}
+
 /* Queues pid for pp_perf_sampler_take_news() the first time it is sampled (again after an
  * exec). Called with s->lock held. */
 static void announce(pp_perf_sampler *s, int pid)
 {
-    int *slot = &s->seen[(unsigned)pid % SEEN_SLOTS];
-    if (pid == 0 || *slot == pid)
+    if (pid <= 0)
         return;
-    *slot = pid;
+    bool found;
+    int *slot = seen_slot(s, pid, &found);
+    if (found)
+        return;
+    if (s->nseen >= SEEN_MAX) {
+        if (!s->swept) { /* at most once per drain: a host may have this many live processes */
+            seen_sweep(s);
+            s->swept = true;
+        }
+        if (s->nseen >= SEEN_MAX) {
+            s->news_lost++; /* its mappings are read at the drain instead */
+            return;
+        }
+        slot = seen_slot(s, pid, &found);
+    }
+    if (slot) {
+        if (*slot == 0)
+            s->nseen++;
+        *slot = pid;
+    }
     if (s->nnews_queued >= NEWS_MAX) {
         s->news_lost++;
         return;
@@ -290,7 +364,7 @@ static void read_ring(pp_perf_sampler *s, int i)
                 if (pid == tid) /* the process's (leader's) comm, as gProfiler's perf */
                     remember_comm(s, (int)pid, comm);
                 if (hdr.misc & PERF_RECORD_MISC_COMM_EXEC) /* new image: announce it again */
-                    s->seen[pid % SEEN_SLOTS] = 0;
+                    seen_forget(s, (int)pid);
             }
         }
         tail += hdr.size;
@@ -473,6 +547,7 @@ int pp_perf_sampler_drain(pp_perf_sampler *s, pp_profile *out)
     table_free(&t);
     pthread_mutex_lock(&s->lock);
     prune_comms(s);
+    s->swept = false;
     pthread_mutex_unlock(&s->lock);
     s->drains++;
     return rc;

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -884,6 +885,26 @@ Test(symbols, only_the_host_root_is_held)
     cr_assert(pp_roots_fd(&t, self) >= 0);
     /* a container-like root is never held (it would pin the container's mounts) */
     cr_assert_eq(pp_roots_get(&t, pid), -1);
+    /* nor the same root seen from another mount namespace (PrivateTmp-like: other files) */
+    int go2[2];
+    cr_assert(pipe(go2) == 0);
+    pid_t ns = fork();
+    cr_assert(ns >= 0);
+    if (ns == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (unshare(CLONE_NEWNS) != 0)
+            _exit(1);
+        close(go2[0]);
+        (void)!write(go2[1], "x", 1);
+        pause();
+        _exit(0);
+    }
+    close(go2[1]);
+    cr_assert(read(go2[0], &x, 1) == 1, "child could not unshare its mount namespace");
+    close(go2[0]);
+    cr_assert_eq(pp_roots_get(&t, ns), -1);
+    kill(ns, SIGKILL);
+    waitpid(ns, NULL, 0);
     pp_roots_put(&t, self);
     cr_assert(pp_roots_fd(&t, self) >= 0);
     pp_roots_put(&t, self);
@@ -912,7 +933,11 @@ Test(symbols, noted_process_is_named_after_it_exits)
     pp_symbolizer_stats st;
     pp_symbolizer_get_stats(s, &st);
     cr_assert_eq(st.maps_reads, 2);
-    /* the pass after: dropped (its re-read failed), so the pid is read afresh and unknown */
+    /* the pass after still names it (samples taken after that drain's flip) */
+    pp_symbolizer_begin_pass(s);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[1]), "pp_fixture_beta");
+    /* unused for a pass and dead: dropped, so the pid is read afresh and unknown */
+    pp_symbolizer_begin_pass(s);
     pp_symbolizer_begin_pass(s);
     cr_assert_str_eq(sym_user(s, c.pid, c.v[0] + 1), "[unknown]");
     pp_symbolizer_free(s);
