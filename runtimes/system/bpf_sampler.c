@@ -19,6 +19,8 @@
 #include "sampler.skel.h"
 
 #define MAX_CPUS 1024
+#define BATCH 1024
+#define FULL_CLEAR_EVERY 16
 #define PROC_PID_INIT_INO 0xEFFFFFFCU
 
 struct pp_bpf_sampler {
@@ -32,6 +34,10 @@ struct pp_bpf_sampler {
     pp_ksym_bpf *ksym;
     struct ring_buffer *news; /* first samples of processes */
     uint64_t drains, nnews;
+    bool no_batch;                     /* the kernel has no batch ops on hash maps */
+    struct pp_sample_key bkeys[BATCH]; /* batch buffers */
+    struct pp_sample_val bvals[BATCH];
+    uint64_t used[PP_STACKS_ENTRIES / 64]; /* stack ids used by this drain's entries */
     uint64_t *counter_buf;
 };
 
@@ -207,6 +213,66 @@ static void clear_map(int fd, size_t key_size)
     }
 }
 
+/* Emits one aggregated entry; marks its stack ids in used (deleted after the drain). */
+static int emit_entry(pp_bpf_sampler *s, pp_profile *out, int stacks_fd,
+                      const struct pp_sample_key *key, const struct pp_sample_val *val)
+{
+    uint64_t uips[PP_MAX_STACK_DEPTH], kips[PP_MAX_STACK_DEPTH];
+    char comm[PP_TASK_COMM_LEN + 1];
+    memcpy(comm, val->comm, PP_TASK_COMM_LEN);
+    comm[PP_TASK_COMM_LEN] = '\0';
+    size_t nu = read_stack(stacks_fd, key->user_stack, uips);
+    size_t nk = read_stack(stacks_fd, key->kernel_stack, kips);
+    const int ids[2] = {key->user_stack, key->kernel_stack};
+    for (int i = 0; i < 2; i++)
+        if (ids[i] >= 0 && ids[i] < PP_STACKS_ENTRIES)
+            s->used[ids[i] / 64] |= 1ULL << (ids[i] % 64);
+    return pp_emit_sample(s->emit, out, (int)key->pid, comm, uips, nu, kips, nk, val->count);
+}
+
+/* Reads and deletes every counts entry: batched (one syscall per BATCH entries), else one by
+ * one (kernels without batch operations on hash maps). */
+static int drain_counts(pp_bpf_sampler *s, pp_profile *out, int counts_fd, int stacks_fd)
+{
+    int rc = 0;
+    if (!s->no_batch) {
+        uint64_t token[2], next[2];
+        bool first = true;
+        for (;;) {
+            uint32_t n = BATCH;
+            int r = bpf_map_lookup_and_delete_batch(counts_fd, first ? NULL : token, next, s->bkeys,
+                                                    s->bvals, &n, NULL);
+            int e = r ? errno : 0;
+            if (r && e != ENOENT && first && (e == EINVAL || e == ENOTSUP || e == EOPNOTSUPP)) {
+                s->no_batch = true; /* nothing was read or deleted */
+                break;
+            }
+            for (uint32_t i = 0; i < n && (r == 0 || e == ENOENT); i++)
+                if (emit_entry(s, out, stacks_fd, &s->bkeys[i], &s->bvals[i]) < 0)
+                    rc = -1;
+            if (r) {
+                if (e != ENOENT)
+                    clear_map(counts_fd, sizeof(struct pp_sample_key)); /* never left full */
+                return rc;
+            }
+            memcpy(token, next, sizeof(token));
+            first = false;
+        }
+    }
+    struct pp_sample_key key, next;
+    struct pp_sample_val val;
+    bool first = true;
+    while (bpf_map_get_next_key(counts_fd, first ? NULL : &key, &next) == 0) {
+        first = false;
+        key = next;
+        if (bpf_map_lookup_elem(counts_fd, &key, &val) == 0 &&
+            emit_entry(s, out, stacks_fd, &key, &val) < 0)
+            rc = -1;
+    }
+    clear_map(counts_fd, sizeof(struct pp_sample_key));
+    return rc;
+}
+
 int pp_bpf_sampler_drain(pp_bpf_sampler *s, pp_profile *out)
 {
     struct sampler_bpf *k = s->skel;
@@ -222,26 +288,20 @@ int pp_bpf_sampler_drain(pp_bpf_sampler *s, pp_profile *out)
     int stacks_fd = bpf_map__fd(idle ? k->maps.stacks1 : k->maps.stacks0);
     int threads_fd = bpf_map__fd(idle ? k->maps.threads1 : k->maps.threads0);
 
-    uint64_t uips[PP_MAX_STACK_DEPTH], kips[PP_MAX_STACK_DEPTH];
-    struct pp_sample_key key, next;
-    struct pp_sample_val val;
-    int rc = 0;
-    bool first = true;
-    while (bpf_map_get_next_key(counts_fd, first ? NULL : &key, &next) == 0) {
-        first = false;
-        key = next;
-        if (bpf_map_lookup_elem(counts_fd, &key, &val) != 0)
-            continue;
-        char comm[PP_TASK_COMM_LEN + 1];
-        memcpy(comm, val.comm, PP_TASK_COMM_LEN);
-        comm[PP_TASK_COMM_LEN] = '\0';
-        size_t nu = read_stack(stacks_fd, key.user_stack, uips);
-        size_t nk = read_stack(stacks_fd, key.kernel_stack, kips);
-        if (pp_emit_sample(s->emit, out, (int)key.pid, comm, uips, nu, kips, nk, val.count) < 0)
-            rc = -1;
+    memset(s->used, 0, sizeof(s->used));
+    int rc = drain_counts(s, out, counts_fd, stacks_fd);
+    /* Stack traces: the ones the entries used are deleted by id. A full walk every
+     * FULL_CLEAR_EVERY drains removes traces no entry kept (a counts entry refused by a full
+     * map), which would otherwise fill the stack map. */
+    if (s->drains % FULL_CLEAR_EVERY == FULL_CLEAR_EVERY - 1) {
+        clear_map(stacks_fd, sizeof(uint32_t));
+    } else {
+        for (uint32_t w = 0; w < PP_STACKS_ENTRIES / 64; w++)
+            for (uint64_t bits = s->used[w]; bits; bits &= bits - 1) {
+                uint32_t id = w * 64 + (uint32_t)__builtin_ctzll(bits);
+                bpf_map_delete_elem(stacks_fd, &id);
+            }
     }
-    clear_map(counts_fd, sizeof(struct pp_sample_key));
-    clear_map(stacks_fd, sizeof(uint32_t));
     clear_map(threads_fd, sizeof(uint32_t));
     s->drains++;
     return rc;
