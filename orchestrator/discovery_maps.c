@@ -7,12 +7,10 @@
  * - the text of /proc/<pid>/maps, on kernels without the ioctl. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "orchestrator/discovery_int.h"
@@ -72,49 +70,39 @@ static ssize_t read_text(int fd, char **buf, size_t *cap, size_t limit)
     return (ssize_t)len;
 }
 
+typedef struct query_acc {
+    char **buf;
+    size_t *cap, limit, len;
+    unsigned nvmas;
+} query_acc;
+
+static int add_line(void *arg, const struct pp_procmap_query *q, const char *name, size_t nl)
+{
+    (void)q;
+    query_acc *a = arg;
+    if (++a->nvmas > QUERY_MAX_VMAS)
+        return 1;
+    if (!nl)
+        return 0;
+    if (grow(a->buf, a->cap, a->len + sizeof(LINE_PREFIX) + nl + 2, a->limit) < 0)
+        return 1; /* classified from what was read */
+    memcpy(*a->buf + a->len, LINE_PREFIX, sizeof(LINE_PREFIX) - 1);
+    a->len += sizeof(LINE_PREFIX) - 1;
+    memcpy(*a->buf + a->len, name, nl);
+    a->len += nl;
+    (*a->buf)[a->len++] = '\n';
+    return 0;
+}
+
 /* -1 with errno ENOTTY/EINVAL when the kernel has no PROCMAP_QUERY. */
 static ssize_t read_query(int fd, char **buf, size_t *cap, size_t limit)
 {
-    char name[PATH_MAX + 16];
-    size_t len = 0;
-    uint64_t addr = 0;
-    for (int n = 0; n < QUERY_MAX_VMAS; n++) {
-        struct pp_procmap_query q = {
-            .size = sizeof(q),
-            .query_flags =
-                PP_QUERY_COVERING_OR_NEXT_VMA | PP_QUERY_FILE_BACKED_VMA | PP_QUERY_VMA_EXECUTABLE,
-            .query_addr = addr,
-            .vma_name_addr = (uint64_t)(uintptr_t)name,
-            .vma_name_size = sizeof(name),
-        };
-        if (ioctl(fd, PP_PROCMAP_QUERY, &q) < 0) {
-            if (errno == ENOENT)
-                break; /* no VMA at or after addr */
-            if (errno == EINTR) {
-                n--;
-                continue;
-            }
-            return -1;
-        }
-        if (q.vma_end <= addr)
-            break; /* never go backwards */
-        addr = q.vma_end;
-        name[sizeof(name) - 1] = '\0';
-        size_t nl = q.vma_name_size ? strnlen(name, sizeof(name)) : 0;
-        if (!nl)
-            continue;
-        size_t need = len + sizeof(LINE_PREFIX) + nl + 2;
-        if (grow(buf, cap, need, limit) < 0)
-            break; /* classified from what was read */
-        memcpy(*buf + len, LINE_PREFIX, sizeof(LINE_PREFIX) - 1);
-        len += sizeof(LINE_PREFIX) - 1;
-        memcpy(*buf + len, name, nl);
-        len += nl;
-        (*buf)[len++] = '\n';
-    }
-    if (grow(buf, cap, len + 1, limit) == 0)
-        (*buf)[len] = '\0';
-    return (ssize_t)len;
+    query_acc a = {.buf = buf, .cap = cap, .limit = limit};
+    if (pp_procmap_each(fd, PP_QUERY_FILE_BACKED_VMA | PP_QUERY_VMA_EXECUTABLE, add_line, &a) < 0)
+        return -1;
+    if (grow(buf, cap, a.len + 1, limit) == 0)
+        (*buf)[a.len] = '\0';
+    return (ssize_t)a.len;
 }
 
 ssize_t pp_disc_read_maps(int pid, char **buf, size_t *cap, size_t limit)

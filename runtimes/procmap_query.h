@@ -4,6 +4,7 @@
 #ifndef PP_PROCMAP_QUERY_H
 #define PP_PROCMAP_QUERY_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 
@@ -31,5 +32,15 @@ struct pp_procmap_query {
 #define PP_QUERY_VMA_SHARED 0x08
 #define PP_QUERY_COVERING_OR_NEXT_VMA 0x10
 #define PP_QUERY_FILE_BACKED_VMA 0x20
+
+/* Calls fn(arg, q, name, namelen) for each VMA matching flags (PP_QUERY_VMA_* and
+ * PP_QUERY_FILE_BACKED_VMA), in address order. name is "" (namelen 0) for a VMA without one,
+ * and for one whose path does not fit PATH_MAX (that VMA only, not the walk). fn returns
+ * non-zero to stop. Returns 0, or -1 with errno: ENOTTY/EINVAL on a kernel without the ioctl
+ * (before anything was passed to fn), anything else when the process exited. */
+int pp_procmap_each(int fd, uint64_t flags,
+                    int (*fn)(void *arg, const struct pp_procmap_query *q, const char *name,
+                              size_t namelen),
+                    void *arg);
 
 #endif

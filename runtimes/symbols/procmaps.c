@@ -3,7 +3,6 @@
 #include "runtimes/symbols/symbols_internal.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,55 +105,31 @@ pp_map_kind pp_maps_classify(const char *path, size_t n)
 
 static const char deleted_suffix[] = " (deleted)";
 
-static int read_query(int fd, int (*fn)(void *, const pp_maps_line *), void *arg)
+typedef struct query_cb {
+    int (*fn)(void *, const pp_maps_line *);
+    void *arg;
+} query_cb;
+
+static int from_query(void *arg, const struct pp_procmap_query *q, const char *name, size_t nl)
 {
-    char name[PATH_MAX + 16];
-    uint64_t addr = 0;
-    for (unsigned guard = 0; guard < (1u << 20); guard++) {
-        struct pp_procmap_query q = {
-            .size = sizeof(q),
-            .query_flags = PP_QUERY_COVERING_OR_NEXT_VMA | PP_QUERY_VMA_EXECUTABLE,
-            .query_addr = addr,
-            .vma_name_addr = (uint64_t)(uintptr_t)name,
-            .vma_name_size = sizeof(name),
-        };
-        if (ioctl(fd, PP_PROCMAP_QUERY, &q) < 0) {
-            if (errno == ENOENT)
-                return 0; /* no VMA at or after addr */
-            if (errno == EINTR)
-                continue;
-            if (errno != ENAMETOOLONG)
-                return -1;
-            /* a path longer than PATH_MAX: that mapping without its name, not the whole read */
-            q.vma_name_size = 0;
-            q.vma_name_addr = 0;
-            if (ioctl(fd, PP_PROCMAP_QUERY, &q) < 0)
-                return errno == ENOENT ? 0 : -1;
-        }
-        if (q.vma_end <= addr || q.vma_end <= q.vma_start)
-            return 0; /* never go backwards */
-        addr = q.vma_end;
-        name[sizeof(name) - 1] = '\0';
-        pp_maps_line ml = {
-            .start = q.vma_start,
-            .end = q.vma_end,
-            .offset = q.vma_offset,
-            .inode = q.inode,
-            .dev_major = q.dev_major,
-            .dev_minor = q.dev_minor,
-            .path = name,
-            .pathlen = q.vma_name_size ? strnlen(name, sizeof(name)) : 0,
-        };
-        snprintf(ml.perms, sizeof(ml.perms), "%c%cx%c",
-                 (q.vma_flags & PP_QUERY_VMA_READABLE) ? 'r' : '-',
-                 (q.vma_flags & PP_QUERY_VMA_WRITABLE) ? 'w' : '-',
-                 (q.vma_flags & PP_QUERY_VMA_SHARED) ? 's' : 'p');
-        size_t dl = sizeof(deleted_suffix) - 1;
-        ml.deleted = ml.pathlen > dl && memcmp(ml.path + ml.pathlen - dl, deleted_suffix, dl) == 0;
-        if (fn(arg, &ml))
-            return 0;
-    }
-    return 0;
+    const query_cb *c = arg;
+    pp_maps_line ml = {
+        .start = q->vma_start,
+        .end = q->vma_end,
+        .offset = q->vma_offset,
+        .inode = q->inode,
+        .dev_major = q->dev_major,
+        .dev_minor = q->dev_minor,
+        .path = name,
+        .pathlen = nl,
+    };
+    snprintf(ml.perms, sizeof(ml.perms), "%c%cx%c",
+             (q->vma_flags & PP_QUERY_VMA_READABLE) ? 'r' : '-',
+             (q->vma_flags & PP_QUERY_VMA_WRITABLE) ? 'w' : '-',
+             (q->vma_flags & PP_QUERY_VMA_SHARED) ? 's' : 'p');
+    size_t dl = sizeof(deleted_suffix) - 1;
+    ml.deleted = nl > dl && memcmp(name + nl - dl, deleted_suffix, dl) == 0;
+    return c->fn(c->arg, &ml);
 }
 
 static int read_text(int fd, int (*fn)(void *, const pp_maps_line *), void *arg)
@@ -189,7 +164,8 @@ int pp_maps_read_exec(int fd, int *no_query, int (*fn)(void *arg, const pp_maps_
                       void *arg)
 {
     if (!*no_query) {
-        if (read_query(fd, fn, arg) == 0)
+        query_cb c = {fn, arg};
+        if (pp_procmap_each(fd, PP_QUERY_VMA_EXECUTABLE, from_query, &c) == 0)
             return 0;
         if (errno != ENOTTY && errno != EINVAL && errno != EOPNOTSUPP)
             return -1;
