@@ -25,6 +25,7 @@
 #include "orchestrator/output.h"
 #include "orchestrator/upload.h"
 #include "runtimes/java/java.h"
+#include "runtimes/procfiles.h"
 #include "runtimes/runner.h"
 #include "runtimes/runtime.h"
 #include "runtimes/symbols/symbolizer.h"
@@ -127,7 +128,7 @@ static void log_runtime_counts(pp_profile *sys, const pp_profile *rt)
 
 static bool controller_gone(const pp_config *cfg)
 {
-    return cfg->controller_pid > 0 && kill(cfg->controller_pid, 0) < 0 && errno == ESRCH;
+    return cfg->controller_pid > 0 && pp_pid_gone(cfg->controller_pid);
 }
 
 /* polyprof's own counters for the header's "polyprof" object. */

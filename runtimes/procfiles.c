@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,11 @@ int pp_openat_in_root(int rootfd, const char *path, int flags)
     while (*path == '/')
         path++;
     return (int)syscall(SYS_openat2, rootfd, *path ? path : ".", &how, sizeof(how));
+}
+
+bool pp_pid_gone(int pid)
+{
+    return kill(pid, 0) != 0 && errno == ESRCH;
 }
 
 bool pp_proc_alive(int pid)

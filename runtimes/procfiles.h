@@ -22,6 +22,10 @@ char *pp_read_file(const char *path, size_t max, int flags, size_t *len);
  * (ENOSYS on kernels before 5.6). */
 int pp_openat_in_root(int rootfd, const char *path, int flags);
 
+/* True when no process pid exists (kill(pid, 0) fails with ESRCH): one syscall, no /proc read;
+ * a zombie is not gone. */
+bool pp_pid_gone(int pid);
+
 /* True when pid exists and is not a zombie (state of /proc/<pid>/stat). */
 bool pp_proc_alive(int pid);
 

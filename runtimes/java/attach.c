@@ -120,7 +120,7 @@ int pp_jattach_parse_reply(const char *buf, size_t len, int *code, const char **
 
 static bool process_alive(int pid)
 {
-    return kill(pid, 0) == 0 || errno == EPERM;
+    return !pp_pid_gone(pid);
 }
 
 static bool is_socket(const char *path)

@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <libelf.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,7 +180,7 @@ void pp_symbolizer_begin_pass(pp_symbolizer *s)
             /* a dead entry stays one more pass: samples taken after a drain's flip are named
              * at the next drain */
             if ((p->dead && idle >= 2) || idle >= IDLE_PASSES ||
-                (idle >= 2 && kill(p->pid, 0) != 0 && errno == ESRCH)) {
+                (idle >= 2 && pp_pid_gone(p->pid))) {
                 *pp = p->next;
                 proc_free(s, p);
             } else {

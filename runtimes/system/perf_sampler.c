@@ -5,7 +5,6 @@
 #include <linux/perf_event.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 
 #include "merge/strtab.h"
 #include "orchestrator/log.h"
+#include "runtimes/procfiles.h"
 #include "runtimes/system/cpus.h"
 
 #define MAX_CPUS 1024
@@ -115,7 +115,7 @@ static void prune_comms(pp_perf_sampler *s)
         comm_ent **pc = &s->comms[b];
         while (*pc) {
             comm_ent *c = *pc;
-            if (kill(c->pid, 0) != 0 && errno == ESRCH) {
+            if (pp_pid_gone(c->pid)) {
                 *pc = c->next;
                 free(c);
                 s->ncomms--;
@@ -159,7 +159,7 @@ static void seen_sweep(pp_perf_sampler *s)
     s->nseen = 0;
     for (size_t i = 0; i < SEEN_SLOTS; i++) {
         bool found;
-        if (old[i] > 0 && !(kill(old[i], 0) != 0 && errno == ESRCH)) {
+        if (old[i] > 0 && !pp_pid_gone(old[i])) {
             int *e = seen_slot(s, old[i], &found);
             if (e) {
                 *e = old[i];
