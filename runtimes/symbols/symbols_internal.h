@@ -28,12 +28,18 @@ static inline int pp_hexval(char c)
  * only the host's root (pid 1's) and polyprof's own, never a container's (that would pin its
  * mounts). Zero-initialized = empty. */
 #define PP_ROOTS_MAX 64
+typedef struct pp_root_id {
+    uint64_t dev, ino, mntns; /* the root directory, and the mount namespace it is seen from */
+} pp_root_id;
 typedef struct pp_roots {
     struct pp_root_ref {
-        uint64_t dev, ino, mntns;
+        pp_root_id id;
         int fd;
         unsigned refs;
     } r[PP_ROOTS_MAX];
+    pp_root_id trusted[2]; /* the host's (pid 1's) and polyprof's own */
+    int ntrusted;
+    int trusted_read; /* trusted[] is read at the first pp_roots_get */
 } pp_roots;
 
 /* Takes a reference to /proc/<pid>/root; returns its index, or -1 (a container's root, process
