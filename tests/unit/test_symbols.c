@@ -857,17 +857,27 @@ Test(symbols, files_open_inside_a_root_only)
     cr_assert(system(cmd) == 0);
 }
 
-Test(symbols, only_the_host_root_is_held)
+static int do_chroot(const char *dir)
 {
-    char dir[] = "/tmp/pp_chroot_XXXXXX";
-    cr_assert(mkdtemp(dir));
+    return chroot(dir);
+}
+
+static int do_unshare_mounts(const char *unused)
+{
+    (void)unused;
+    return unshare(CLONE_NEWNS);
+}
+
+/* A child that runs setup(arg), then waits until killed; returns once setup has succeeded. */
+static pid_t spawn_isolated(int (*setup)(const char *), const char *arg)
+{
     int go[2];
     cr_assert(pipe(go) == 0);
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (chroot(dir) != 0)
+        if (setup(arg) != 0)
             _exit(1);
         close(go[0]);
         (void)!write(go[1], "x", 1);
@@ -876,8 +886,16 @@ Test(symbols, only_the_host_root_is_held)
     }
     close(go[1]);
     char x;
-    cr_assert(read(go[0], &x, 1) == 1, "child could not chroot");
+    cr_assert(read(go[0], &x, 1) == 1, "the child's setup failed");
     close(go[0]);
+    return pid;
+}
+
+Test(symbols, only_the_host_root_is_held)
+{
+    char dir[] = "/tmp/pp_chroot_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    pid_t pid = spawn_isolated(do_chroot, dir);
     pp_roots t = {0};
     int self = pp_roots_get(&t, getpid());
     cr_assert(self >= 0);
@@ -886,22 +904,7 @@ Test(symbols, only_the_host_root_is_held)
     /* a container-like root is never held (it would pin the container's mounts) */
     cr_assert_eq(pp_roots_get(&t, pid), -1);
     /* nor the same root seen from another mount namespace (PrivateTmp-like: other files) */
-    int go2[2];
-    cr_assert(pipe(go2) == 0);
-    pid_t ns = fork();
-    cr_assert(ns >= 0);
-    if (ns == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (unshare(CLONE_NEWNS) != 0)
-            _exit(1);
-        close(go2[0]);
-        (void)!write(go2[1], "x", 1);
-        pause();
-        _exit(0);
-    }
-    close(go2[1]);
-    cr_assert(read(go2[0], &x, 1) == 1, "child could not unshare its mount namespace");
-    close(go2[0]);
+    pid_t ns = spawn_isolated(do_unshare_mounts, NULL);
     cr_assert_eq(pp_roots_get(&t, ns), -1);
     kill(ns, SIGKILL);
     waitpid(ns, NULL, 0);
