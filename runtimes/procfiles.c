@@ -2,14 +2,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 ssize_t pp_read_small_file(const char *path, char *buf, size_t len)
@@ -67,17 +65,6 @@ char *pp_read_file(const char *path, size_t max, int flags, size_t *len)
     }
     close(fd);
     return buf;
-}
-
-int pp_openat_in_root(int rootfd, const char *path, int flags)
-{
-    struct open_how how = {
-        .flags = (uint64_t)(flags | O_CLOEXEC),
-        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-    };
-    while (*path == '/')
-        path++;
-    return (int)syscall(SYS_openat2, rootfd, *path ? path : ".", &how, sizeof(how));
 }
 
 bool pp_pid_gone(int pid)

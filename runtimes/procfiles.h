@@ -16,12 +16,6 @@ ssize_t pp_read_small_file(const char *path, char *buf, size_t len);
 enum { PP_READ_TRUNCATE = 1, PP_READ_NOFOLLOW = 2 };
 char *pp_read_file(const char *path, size_t max, int flags, size_t *len);
 
-/* Opens path (absolute or relative) inside the directory tree of rootfd as if rootfd were "/":
- * "..", absolute symlinks and magic links cannot leave it (openat2 RESOLVE_IN_ROOT |
- * RESOLVE_NO_MAGICLINKS). flags as open(2); O_CLOEXEC is added. -1 with errno set on failure
- * (ENOSYS on kernels before 5.6). */
-int pp_openat_in_root(int rootfd, const char *path, int flags);
-
 /* True when no process pid exists (kill(pid, 0) fails with ESRCH): one syscall, no /proc read;
  * a zombie is not gone. */
 bool pp_pid_gone(int pid);

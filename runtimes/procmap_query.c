@@ -13,6 +13,9 @@ int pp_procmap_each(int fd, uint64_t flags,
                     void *arg)
 {
     char name[PATH_MAX + 16];
+    /* The kernel fills name through a pointer inside the query; tools that only see the
+     * ioctl's own struct (valgrind) would call it uninitialised. Once per walk, not per VMA. */
+    memset(name, 0, sizeof(name));
     uint64_t addr = 0;
     for (unsigned n = 0; n < MAX_VMAS; n++) {
         struct pp_procmap_query q = {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "orchestrator/log.h"
+#include "runtimes/inroot.h"
 #include "runtimes/procfiles.h"
 #include "runtimes/symbols/symbols_internal.h"
 
@@ -535,21 +536,9 @@ static int open_mapped_file(const pp_symbolizer *s, const pp_proc *p, const pp_m
         int rfd = p->root >= 0 ? pp_roots_fd(&s->roots, p->root) : -1;
         if (rfd < 0) {
             /* a container's root: opened for this file only (never held: that pins mounts) */
-            snprintf(path, sizeof(path), "/proc/%d/root", p->pid);
-            int cfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-            if (cfd >= 0) {
-                fd = pp_openat_in_root(cfd, clean, O_RDONLY);
-                int e = errno;
-                close(cfd);
-                errno = e;
-            }
+            fd = pp_open_in_proc_root(p->pid, clean, O_RDONLY);
         } else {
             fd = pp_openat_in_root(rfd, clean, O_RDONLY);
-        }
-        if (fd < 0 && errno == ENOSYS) {
-            int k = snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, clean);
-            if (k > 0 && (size_t)k < sizeof(path))
-                fd = open(path, O_RDONLY | O_CLOEXEC);
         }
     }
     if (fd < 0) {

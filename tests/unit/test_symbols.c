@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "runtimes/inroot.h"
 #include "runtimes/procfiles.h"
 #include "runtimes/symbols/symbolizer.h"
 #include "runtimes/symbols/symbols_internal.h"
@@ -840,16 +841,41 @@ Test(symbols, files_open_inside_a_root_only)
     cr_assert(symlink("/etc/passwd", path) == 0);
     snprintf(path, sizeof(path), "%s/lib/up", root);
     cr_assert(symlink("../../../../../etc/passwd", path) == 0);
+    snprintf(path, sizeof(path), "%s/lib/rel", root);
+    cr_assert(symlink("./../lib/./abs", path) == 0); /* relative, to a link */
+    snprintf(path, sizeof(path), "%s/lib/self", root);
+    cr_assert(symlink("/proc/self/root/etc/passwd", path) == 0); /* a magic link on the way */
+    snprintf(path, sizeof(path), "%s/lib/loop", root);
+    cr_assert(symlink("loop", path) == 0);
+    snprintf(path, sizeof(path), "%s/proc", root);
+    cr_assert(mkdir(path, 0700) == 0);
     int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     cr_assert(rfd >= 0);
-    const char *tries[] = {"/etc/passwd", "/lib/abs", "lib/up", "/../../etc/passwd"};
-    for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
-        int fd = pp_openat_in_root(rfd, tries[i], O_RDONLY);
-        cr_assert(fd >= 0, "%s: %s", tries[i], strerror(errno));
-        char buf[16] = {0};
-        cr_assert(read(fd, buf, sizeof(buf) - 1) > 0);
-        cr_assert_str_eq(buf, "inside", "%s resolved outside the root", tries[i]);
-        close(fd);
+    const char *tries[] = {"/etc/passwd",       "/lib/abs",  "lib/up",
+                           "/../../etc/passwd", "//lib/rel", "/lib/../etc//passwd"};
+    /* both the openat2 path and the user-space walk used where openat2 is missing */
+    int (*const opens[2])(int, const char *, int) = {pp_openat_in_root, pp_openat_in_root_walk};
+    for (int o = 0; o < 2; o++) {
+        for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+            int fd = opens[o](rfd, tries[i], O_RDONLY);
+            cr_assert(fd >= 0, "%s (%d): %s", tries[i], o, strerror(errno));
+            char buf[16] = {0};
+            cr_assert(read(fd, buf, sizeof(buf) - 1) > 0);
+            cr_assert_str_eq(buf, "inside", "%s resolved outside the root (%d)", tries[i], o);
+            close(fd);
+        }
+        errno = 0;
+        cr_assert_eq(opens[o](rfd, "/lib/loop", O_RDONLY), -1);
+        cr_assert_eq(errno, ELOOP, "%d: %s", o, strerror(errno));
+        cr_assert_eq(opens[o](rfd, "/lib/self", O_RDONLY), -1, "%d: a magic link followed", o);
+        cr_assert_eq(opens[o](rfd, "/etc/passwd/x", O_RDONLY), -1);
+        cr_assert_eq(errno, ENOTDIR);
+        int dfd = opens[o](rfd, "/lib/..", O_RDONLY | O_DIRECTORY);
+        cr_assert(dfd >= 0, "%d: %s", o, strerror(errno));
+        struct stat a, b;
+        cr_assert(fstat(dfd, &a) == 0 && fstat(rfd, &b) == 0);
+        cr_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+        close(dfd);
     }
     close(rfd);
     char cmd[128];
