@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /* polyprof system-wide sampler: attached to one CPU-clock perf event per CPU. Each sample is
- * counted in a hash map keyed by (pid, user stack id, kernel stack id), so user space reads
- * aggregates. Two sets of maps are used alternately: user space flips `active` and drains the
- * idle set, so draining never races with counting.
+ * counted in a hash map keyed by (pid, user stack hash, kernel stack hash), so user space reads
+ * aggregates. Two sets of count maps are used alternately: user space flips `active` and drains
+ * the idle set, so draining never races with counting.
+ *
+ * Stack traces are not kept in stack-trace maps (which user space would have to read and
+ * delete one syscall per trace, every drain): a trace is hashed here and sent once on the
+ * `stacks` ring buffer, which user space reads from shared memory; its hash is then registered
+ * in `known` until user space empties that map (see runtimes/system/stackcache.h).
  *
  * The first sample of a process (or of a new image after exec) is announced on the `news` ring
  * buffer, so that user space reads its mappings at once: a process that exits before the next
@@ -33,13 +38,6 @@ struct counts_map {
     __type(value, struct pp_sample_val);
 };
 
-struct stacks_map {
-    __uint(type, BPF_MAP_TYPE_STACK_TRACE);
-    __uint(max_entries, PP_STACKS_ENTRIES);
-    __uint(key_size, sizeof(__u32));
-    __uint(value_size, PP_MAX_STACK_DEPTH * sizeof(__u64));
-};
-
 struct threads_map {
     __uint(type, BPF_MAP_TYPE_HASH);
     __uint(max_entries, PP_THREADS_ENTRIES);
@@ -49,8 +47,6 @@ struct threads_map {
 
 struct counts_map counts0 SEC(".maps");
 struct counts_map counts1 SEC(".maps");
-struct stacks_map stacks0 SEC(".maps");
-struct stacks_map stacks1 SEC(".maps");
 struct threads_map threads0 SEC(".maps");
 struct threads_map threads1 SEC(".maps");
 
@@ -74,6 +70,27 @@ struct {
     __uint(max_entries, PP_NEWS_BYTES);
 } news SEC(".maps");
 
+/* stack hashes whose trace was sent */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, PP_KNOWN_ENTRIES);
+    __type(key, __u64);
+    __type(value, __u8);
+} known SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, PP_STACKS_RB_MIN); /* resized by user space before load */
+} stacks SEC(".maps");
+
+/* where a trace is taken and hashed (too large for the BPF stack) */
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct pp_stack_rec);
+} scratch SEC(".maps");
+
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, PP_CNT_MAX);
@@ -88,18 +105,64 @@ static __always_inline void bump(__u32 idx)
         (*v)++;
 }
 
-static __always_inline int record(void *ctx, void *counts, void *stacks, void *threads, __u32 pid,
-                                  __u32 tid)
+/* The hash of the current user (flags BPF_F_USER_STACK) or kernel stack, its trace sent on
+ * `stacks` the first time; 0 when there is no stack or its trace could not be sent (*lost). */
+static __always_inline __u64 take_stack(void *ctx, __u64 flags, long *err, int *lost)
+{
+    __u32 zero = 0;
+    struct pp_stack_rec *r = bpf_map_lookup_elem(&scratch, &zero);
+    if (!r)
+        return 0;
+    long n = bpf_get_stack(ctx, r->ips, sizeof(r->ips), flags);
+    *err = n;
+    if (n <= 0)
+        return 0;
+    __u32 nr = (__u32)n / sizeof(__u64);
+    __u64 h = 0x9e3779b97f4a7c15ULL;
+    for (__u32 i = 0; i < PP_MAX_STACK_DEPTH; i++) {
+        if (i >= nr)
+            break;
+        h ^= r->ips[i];
+        h *= 0xff51afd7ed558ccdULL;
+        h ^= h >> 33;
+    }
+    if (!h)
+        h = 1;
+    if (bpf_map_lookup_elem(&known, &h))
+        return h;
+    __u8 one = 1;
+    long rc = bpf_map_update_elem(&known, &h, &one, BPF_NOEXIST);
+    if (rc == -EEXIST)
+        return h; /* another CPU registered it this instant, and sends it */
+    /* rc < 0 otherwise: `known` is full; the trace is sent unregistered */
+    r->hash = h;
+    r->nr = nr;
+    __u64 size = sizeof(*r) - sizeof(r->ips) + (__u64)nr * sizeof(__u64);
+    if (size > sizeof(*r))
+        size = sizeof(*r);
+    if (bpf_ringbuf_output(&stacks, r, size, BPF_RB_NO_WAKEUP) != 0) {
+        if (rc == 0)
+            bpf_map_delete_elem(&known, &h); /* sent again next time */
+        *lost = 1;
+        return 0;
+    }
+    return h;
+}
+
+static __always_inline int record(void *ctx, void *counts, void *threads, __u32 pid, __u32 tid)
 {
     struct pp_sample_key key = {};
+    long err = 0;
+    int lost = 0;
     key.pid = pid;
-    key.kernel_stack = bpf_get_stackid(ctx, stacks, 0);
-    if (key.kernel_stack == -EEXIST)
-        bump(PP_CNT_KSTACK_COLLISION);
-    key.user_stack = bpf_get_stackid(ctx, stacks, BPF_F_USER_STACK);
-    if (key.user_stack == -EEXIST)
-        bump(PP_CNT_USTACK_COLLISION);
-    else if (key.user_stack < 0 && pid != 0)
+    key.kernel_stack = take_stack(ctx, 0, &err, &lost);
+    if (lost)
+        bump(PP_CNT_KSTACK_LOST);
+    lost = 0;
+    key.user_stack = take_stack(ctx, BPF_F_USER_STACK, &err, &lost);
+    if (lost)
+        bump(PP_CNT_USTACK_LOST);
+    else if (err < 0 && pid != 0)
         bump(PP_CNT_USTACK_ERROR);
 
     struct pp_sample_val *val = bpf_map_lookup_elem(counts, &key);
@@ -181,6 +244,6 @@ int pp_sample(void *ctx)
     if (pid != 0)
         announce(pid);
     if (active == 0)
-        return record(ctx, &counts0, &stacks0, &threads0, pid, tid);
-    return record(ctx, &counts1, &stacks1, &threads1, pid, tid);
+        return record(ctx, &counts0, &threads0, pid, tid);
+    return record(ctx, &counts1, &threads1, pid, tid);
 }

@@ -17,7 +17,6 @@ enum bpf_map_type {
     BPF_MAP_TYPE_HASH = 1,
     BPF_MAP_TYPE_ARRAY = 2,
     BPF_MAP_TYPE_PERCPU_ARRAY = 6,
-    BPF_MAP_TYPE_STACK_TRACE = 7,
     BPF_MAP_TYPE_LRU_HASH = 9,
     BPF_MAP_TYPE_RINGBUF = 27,
 };
@@ -30,6 +29,10 @@ enum {
 
 enum {
     BPF_F_USER_STACK = 256,
+};
+
+enum {
+    BPF_RB_NO_WAKEUP = 1, /* bpf_ringbuf_output: do not wake a waiting reader */
 };
 
 struct mm_struct;

@@ -140,9 +140,8 @@ static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double 
     json_object_set_new(o, "sampler", json_string(mode));
     json_object_set_new(o, "samples", json_integer((json_int_t)d->samples));
     json_object_set_new(o, "dropped_map_full", json_integer((json_int_t)d->map_full));
-    json_object_set_new(o, "user_stack_collisions", json_integer((json_int_t)d->ustack_collisions));
-    json_object_set_new(o, "kernel_stack_collisions",
-                        json_integer((json_int_t)d->kstack_collisions));
+    json_object_set_new(o, "user_stacks_lost", json_integer((json_int_t)d->ustacks_lost));
+    json_object_set_new(o, "kernel_stacks_lost", json_integer((json_int_t)d->kstacks_lost));
     json_object_set_new(o, "user_stack_errors", json_integer((json_int_t)d->ustack_errors));
     json_object_set_new(o, "lost_samples", json_integer((json_int_t)d->lost));
     json_object_set_new(o, "filtered_samples", json_integer((json_int_t)d->filtered));
@@ -159,8 +158,8 @@ static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *bef
 {
     d->samples = now->samples - before->samples;
     d->map_full = now->map_full - before->map_full;
-    d->ustack_collisions = now->ustack_collisions - before->ustack_collisions;
-    d->kstack_collisions = now->kstack_collisions - before->kstack_collisions;
+    d->ustacks_lost = now->ustacks_lost - before->ustacks_lost;
+    d->kstacks_lost = now->kstacks_lost - before->kstacks_lost;
     d->ustack_errors = now->ustack_errors - before->ustack_errors;
     d->lost = now->lost - before->lost;
     d->filtered = now->filtered - before->filtered;
@@ -392,12 +391,11 @@ static int run_session(run_state *rs, bool *stop)
         pp_sampler_get_stats(rs->sampler, &now);
         stats_delta(&now, &rs->prev, &delta);
         rs->prev = now;
-        if (delta.map_full || delta.ustack_collisions || delta.kstack_collisions || delta.lost)
+        if (delta.map_full || delta.ustacks_lost || delta.kstacks_lost || delta.lost)
             pp_warn("sampler drops this session: %llu samples (map full), %llu lost, "
-                    "%llu user / %llu kernel stacks (hash collisions)",
+                    "%llu user / %llu kernel stack traces lost (ring buffer full)",
                     (unsigned long long)delta.map_full, (unsigned long long)delta.lost,
-                    (unsigned long long)delta.ustack_collisions,
-                    (unsigned long long)delta.kstack_collisions);
+                    (unsigned long long)delta.ustacks_lost, (unsigned long long)delta.kstacks_lost);
     }
     if (runner) {
         pp_profile **rts;

@@ -16,11 +16,16 @@
 #include "orchestrator/log.h"
 #include "runtimes/system/cpus.h"
 #include "runtimes/system/ksym_bpf.h"
+#include "runtimes/system/stackcache.h"
 #include "sampler.skel.h"
 
 #define MAX_CPUS 1024
 #define BATCH 1024
-#define FULL_CLEAR_EVERY 16
+#define STACKS_RB_MAX (64u << 20)
+/* Bytes of stack traces the ring buffer is sized for, per sample between two drains (a new
+ * user and kernel trace of a typical depth), with room for drains that run late. */
+#define RB_BYTES_PER_SAMPLE 1024
+#define RB_DRAIN_SECONDS 4
 #define PROC_PID_INIT_INO 0xEFFFFFFCU
 
 struct pp_bpf_sampler {
@@ -32,12 +37,15 @@ struct pp_bpf_sampler {
     pp_emitter *emit;
     pp_symbolizer *sym;
     pp_ksym_bpf *ksym;
-    struct ring_buffer *news; /* first samples of processes */
-    uint64_t drains, nnews;
-    bool no_batch;                     /* the kernel has no batch ops on hash maps */
-    struct pp_sample_key bkeys[BATCH]; /* batch buffers */
+    struct ring_buffer *news;   /* first samples of processes */
+    struct ring_buffer *traces; /* stack traces, each sent once (bpf/sampler.bpf.c) */
+    pp_stackcache *stacks;
+    uint64_t drains, nnews, unresolved[2]; /* [0] user, [1] kernel */
+    bool no_batch;                         /* the kernel has no batch ops on hash maps */
+    struct pp_sample_key bkeys[BATCH];     /* batch buffers */
     struct pp_sample_val bvals[BATCH];
-    uint64_t used[PP_STACKS_ENTRIES / 64]; /* stack ids used by this drain's entries */
+    uint64_t xkeys[BATCH]; /* batch buffers of delete_all */
+    struct pp_thread_val xvals[BATCH];
     uint64_t *counter_buf;
 };
 
@@ -65,6 +73,8 @@ void pp_bpf_sampler_stop(pp_bpf_sampler *s)
     free(s->links);
     free(s->fds);
     ring_buffer__free(s->news);
+    ring_buffer__free(s->traces);
+    pp_stackcache_free(s->stacks);
     sampler_bpf__destroy(s->skel);
     if (s->ksym)
         pp_symbolizer_set_kernel_namer(s->sym, NULL, NULL);
@@ -84,6 +94,48 @@ static int on_news(void *ctx, void *data, size_t size)
         s->nnews++;
     }
     return 0;
+}
+
+static int on_trace(void *ctx, void *data, size_t size)
+{
+    pp_bpf_sampler *s = ctx;
+    const struct pp_stack_rec *r = data;
+    size_t head = offsetof(struct pp_stack_rec, ips);
+    if (size < head)
+        return 0;
+    size_t n = (size - head) / sizeof(uint64_t);
+    if (r->nr < n)
+        n = r->nr;
+    pp_stackcache_add(s->stacks, r->hash, (const uint64_t *)(const void *)r->ips, n);
+    return 0;
+}
+
+/* Samples taken between two drains, with room for drains that run late. */
+static uint64_t samples_per_drain(const pp_sampler_opts *o, int ncpus)
+{
+    return (uint64_t)ncpus * (uint64_t)(o->frequency > 0 ? o->frequency : 1) * RB_DRAIN_SECONDS;
+}
+
+/* The ring buffer's size: a power of two holding the traces of every sample between drains. */
+static uint32_t traces_rb_bytes(const pp_sampler_opts *o, int ncpus)
+{
+    uint64_t want = samples_per_drain(o, ncpus) * RB_BYTES_PER_SAMPLE;
+    uint32_t sz = PP_STACKS_RB_MIN;
+    while (sz < want && sz < STACKS_RB_MAX)
+        sz *= 2;
+    return sz;
+}
+
+/* Entries of a counts or threads map: at least one per sample between drains (every sample
+ * may be distinct), at most PP_COUNTS_ENTRIES. A smaller map is created faster and, above all,
+ * drained faster: each drain visits every bucket of both maps. */
+static uint32_t entries_for(const pp_sampler_opts *o, int ncpus)
+{
+    uint64_t want = samples_per_drain(o, ncpus);
+    uint32_t n = 1024;
+    while (n < want && n < PP_COUNTS_ENTRIES)
+        n *= 2;
+    return n;
 }
 
 int pp_bpf_sampler_news_fd(pp_bpf_sampler *s)
@@ -113,10 +165,11 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
         goto fail;
     }
     s->emit = pp_emitter_new(sym);
+    s->stacks = pp_stackcache_new(o->stack_cache ? o->stack_cache : PP_KNOWN_ENTRIES / 2);
     s->counter_buf = calloc((size_t)s->ncpu_possible, sizeof(uint64_t));
     s->links = calloc((size_t)n, sizeof(*s->links));
     s->fds = calloc((size_t)n, sizeof(*s->fds));
-    if (!s->emit || !s->counter_buf || !s->links || !s->fds) {
+    if (!s->emit || !s->stacks || !s->counter_buf || !s->links || !s->fds) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -134,6 +187,12 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
         s->skel->rodata->pidns_dev = st.st_dev;
         s->skel->rodata->pidns_ino = st.st_ino;
     }
+    bpf_map__set_max_entries(s->skel->maps.stacks, traces_rb_bytes(o, n));
+    uint32_t entries = entries_for(o, n);
+    struct bpf_map *sized[] = {s->skel->maps.counts0, s->skel->maps.counts1, s->skel->maps.threads0,
+                               s->skel->maps.threads1};
+    for (size_t i = 0; i < sizeof(sized) / sizeof(sized[0]); i++)
+        bpf_map__set_max_entries(sized[i], entries);
     int rc = sampler_bpf__load(s->skel);
     if (rc) {
         snprintf(err, errlen,
@@ -152,6 +211,11 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
         pp_debug("%s; kernel symbols will come from /proc/kallsyms", kerr);
     s->news = ring_buffer__new(bpf_map__fd(s->skel->maps.news), on_news, s, NULL);
     if (!s->news) {
+        snprintf(err, errlen, "cannot open the sampler's ring buffer: %s", strerror(errno));
+        goto fail;
+    }
+    s->traces = ring_buffer__new(bpf_map__fd(s->skel->maps.stacks), on_trace, s, NULL);
+    if (!s->traces) {
         snprintf(err, errlen, "cannot open the sampler's ring buffer: %s", strerror(errno));
         goto fail;
     }
@@ -182,18 +246,13 @@ fail:
     return NULL;
 }
 
-/* Reads one stack of the idle set; returns the number of ips (0 when unavailable). */
-static size_t read_stack(int map_fd, int id, uint64_t *ips)
+/* The trace of a stack hash; NULL with *n = 0 when there is none (counted when it was lost). */
+static const uint64_t *trace_of(pp_bpf_sampler *s, uint64_t hash, int kernel, size_t *n)
 {
-    if (id < 0)
-        return 0;
-    uint32_t key = (uint32_t)id;
-    if (bpf_map_lookup_elem(map_fd, &key, ips) != 0)
-        return 0;
-    size_t n = 0;
-    while (n < PP_MAX_STACK_DEPTH && ips[n])
-        n++;
-    return n;
+    const uint64_t *ips = pp_stackcache_get(s->stacks, hash, n);
+    if (!ips && hash)
+        s->unresolved[kernel]++;
+    return ips;
 }
 
 /* Deletes every entry, in one walk: the next key is fetched before the current one is deleted.
@@ -213,26 +272,44 @@ static void clear_map(int fd, size_t key_size)
     }
 }
 
-/* Emits one aggregated entry; marks its stack ids in used (deleted after the drain). */
-static int emit_entry(pp_bpf_sampler *s, pp_profile *out, int stacks_fd,
-                      const struct pp_sample_key *key, const struct pp_sample_val *val)
+/* Empties a hash map whose keys are at most 8 bytes and values at most a pp_thread_val: in
+ * batches where the kernel has them, else one entry at a time. */
+static void delete_all(pp_bpf_sampler *s, int fd, size_t key_size)
 {
-    uint64_t uips[PP_MAX_STACK_DEPTH], kips[PP_MAX_STACK_DEPTH];
+    if (!s->no_batch) {
+        uint64_t token = 0, next = 0;
+        for (bool first = true;; first = false) {
+            uint32_t n = BATCH;
+            int r = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &token, &next, s->xkeys,
+                                                    s->xvals, &n, NULL);
+            if (r == 0) {
+                token = next;
+                continue;
+            }
+            if (errno == ENOENT)
+                return; /* the whole map was read */
+            break;
+        }
+    }
+    clear_map(fd, key_size);
+}
+
+/* Emits one aggregated entry. */
+static int emit_entry(pp_bpf_sampler *s, pp_profile *out, const struct pp_sample_key *key,
+                      const struct pp_sample_val *val)
+{
     char comm[PP_TASK_COMM_LEN + 1];
     memcpy(comm, val->comm, PP_TASK_COMM_LEN);
     comm[PP_TASK_COMM_LEN] = '\0';
-    size_t nu = read_stack(stacks_fd, key->user_stack, uips);
-    size_t nk = read_stack(stacks_fd, key->kernel_stack, kips);
-    const int ids[2] = {key->user_stack, key->kernel_stack};
-    for (int i = 0; i < 2; i++)
-        if (ids[i] >= 0 && ids[i] < PP_STACKS_ENTRIES)
-            s->used[ids[i] / 64] |= 1ULL << (ids[i] % 64);
+    size_t nu, nk;
+    const uint64_t *uips = trace_of(s, key->user_stack, 0, &nu);
+    const uint64_t *kips = trace_of(s, key->kernel_stack, 1, &nk);
     return pp_emit_sample(s->emit, out, (int)key->pid, comm, uips, nu, kips, nk, val->count);
 }
 
 /* Reads and deletes every counts entry: batched (one syscall per BATCH entries), else one by
  * one (kernels without batch operations on hash maps). */
-static int drain_counts(pp_bpf_sampler *s, pp_profile *out, int counts_fd, int stacks_fd)
+static int drain_counts(pp_bpf_sampler *s, pp_profile *out, int counts_fd)
 {
     int rc = 0;
     if (!s->no_batch) {
@@ -248,7 +325,7 @@ static int drain_counts(pp_bpf_sampler *s, pp_profile *out, int counts_fd, int s
                 break;
             }
             for (uint32_t i = 0; i < n && (r == 0 || e == ENOENT); i++)
-                if (emit_entry(s, out, stacks_fd, &s->bkeys[i], &s->bvals[i]) < 0)
+                if (emit_entry(s, out, &s->bkeys[i], &s->bvals[i]) < 0)
                     rc = -1;
             if (r) {
                 if (e != ENOENT)
@@ -265,8 +342,7 @@ static int drain_counts(pp_bpf_sampler *s, pp_profile *out, int counts_fd, int s
     while (bpf_map_get_next_key(counts_fd, first ? NULL : &key, &next) == 0) {
         first = false;
         key = next;
-        if (bpf_map_lookup_elem(counts_fd, &key, &val) == 0 &&
-            emit_entry(s, out, stacks_fd, &key, &val) < 0)
+        if (bpf_map_lookup_elem(counts_fd, &key, &val) == 0 && emit_entry(s, out, &key, &val) < 0)
             rc = -1;
     }
     clear_map(counts_fd, sizeof(struct pp_sample_key));
@@ -285,24 +361,19 @@ int pp_bpf_sampler_drain(pp_bpf_sampler *s, pp_profile *out)
     nanosleep(&ts, NULL);
 
     int counts_fd = bpf_map__fd(idle ? k->maps.counts1 : k->maps.counts0);
-    int stacks_fd = bpf_map__fd(idle ? k->maps.stacks1 : k->maps.stacks0);
     int threads_fd = bpf_map__fd(idle ? k->maps.threads1 : k->maps.threads0);
 
-    memset(s->used, 0, sizeof(s->used));
-    int rc = drain_counts(s, out, counts_fd, stacks_fd);
-    /* Stack traces: the ones the entries used are deleted by id. A full walk every
-     * FULL_CLEAR_EVERY drains removes traces no entry kept (a counts entry refused by a full
-     * map), which would otherwise fill the stack map. */
-    if (s->drains % FULL_CLEAR_EVERY == FULL_CLEAR_EVERY - 1) {
-        clear_map(stacks_fd, sizeof(uint32_t));
-    } else {
-        for (uint32_t w = 0; w < PP_STACKS_ENTRIES / 64; w++)
-            for (uint64_t bits = s->used[w]; bits; bits &= bits - 1) {
-                uint32_t id = w * 64 + (uint32_t)__builtin_ctzll(bits);
-                bpf_map_delete_elem(stacks_fd, &id);
-            }
+    ring_buffer__consume(s->traces); /* every trace the idle set's entries name */
+    int rc = drain_counts(s, out, counts_fd);
+    delete_all(s, threads_fd, sizeof(uint32_t));
+    /* The traces of the old generation served the entries counted before the last rotation,
+     * just drained. When the current one is full: forget every hash in the kernel first (each is
+     * sent again at its next sample), then rotate. */
+    pp_stackcache_drop_old(s->stacks);
+    if (pp_stackcache_full(s->stacks)) {
+        delete_all(s, bpf_map__fd(k->maps.known), sizeof(uint64_t));
+        pp_stackcache_rotate(s->stacks);
     }
-    clear_map(threads_fd, sizeof(uint32_t));
     s->drains++;
     return rc;
 }
@@ -323,8 +394,8 @@ void pp_bpf_sampler_get_stats(pp_bpf_sampler *s, pp_sampler_stats *st)
     memset(st, 0, sizeof(*st));
     st->samples = counter(s, PP_CNT_SAMPLES);
     st->map_full = counter(s, PP_CNT_MAP_FULL);
-    st->ustack_collisions = counter(s, PP_CNT_USTACK_COLLISION);
-    st->kstack_collisions = counter(s, PP_CNT_KSTACK_COLLISION);
+    st->ustacks_lost = counter(s, PP_CNT_USTACK_LOST) + s->unresolved[0];
+    st->kstacks_lost = counter(s, PP_CNT_KSTACK_LOST) + s->unresolved[1];
     st->ustack_errors = counter(s, PP_CNT_USTACK_ERROR);
     st->filtered = counter(s, PP_CNT_FILTERED);
     st->news = s->nnews;

@@ -18,20 +18,22 @@ typedef struct pp_sampler_opts {
     int frequency;        /* Hz */
     const int *pids;      /* restrict to these tgids (NULL = whole host) */
     size_t npids;
+    size_t stack_cache; /* BPF: stack traces kept before the cache rotates; 0 = the default
+                           (tests set it low to exercise rotation) */
 } pp_sampler_opts;
 
 /* Cumulative counters since start. */
 typedef struct pp_sampler_stats {
-    uint64_t samples;           /* samples taken */
-    uint64_t map_full;          /* dropped: aggregation map full */
-    uint64_t ustack_collisions; /* user stack lost to a stack-map hash collision */
-    uint64_t kstack_collisions; /* kernel stack lost to a stack-map hash collision */
-    uint64_t ustack_errors;     /* user stack unavailable (e.g. no frame pointers at all) */
-    uint64_t lost;              /* perf-event mode: samples lost by the ring buffer */
-    uint64_t filtered;          /* samples of pids outside --pids */
-    uint64_t news;              /* processes announced when first sampled */
-    uint64_t news_lost;         /* announcements lost (full ring buffer or queue) */
-    uint64_t drains;            /* drain passes */
+    uint64_t samples;       /* samples taken */
+    uint64_t map_full;      /* dropped: aggregation map full */
+    uint64_t ustacks_lost;  /* user stack trace lost (its ring buffer was full) */
+    uint64_t kstacks_lost;  /* kernel stack trace lost */
+    uint64_t ustack_errors; /* user stack unavailable (e.g. no frame pointers at all) */
+    uint64_t lost;          /* perf-event mode: samples lost by the ring buffer */
+    uint64_t filtered;      /* samples of pids outside --pids */
+    uint64_t news;          /* processes announced when first sampled */
+    uint64_t news_lost;     /* announcements lost (full ring buffer or queue) */
+    uint64_t drains;        /* drain passes */
 } pp_sampler_stats;
 
 typedef struct pp_sampler pp_sampler;

@@ -109,7 +109,7 @@ def test_header_has_every_spec_key(profiles, mode):
     assert h["polyprof"]["sampler"] == mode
     assert h["polyprof"]["samples"] > 0
     pp = h["polyprof"]
-    for k in ("dropped_map_full", "user_stack_collisions", "kernel_stack_collisions",
+    for k in ("dropped_map_full", "user_stacks_lost", "kernel_stacks_lost",
               "lost_samples", "filtered_samples", "user_stack_errors"):
         assert isinstance(pp[k], int) and pp[k] >= 0, k
     # polyprof's own cost of the session: measured, and small

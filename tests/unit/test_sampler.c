@@ -1,0 +1,161 @@
+/* Unit tests: the BPF sampler's stack-trace cache, and the sampler itself on a real process
+ * with the cache rotating at every drain. */
+#include "tests/unit/testutil.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "merge/profile.h"
+#include "runtimes/system/sampler.h"
+#include "runtimes/system/stackcache.h"
+
+TestSuite(sampler, .init = pp_test_quiet_log);
+
+Test(sampler, stackcache_generations)
+{
+    pp_stackcache *c = pp_stackcache_new(3);
+    cr_assert(c);
+    uint64_t a[] = {1, 2, 3}, b[] = {4, 5}, deep[200];
+    for (size_t i = 0; i < 200; i++)
+        deep[i] = 1000 + i;
+    size_t n;
+    cr_assert_null(pp_stackcache_get(c, 11, &n));
+    cr_assert_eq(n, 0);
+    cr_assert_eq(pp_stackcache_add(c, 11, a, 3), 0);
+    cr_assert_eq(pp_stackcache_add(c, 11, b, 2), 0); /* a known hash keeps its first trace */
+    cr_assert_eq(pp_stackcache_add(c, 0, b, 2), 0);  /* 0 means "no stack": never stored */
+    cr_assert_null(pp_stackcache_get(c, 0, &n));
+    const uint64_t *t = pp_stackcache_get(c, 11, &n);
+    cr_assert(t && n == 3 && t[0] == 1 && t[2] == 3);
+    cr_assert_not(pp_stackcache_full(c));
+    cr_assert_eq(pp_stackcache_add(c, 12, b, 2), 0);
+    cr_assert_eq(pp_stackcache_add(c, 13, deep, 200), 0);
+    cr_assert(pp_stackcache_full(c));
+    t = pp_stackcache_get(c, 13, &n);
+    cr_assert(t && n == PP_STACKCACHE_MAX_DEPTH && t[126] == 1126, "capped at the BPF depth");
+
+    pp_stackcache_rotate(c); /* the old generation still answers */
+    cr_assert_not(pp_stackcache_full(c));
+    cr_assert_eq(pp_stackcache_count(c), 3);
+    t = pp_stackcache_get(c, 12, &n);
+    cr_assert(t && n == 2 && t[1] == 5);
+    cr_assert_eq(pp_stackcache_add(c, 14, a, 1), 0);
+    pp_stackcache_drop_old(c);
+    cr_assert_null(pp_stackcache_get(c, 12, &n));
+    t = pp_stackcache_get(c, 14, &n);
+    cr_assert(t && n == 1 && t[0] == 1);
+    cr_assert_eq(pp_stackcache_count(c), 1);
+    pp_stackcache_free(c);
+}
+
+Test(sampler, stackcache_many_traces)
+{
+    pp_stackcache *c = pp_stackcache_new(100000);
+    uint64_t ips[40];
+    for (uint64_t h = 1; h <= 20000; h++) {
+        size_t n = (size_t)(h % 40) + 1;
+        for (size_t i = 0; i < n; i++)
+            ips[i] = h * 100 + i;
+        cr_assert_eq(pp_stackcache_add(c, h * 0x100000001ULL, ips, n), 0);
+    }
+    for (uint64_t h = 1; h <= 20000; h++) {
+        size_t n;
+        const uint64_t *t = pp_stackcache_get(c, h * 0x100000001ULL, &n);
+        cr_assert(t && n == (size_t)(h % 40) + 1 && t[n - 1] == h * 100 + n - 1, "%lu", h);
+    }
+    pp_stackcache_free(c);
+}
+
+/* Recursion whose depth varies: many distinct stacks. noipa and the barrier keep every frame. */
+__attribute__((noinline, noipa)) unsigned long pp_sampler_burn(int depth, unsigned long x)
+{
+    if (depth > 0) {
+        unsigned long r = pp_sampler_burn(depth - 1, x * 31 + 7);
+        __asm__ volatile("" ::: "memory");
+        return r ^ (x >> 3);
+    }
+    for (int i = 0; i < 20000; i++)
+        x = x * 6364136223846793005ULL + 1;
+    return x;
+}
+
+static pid_t spawn_burner(void)
+{
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        volatile unsigned long sink = 1;
+        for (;;)
+            for (int d = 0; d < 48; d++)
+                sink += pp_sampler_burn(d, sink);
+    }
+    return pid;
+}
+
+/* Samples of pid in p, and how many of them have pp_sampler_burn in their stack. */
+static void tally(pp_profile *p, int pid, uint64_t *all, uint64_t *named, size_t *distinct)
+{
+    *all = *named = 0;
+    *distinct = 0;
+    pp_pid_profile *pp = pp_profile_get(p, pid, false);
+    if (!pp)
+        return;
+    *distinct = pp_pid_nstacks(pp);
+    for (size_t i = 0; i < pp_pid_nstacks(pp); i++) {
+        size_t n;
+        uint64_t count;
+        const uint32_t *f = pp_pid_stack(pp, i, &n, &count);
+        *all += count;
+        for (size_t j = 0; j < n; j++)
+            if (strcmp(pp_profile_str(p, f[j]), "pp_sampler_burn") == 0) {
+                *named += count;
+                break;
+            }
+    }
+}
+
+Test(sampler, bpf_traces_survive_cache_rotation)
+{
+    pid_t child = spawn_burner();
+    int pids[1] = {child};
+    pp_symbolizer *sym = pp_symbolizer_new(16);
+    /* a cache of 4 traces: it rotates (and the kernel's known hashes are cleared) every drain */
+    pp_sampler_opts o = {
+        .kind = PP_SAMPLER_BPF, .frequency = 997, .pids = pids, .npids = 1, .stack_cache = 4};
+    char err[256] = "";
+    pp_sampler *s = pp_sampler_start(&o, sym, err, sizeof(err));
+    cr_assert(s, "%s", err);
+    pp_profile *p = pp_profile_new();
+    uint64_t all = 0, named = 0;
+    size_t distinct = 0;
+    struct timespec t0, now, nap = {0, 100 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int drains = 0;
+    do { /* until enough samples, several drains, or 20 s */
+        nanosleep(&nap, NULL);
+        cr_assert_eq(pp_sampler_drain(s, p), 0);
+        drains++;
+        tally(p, child, &all, &named, &distinct);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((all < 300 || drains < 5) && now.tv_sec - t0.tv_sec < 20);
+    pp_sampler_stats st;
+    pp_sampler_get_stats(s, &st);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    cr_assert_geq(all, 100, "only %lu samples of the burner", (unsigned long)all);
+    /* Under valgrind the burner runs as valgrind's translated code: no named frames there. */
+    const char *preload = getenv("LD_PRELOAD");
+    if (!preload || !strstr(preload, "vgpreload")) {
+        cr_assert_geq(distinct, 8, "only %zu distinct stacks", distinct);
+        cr_assert_geq(named * 100, all * 95, "%lu of %lu samples name pp_sampler_burn",
+                      (unsigned long)named, (unsigned long)all);
+    }
+    cr_assert_eq(st.ustacks_lost, 0, "%lu user traces lost", (unsigned long)st.ustacks_lost);
+    cr_assert_eq(st.kstacks_lost, 0);
+    pp_profile_free(p);
+    pp_sampler_stop(s);
+    pp_symbolizer_free(sym);
+}
