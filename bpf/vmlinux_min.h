@@ -45,6 +45,11 @@ struct task_struct {
     char comm[16];
 } __attribute__((preserve_access_index));
 
+/* The perf_event programs' context; the verifier knows it by name (its fields are not read). */
+struct bpf_perf_event_data {
+    __u64 sample_period;
+};
+
 struct bpf_pidns_info {
     __u32 pid;
     __u32 tgid;
