@@ -7,7 +7,7 @@ BUILD    := build
 
 WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS   := -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -D_GNU_SOURCE -I. -I$(BUILD)
-LDLIBS   := -lbpf -lelf -lz -llzma -ljansson -lpcre2-8 -lcurl -lpthread -liberty -lm
+LDLIBS   := -lbpf -lelf -lz -llzma -ljansson -lpcre2-8 -ldl -lpthread -liberty -lm
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 LIB_SRC  := $(sort $(wildcard orchestrator/*.c merge/*.c runtimes/*.c runtimes/*/*.c))

@@ -1,7 +1,6 @@
 /* Container names: cgroup -> container id -> name (see containers.h). */
 #include "orchestrator/containers.h"
 
-#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "orchestrator/curl_api.h"
 #include "orchestrator/log.h"
 #include "runtimes/procfiles.h"
 
@@ -295,25 +295,30 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 /* Returns the number of containers recorded, or -1 when the API is unreachable/bad. */
 static int docker_api_list(pp_containers *c)
 {
-    CURL *h = curl_easy_init();
+    const pp_curl_api *cu = pp_curl();
+    if (!cu) {
+        pp_debug("containers: %s", pp_curl_error());
+        return -1;
+    }
+    CURL *h = cu->easy_init();
     if (!h)
         return -1;
     body b = {0};
     long status = 0;
-    curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->docker_sock);
-    curl_easy_setopt(h, CURLOPT_URL, "http://localhost/containers/json");
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-    CURLcode rc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(h);
+    cu->easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->docker_sock);
+    cu->easy_setopt(h, CURLOPT_URL, "http://localhost/containers/json");
+    cu->easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+    cu->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+    cu->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    cu->easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    cu->easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    CURLcode rc = cu->easy_perform(h);
+    cu->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    cu->easy_cleanup(h);
     if (rc != CURLE_OK || status != 200 || !b.buf) {
         pp_debug("containers: docker API at %s: %s (HTTP %ld)%s", c->docker_sock,
-                 rc != CURLE_OK ? curl_easy_strerror(rc) : "no answer", status,
+                 rc != CURLE_OK ? cu->easy_strerror(rc) : "no answer", status,
                  b.too_big ? ", answer too large" : "");
         free(b.buf);
         return -1;

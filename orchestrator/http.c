@@ -1,9 +1,9 @@
 #include "orchestrator/http.h"
 
 #include "orchestrator/cli.h"
+#include "orchestrator/curl_api.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,18 +17,17 @@ struct pp_http {
     pp_http_opts o;
 };
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static int init_rc = -1;
-
-static void do_init(void)
-{
-    init_rc = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
-}
+/* libcurl's entry points, set by the first successful pp_http_global_init (every pp_http
+ * exists only after one). */
+static const pp_curl_api *cu;
 
 int pp_http_global_init(void)
 {
-    pthread_once(&init_once, do_init);
-    return init_rc;
+    const pp_curl_api *a = pp_curl();
+    if (!a)
+        return -1;
+    __atomic_store_n(&cu, a, __ATOMIC_RELEASE);
+    return 0;
 }
 
 pp_http *pp_http_new(const pp_http_opts *o)
@@ -39,7 +38,7 @@ pp_http *pp_http_new(const pp_http_opts *o)
     if (!h)
         return NULL;
     h->o = *o;
-    h->curl = curl_easy_init();
+    h->curl = cu->easy_init();
     if (!h->curl) {
         free(h);
         return NULL;
@@ -51,7 +50,7 @@ void pp_http_free(pp_http *h)
 {
     if (!h)
         return;
-    curl_easy_cleanup(h->curl);
+    cu->easy_cleanup(h->curl);
     free(h);
 }
 
@@ -132,23 +131,24 @@ pp_http_outcome pp_http_request(pp_http *h, const char *method, const char *url,
 {
     memset(r, 0, sizeof(*r));
     CURL *c = h->curl;
-    curl_easy_reset(c);
+    cu->easy_reset(c);
     struct curl_slist *hl = NULL;
     for (size_t i = 0; headers && headers[i]; i++)
-        hl = curl_slist_append(hl, headers[i]);
+        hl = cu->slist_append(hl, headers[i]);
     /* no "Expect: 100-continue" round trip (gProfiler's requests never sends it) */
-    hl = curl_slist_append(hl, "Expect:");
+    hl = cu->slist_append(hl, "Expect:");
 
     char errbuf[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "polyprof/" PP_VERSION);
-    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, h->o.connect_timeout_s > 0 ? h->o.connect_timeout_s : 5L);
+    cu->easy_setopt(c, CURLOPT_URL, url);
+    cu->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    cu->easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    cu->easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    cu->easy_setopt(c, CURLOPT_WRITEDATA, r);
+    cu->easy_setopt(c, CURLOPT_USERAGENT, "polyprof/" PP_VERSION);
+    cu->easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+    cu->easy_setopt(c, CURLOPT_CONNECTTIMEOUT,
+                    h->o.connect_timeout_s > 0 ? h->o.connect_timeout_s : 5L);
     /* like requests' read timeout: abort when nothing moves for timeout_s seconds (the
      * connect phase counts too; CONNECTTIMEOUT is shorter) */
     progress prog = {
@@ -156,31 +156,31 @@ pp_http_outcome pp_http_request(pp_http *h, const char *method, const char *url,
         .timeout_ms = (h->o.timeout_s > 0 ? h->o.timeout_s : 120L) * 1000,
         .last_change_ms = mono_ms(),
     };
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &prog);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, h->o.verify ? 1L : 0L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, h->o.verify ? 2L : 0L);
+    cu->easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    cu->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    cu->easy_setopt(c, CURLOPT_XFERINFODATA, &prog);
+    cu->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    cu->easy_setopt(c, CURLOPT_SSL_VERIFYPEER, h->o.verify ? 1L : 0L);
+    cu->easy_setopt(c, CURLOPT_SSL_VERIFYHOST, h->o.verify ? 2L : 0L);
     if (h->o.ca_bundle && *h->o.ca_bundle)
-        curl_easy_setopt(c, CURLOPT_CAINFO, h->o.ca_bundle);
+        cu->easy_setopt(c, CURLOPT_CAINFO, h->o.ca_bundle);
     if (h->o.user) {
-        curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-        curl_easy_setopt(c, CURLOPT_USERNAME, h->o.user);
-        curl_easy_setopt(c, CURLOPT_PASSWORD, h->o.password ? h->o.password : "");
+        cu->easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        cu->easy_setopt(c, CURLOPT_USERNAME, h->o.user);
+        cu->easy_setopt(c, CURLOPT_PASSWORD, h->o.password ? h->o.password : "");
     }
     if (strcmp(method, "POST") == 0) {
-        curl_easy_setopt(c, CURLOPT_POST, 1L);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
+        cu->easy_setopt(c, CURLOPT_POST, 1L);
+        cu->easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+        cu->easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
     } else {
-        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+        cu->easy_setopt(c, CURLOPT_HTTPGET, 1L);
     }
 
-    CURLcode rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-    curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &r->seconds);
-    curl_slist_free_all(hl);
+    CURLcode rc = cu->easy_perform(c);
+    cu->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    cu->easy_getinfo(c, CURLINFO_TOTAL_TIME, &r->seconds);
+    cu->slist_free_all(hl);
     if (rc == CURLE_ABORTED_BY_CALLBACK && prog.timed_out) {
         r->timed_out = true;
         r->status = 0;
@@ -193,7 +193,7 @@ pp_http_outcome pp_http_request(pp_http *h, const char *method, const char *url,
     }
     if (rc != CURLE_OK) {
         r->timed_out = rc == CURLE_OPERATION_TIMEDOUT;
-        snprintf(r->error, sizeof(r->error), "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        snprintf(r->error, sizeof(r->error), "%s", errbuf[0] ? errbuf : cu->easy_strerror(rc));
         /* a server may answer (e.g. 413) before it read the whole body, then close: the
          * reply counts, not the broken send */
         if (r->status >= 400 && (rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR))

@@ -17,6 +17,7 @@
 
 #include "merge/header.h"
 #include "orchestrator/hostinfo.h"
+#include "orchestrator/curl_api.h"
 #include "orchestrator/http.h"
 #include "orchestrator/log.h"
 #include "orchestrator/pyroscope.h"
@@ -225,8 +226,7 @@ static void spool_pending(pp_uploader *u)
         for (int i = 0; i < u->nb; i++) {
             char err[512];
             if (pp_spool_put(u->b[i].spool, meta, q->text, q->it.len, err, sizeof(err)) < 0) {
-                pp_error("%s: %s; sending the profile without keeping a copy", u->b[i].label,
-                         err);
+                pp_error("%s: %s; sending the profile without keeping a copy", u->b[i].label, err);
                 send_to(&u->b[i], &q->it);
             }
         }
@@ -275,10 +275,10 @@ static void drain(pp_uploader *u, backend *b)
         } else if (r == PP_SEND_RETRY) {
             b->failing = true;
             b->next_try_ms = mono_ms() + b->backoff_ms;
-            pp_warn("%s: %zu profiles waiting in the spool %s; next attempt in %.1f s", b->label,
-                    n, pp_spool_path(b->spool), (double)b->backoff_ms / 1000);
-            b->backoff_ms = b->backoff_ms * 2 > u->backoff_cap_ms ? u->backoff_cap_ms
-                                                                   : b->backoff_ms * 2;
+            pp_warn("%s: %zu profiles waiting in the spool %s; next attempt in %.1f s", b->label, n,
+                    pp_spool_path(b->spool), (double)b->backoff_ms / 1000);
+            b->backoff_ms =
+                b->backoff_ms * 2 > u->backoff_cap_ms ? u->backoff_cap_ms : b->backoff_ms * 2;
         }
         json_decref(meta);
         free(text);
@@ -392,14 +392,15 @@ int pp_uploader_start(const pp_config *cfg, pp_uploader **out, char *err, size_t
     if (cfg->upload) {
         token_cmdline_check();
         if (has_control(cfg->token) || has_control(cfg->service_name)) {
-            snprintf(err, errlen, "the token or --service-name contains control characters "
-                                  "(a stray newline in --token-file?); it cannot be sent in an "
-                                  "HTTP header");
+            snprintf(err, errlen,
+                     "the token or --service-name contains control characters "
+                     "(a stray newline in --token-file?); it cannot be sent in an "
+                     "HTTP header");
             return -1;
         }
     }
     if (pp_http_global_init() < 0) {
-        snprintf(err, errlen, "cannot initialize libcurl");
+        snprintf(err, errlen, "%s", pp_curl_error());
         return -1;
     }
     if (cfg->no_verify)
@@ -593,7 +594,7 @@ int pp_upload_file(const pp_config *cfg)
         token_cmdline_check();
     if (pp_http_global_init() < 0) {
         free(text);
-        pp_critical("cannot initialize libcurl");
+        pp_critical("%s", pp_curl_error());
         return 1;
     }
     pp_upload_item it = {
