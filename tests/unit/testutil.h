@@ -3,9 +3,13 @@
 #define PP_TESTUTIL_H
 
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "orchestrator/log.h"
@@ -40,6 +44,43 @@ static inline void pp_test_write_file(const char *path, const void *data, size_t
     cr_assert(f != NULL, "cannot write %s", path);
     cr_assert(fwrite(data, 1, len, f) == len);
     fclose(f);
+}
+
+/* A child that runs setup(arg), then waits until killed (it dies with the test too); returns
+ * once setup has succeeded. */
+static inline pid_t pp_test_spawn_isolated(int (*setup)(const char *), const char *arg)
+{
+    int go[2];
+    cr_assert(pipe(go) == 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (setup(arg) != 0)
+            _exit(1);
+        close(go[0]);
+        (void)!write(go[1], "x", 1);
+        pause();
+        _exit(0);
+    }
+    close(go[1]);
+    char x;
+    cr_assert(read(go[0], &x, 1) == 1, "the child's setup failed");
+    close(go[0]);
+    return pid;
+}
+
+/* A setup for pp_test_spawn_isolated: dir becomes the root (and cwd) of the child, as for a
+ * process in a container. */
+static inline int pp_test_chroot(const char *dir)
+{
+    return chroot(dir) == 0 && chdir("/") == 0 ? 0 : -1;
+}
+
+static inline void pp_test_kill(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
 }
 
 #endif
