@@ -6,8 +6,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -16,6 +18,7 @@
 #include "runtimes/java/attach.h"
 #include "runtimes/java/jfr_session.h"
 #include "runtimes/java/jvminfo.h"
+#include "runtimes/java/jvmutil.h"
 #include "runtimes/java/safemode.h"
 #include "runtimes/procfiles.h"
 
@@ -402,4 +405,60 @@ Test(java, safemode_classifiers)
                                4242));
     cr_assert(!pp_java_kmsg_oom("3,1,2,-;Out of memory: Killed process 42420 (java)", 4242));
     cr_assert(!pp_java_kmsg_oom("6,1,2,-;java[4242]: segfault at 0", 4242));
+}
+
+/* ---- a JVM in a container: its files are found inside its root ---- */
+
+static void sh(const char *cmd)
+{
+    cr_assert(system(cmd) == 0, "%s", cmd);
+}
+
+/* Maps <root>/jdk/lib/server/libjvm.so, then makes root the process's root (a JVM in a
+ * container, its libjvm mapped from where the host sees it). */
+static int map_libjvm_and_chroot(const char *root)
+{
+    char lib[600];
+    snprintf(lib, sizeof(lib), "%s/jdk/lib/server/libjvm.so", root);
+    int fd = open(lib, O_RDONLY);
+    if (fd < 0 || mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+        return -1;
+    close(fd);
+    return pp_test_chroot(root);
+}
+
+/* The JDK's release file is an absolute symlink to a path that exists both on the host and
+ * inside the JVM's root: the one inside is read. */
+Test(java, release_file_read_inside_the_jvm_root)
+{
+    char *root = pp_test_mkdtemp(), *host = pp_test_mkdtemp(), p[1400], target[600];
+    snprintf(p, sizeof(p), "mkdir -p %s/jdk/lib/server %s/tmp %s%s", root, root, root, host);
+    sh(p);
+    static const char page[4096];
+    snprintf(p, sizeof(p), "%s/jdk/lib/server/libjvm.so", root);
+    pp_test_write_file(p, page, sizeof(page));
+    /* the mapping's path (the host's view, <root>/jdk/...) leads back to root inside it */
+    snprintf(p, sizeof(p), "%s/tmp/%s", root, strrchr(root, '/') + 1);
+    cr_assert(symlink("..", p) == 0);
+    snprintf(target, sizeof(target), "%s/release", host);
+    snprintf(p, sizeof(p), "%s/jdk/release", root);
+    cr_assert(symlink(target, p) == 0);
+    static const char outside[] = "JAVA_VERSION=\"99.0.1\"\n",
+                      inside[] = "IMPLEMENTOR=\"x\"\nJAVA_VERSION=\"17.0.9\"\n"
+                                 "JAVA_VERSION_DATE=\"2023-10-17\"\n";
+    pp_test_write_file(target, outside, strlen(outside));
+    snprintf(p, sizeof(p), "%s%s/release", root, host);
+    pp_test_write_file(p, inside, strlen(inside));
+    pid_t pid = pp_test_spawn_isolated(map_libjvm_and_chroot, root);
+
+    char lib[PATH_MAX], ver[64], date[32], want[600];
+    cr_assert_eq(
+        pp_java_release_info(pid, lib, sizeof(lib), ver, sizeof(ver), date, sizeof(date)), 0);
+    cr_assert_str_eq(ver, "17.0.9", "the release file was read outside the JVM's root");
+    cr_assert_str_eq(date, "2023-10-17");
+    snprintf(want, sizeof(want), "%s/jdk/lib/server/libjvm.so", root);
+    cr_assert_str_eq(lib, want, "the path as mapped, inside the JVM's root");
+    pp_test_kill(pid);
+    pp_test_rmtree(root);
+    pp_test_rmtree(host);
 }
