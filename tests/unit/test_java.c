@@ -462,3 +462,24 @@ Test(java, release_file_read_inside_the_jvm_root)
     pp_test_rmtree(root);
     pp_test_rmtree(host);
 }
+
+/* The JVM's /tmp is an absolute symlink (to /var/tmp): the recording's directory is the
+ * container's /var/tmp, not the host's. */
+Test(java, jfr_tmp_inside_the_jvm_root)
+{
+    char *root = pp_test_mkdtemp(), p[600];
+    snprintf(p, sizeof(p), "mkdir -p %s/var/tmp && ln -s /var/tmp %s/tmp", root, root);
+    sh(p);
+    pid_t pid = pp_test_spawn_isolated(pp_test_chroot, root);
+    pp_jfr_rec r;
+    char err[256];
+    cr_assert_eq(pp_jfr_rec_init(&r, pid, err, sizeof(err)), 0, "%s", err);
+    struct stat got, want;
+    snprintf(p, sizeof(p), "%s/var/tmp", root);
+    cr_assert(fstat(r.tmp_fd, &got) == 0 && stat(p, &want) == 0);
+    cr_assert(got.st_ino == want.st_ino && got.st_dev == want.st_dev,
+              "the JVM's /tmp was resolved outside its root");
+    pp_jfr_rec_close(&r);
+    pp_test_kill(pid);
+    pp_test_rmtree(root);
+}
