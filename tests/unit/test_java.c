@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -103,6 +104,9 @@ typedef struct {
 static void *fake_jvm_main(void *arg)
 {
     fake_jvm *f = arg;
+    struct pollfd pf = {.fd = f->fd, .events = POLLIN};
+    if (poll(&pf, 1, 8000) != 1) /* the client never came */
+        return NULL;
     int c = accept(f->fd, NULL, NULL);
     if (c < 0)
         return NULL;
@@ -128,10 +132,8 @@ static void *fake_jvm_main(void *arg)
     return NULL;
 }
 
-static int listen_at(char *path, size_t len)
+static int listen_on(const char *path)
 {
-    snprintf(path, len, "/tmp/.java_pid%d", (int)getpid());
-    unlink(path);
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -140,16 +142,30 @@ static int listen_at(char *path, size_t len)
     return fd;
 }
 
-/* One exchange with a stand-in JVM listening on fd that answers reply (NULL: never). */
-static int exchange(int fd, const char *reply, const char *cmd, double timeout, char **out,
-                    fake_jvm *f, char *err, size_t errlen)
+static int listen_at(char *path, size_t len)
+{
+    snprintf(path, len, "/tmp/.java_pid%d", (int)getpid());
+    unlink(path);
+    return listen_on(path);
+}
+
+/* One exchange with JVM pid, stood in for by a listener on fd that answers reply (NULL:
+ * never). */
+static int exchange_with(pid_t pid, int fd, const char *reply, const char *cmd, double timeout,
+                         char **out, fake_jvm *f, char *err, size_t errlen)
 {
     *f = (fake_jvm){.fd = fd, .reply = reply};
     pthread_t t;
     pthread_create(&t, NULL, fake_jvm_main, f);
-    int rc = pp_jattach_jcmd(getpid(), cmd, timeout, out, err, errlen);
+    int rc = pp_jattach_jcmd(pid, cmd, timeout, out, err, errlen);
     pthread_join(t, NULL);
     return rc;
+}
+
+static int exchange(int fd, const char *reply, const char *cmd, double timeout, char **out,
+                    fake_jvm *f, char *err, size_t errlen)
+{
+    return exchange_with(getpid(), fd, reply, cmd, timeout, out, f, err, errlen);
 }
 
 Test(java, jcmd_exchange_with_stand_in_jvm)
@@ -482,4 +498,46 @@ Test(java, jfr_tmp_inside_the_jvm_root)
     pp_jfr_rec_close(&r);
     pp_test_kill(pid);
     pp_test_rmtree(root);
+}
+
+static int chroot_without_sigquit(const char *root)
+{
+    signal(SIGQUIT, SIG_DFL);
+    return pp_test_chroot(root);
+}
+
+/* The JVM's /tmp/.java_pid<nspid> is a symlink: followed inside its root (to a socket there),
+ * never to a host socket. */
+Test(java, attach_socket_inside_the_jvm_root)
+{
+    char *root = pp_test_mkdtemp(), *host = pp_test_mkdtemp(), p[600], link[600];
+    snprintf(p, sizeof(p), "mkdir -p %s/tmp %s/run", root, root);
+    sh(p);
+    pid_t pid = pp_test_spawn_isolated(chroot_without_sigquit, root);
+    snprintf(link, sizeof(link), "%s/tmp/.java_pid%d", root, (int)pid);
+    cr_assert(symlink("/run/jvm.sock", link) == 0);
+    snprintf(p, sizeof(p), "%s/run/jvm.sock", root);
+    int in = listen_on(p);
+    char *out = NULL, err[256] = "";
+    fake_jvm f;
+    int rc = exchange_with(pid, in, "0\nJDK 17.0.9\n", "VM.version", 5.0, &out, &f, err,
+                           sizeof(err));
+    close(in);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_str_eq(out, "JDK 17.0.9\n");
+    free(out);
+    out = NULL;
+
+    snprintf(p, sizeof(p), "%s/host.sock", host);
+    int outside = listen_on(p);
+    cr_assert(unlink(link) == 0 && symlink(p, link) == 0);
+    rc = pp_jattach_jcmd(pid, "VM.version", 1.0, &out, err, sizeof(err));
+    cr_assert_eq(rc, -1);
+    cr_assert_null(out);
+    struct pollfd pf = {.fd = outside, .events = POLLIN};
+    cr_assert_eq(poll(&pf, 1, 0), 0, "connected to a host socket through the JVM's /tmp");
+    close(outside);
+    pp_test_kill(pid);
+    pp_test_rmtree(root);
+    pp_test_rmtree(host);
 }
