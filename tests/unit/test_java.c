@@ -10,7 +10,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -436,11 +435,7 @@ static int map_libjvm_and_chroot(const char *root)
 {
     char lib[600];
     snprintf(lib, sizeof(lib), "%s/jdk/lib/server/libjvm.so", root);
-    int fd = open(lib, O_RDONLY);
-    if (fd < 0 || mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED)
-        return -1;
-    close(fd);
-    return pp_test_chroot(root);
+    return pp_test_map_file(lib) == 0 ? pp_test_chroot(root) : -1;
 }
 
 /* The JDK's release file is an absolute symlink to a path that exists both on the host and
@@ -468,8 +463,8 @@ Test(java, release_file_read_inside_the_jvm_root)
     pid_t pid = pp_test_spawn_isolated(map_libjvm_and_chroot, root);
 
     char lib[PATH_MAX], ver[64], date[32], want[600];
-    cr_assert_eq(
-        pp_java_release_info(pid, lib, sizeof(lib), ver, sizeof(ver), date, sizeof(date)), 0);
+    cr_assert_eq(pp_java_release_info(pid, lib, sizeof(lib), ver, sizeof(ver), date, sizeof(date)),
+                 0);
     cr_assert_str_eq(ver, "17.0.9", "the release file was read outside the JVM's root");
     cr_assert_str_eq(date, "2023-10-17");
     snprintf(want, sizeof(want), "%s/jdk/lib/server/libjvm.so", root);
@@ -520,8 +515,8 @@ Test(java, attach_socket_inside_the_jvm_root)
     int in = listen_on(p);
     char *out = NULL, err[256] = "";
     fake_jvm f;
-    int rc = exchange_with(pid, in, "0\nJDK 17.0.9\n", "VM.version", 5.0, &out, &f, err,
-                           sizeof(err));
+    int rc =
+        exchange_with(pid, in, "0\nJDK 17.0.9\n", "VM.version", 5.0, &out, &f, err, sizeof(err));
     close(in);
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert_str_eq(out, "JDK 17.0.9\n");

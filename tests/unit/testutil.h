@@ -3,10 +3,12 @@
 #define PP_TESTUTIL_H
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -75,6 +77,16 @@ static inline pid_t pp_test_spawn_isolated(int (*setup)(const char *), const cha
 static inline int pp_test_chroot(const char *dir)
 {
     return chroot(dir) == 0 && chdir("/") == 0 ? 0 : -1;
+}
+
+/* Maps the first page of path into this process, as a loader maps a library. 0 or -1. */
+static inline int pp_test_map_file(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    void *m = fd >= 0 ? mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    if (fd >= 0)
+        close(fd);
+    return m == MAP_FAILED ? -1 : 0;
 }
 
 static inline void pp_test_kill(pid_t pid)
