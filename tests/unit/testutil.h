@@ -3,12 +3,14 @@
 #define PP_TESTUTIL_H
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -87,6 +89,33 @@ static inline int pp_test_map_file(const char *path)
     if (fd >= 0)
         close(fd);
     return m == MAP_FAILED ? -1 : 0;
+}
+
+static inline char *pp_test_lib_to_map(void)
+{
+    static char path[4096];
+    return path;
+}
+
+static inline int pp_test_map_lib_and_chroot(const char *root)
+{
+    return pp_test_map_file(pp_test_lib_to_map()) == 0 ? pp_test_chroot(root) : -1;
+}
+
+/* A process in a container whose root is root (a pp_test_mkdtemp directory) and that maps
+ * <root>/<lib> first. /proc/<pid>/maps shows the host's path of the library (<root>/<lib>), so
+ * <root>'s own path is made to lead back to root inside it (<root>/tmp/pp_test_X -> ..): a
+ * path read from the maps names the same file in the process's root. */
+static inline pid_t pp_test_spawn_in_root_with_lib(const char *root, const char *lib)
+{
+    char p[4200];
+    cr_assert(strncmp(root, "/tmp/", 5) == 0 && !strchr(root + 5, '/'), "%s", root);
+    snprintf(p, sizeof(p), "%s/tmp", root);
+    cr_assert(mkdir(p, 0755) == 0 || errno == EEXIST);
+    snprintf(p, sizeof(p), "%s%s", root, root);
+    cr_assert(symlink("..", p) == 0, "%s", p);
+    snprintf(pp_test_lib_to_map(), 4096, "%s/%s", root, lib);
+    return pp_test_spawn_isolated(pp_test_map_lib_and_chroot, root);
 }
 
 static inline void pp_test_kill(pid_t pid)
