@@ -174,9 +174,17 @@ int pp_open_in_proc_root_path(int pid, const char *path, char *out, size_t len)
     int fd = pp_open_in_proc_root(pid, path, O_PATH);
     if (fd < 0)
         return -1;
-    if ((size_t)snprintf(out, len, "/proc/self/fd/%d", fd) >= len) {
+    struct stat st;
+    int err = 0;
+    if (fstat(fd, &st) < 0)
+        err = errno;
+    else if (!S_ISREG(st.st_mode))
+        err = EINVAL;
+    else if ((size_t)snprintf(out, len, "/proc/self/fd/%d", fd) >= len)
+        err = ENAMETOOLONG;
+    if (err) {
         close(fd);
-        errno = ENAMETOOLONG;
+        errno = err;
         return -1;
     }
     return fd;

@@ -23,9 +23,10 @@ int pp_open_in_proc_root(int pid, const char *path, int flags);
 /* For readers that take a path (pp_elfinfo_read, pp_elf_symbol_values, pp_read_small_file...):
  * opens path inside /proc/<pid>/root as pp_open_in_proc_root does, with O_PATH, and writes
  * "/proc/self/fd/<fd>" to out; opening that reopens the very file reached, in the reader's own
- * mode. Returns the descriptor, which the caller closes once the reader is done, or -1 with
- * errno set (out unchanged). Not for readers that open with O_NOFOLLOW: /proc/self/fd/<fd> is
- * a (magic) link. */
+ * mode. A regular file only (EINVAL otherwise: a FIFO planted in a container would block the
+ * reader's open). Returns the descriptor, which the caller closes once the reader is done, or
+ * -1 with errno set. Not for readers that open with O_NOFOLLOW: /proc/self/fd/<fd> is a
+ * (magic) link. */
 #define PP_FD_PATH_LEN 32
 int pp_open_in_proc_root_path(int pid, const char *path, char *out, size_t len);
 

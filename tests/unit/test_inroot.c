@@ -104,9 +104,14 @@ Test(inroot, reader_path_stays_inside_a_process_root)
     snprintf(path, sizeof(path), "/proc/%d/root/lib/abs", (int)pid);
     cr_assert_eq(pp_read_small_file(path, buf, sizeof(buf)), 4);
     cr_assert_str_eq(buf, "host");
-    /* a missing file, and a buffer too small for the path */
+    /* a missing file, not a regular file (a FIFO would block the reader), a buffer too small */
     cr_assert_eq(pp_open_in_proc_root_path(pid, "/nothing", fdpath, sizeof(fdpath)), -1);
     cr_assert_eq(errno, ENOENT);
+    snprintf(path, sizeof(path), "%s/lib/fifo", root);
+    cr_assert(mkfifo(path, 0600) == 0);
+    cr_assert_eq(pp_open_in_proc_root_path(pid, "/lib/fifo", fdpath, sizeof(fdpath)), -1);
+    cr_assert_eq(errno, EINVAL);
+    cr_assert_eq(pp_open_in_proc_root_path(pid, "/lib", fdpath, sizeof(fdpath)), -1);
     cr_assert_eq(pp_open_in_proc_root_path(pid, "/lib/abs", fdpath, 8), -1);
     cr_assert_eq(errno, ENAMETOOLONG);
     pp_test_kill(pid);
