@@ -4,6 +4,7 @@
  * gProfiler's identifier loop does. */
 #include "runtimes/appid.h"
 
+#include "runtimes/inroot.h"
 #include "runtimes/procfiles.h"
 
 #include <errno.h>
@@ -435,32 +436,20 @@ static int uwsgi_ini_module(const char *root, const char *cwd, const char *ini, 
     char *rel = pp_appid_path(root, cwd, ini);
     if (!rel)
         return -1;
-    char rootp[PATH_MAX];
-    char *full = root_prefix(root, rootp) == 0 ? fmt("%s%s", rootp, rel) : NULL;
+    /* Opened inside root: rel may still hold a symlink (a link left lexically past
+     * MAX_SYMLINKS, or one planted since), which must not lead out of it. */
+    int rootfd = open(root && root[0] ? root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int fd = rootfd >= 0 ? pp_openat_in_root(rootfd, rel, O_RDONLY | O_NONBLOCK) : -1;
+    if (rootfd >= 0)
+        close(rootfd);
     free(rel);
-    if (!full)
-        return -1;
-    int fd = open(full, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    free(full);
     if (fd < 0)
         return -1;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > MAX_INI_BYTES) {
-        close(fd);
-        return -1;
-    }
-    char *text = malloc((size_t)st.st_size + 1);
-    size_t got = 0;
-    while (text && got < (size_t)st.st_size) {
-        ssize_t n = read(fd, text + got, (size_t)st.st_size - got);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
+    size_t got;
+    char *text = pp_read_fd(fd, MAX_INI_BYTES, 0, &got); /* a regular file only */
     close(fd);
     if (!text)
         return -1;
-    text[got] = '\0';
     if (strlen(text) != got) { /* NUL bytes: not a text file */
         free(text);
         return -1;

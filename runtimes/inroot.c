@@ -29,7 +29,13 @@ int pp_openat_in_root(int rootfd, const char *path, int flags)
         const char *rel = path;
         while (*rel == '/')
             rel++;
-        int fd = (int)syscall(SYS_openat2, rootfd, *rel ? rel : ".", &how, sizeof(how));
+        int fd = -1;
+        /* EAGAIN: a rename or mount elsewhere raced with a ".." in the path; tried again */
+        for (int tries = 0; tries < 3; tries++) {
+            fd = (int)syscall(SYS_openat2, rootfd, *rel ? rel : ".", &how, sizeof(how));
+            if (fd >= 0 || errno != EAGAIN)
+                break;
+        }
         if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
             return fd;
         /* ENOSYS: no openat2 (kernel, or valgrind); EPERM: a seccomp filter, or a real
@@ -99,6 +105,12 @@ int pp_openat_in_root_walk(int rootfd, const char *path, int flags)
                 close(fd);
             break;
         }
+        if (S_ISLNK(st.st_mode) && last && (flags & O_NOFOLLOW)) {
+            close(fd); /* the link itself (O_PATH), else ELOOP, as open(2) does */
+            result = openat(dirs[depth], comp, flags | O_CLOEXEC);
+            err = errno;
+            break;
+        }
         if (S_ISLNK(st.st_mode)) {
             ssize_t tl = readlinkat(fd, "", target, sizeof(target) - 1);
             err = errno;
@@ -154,5 +166,26 @@ int pp_open_in_proc_root(int pid, const char *path, int flags)
     int e = errno;
     close(rfd);
     errno = e;
+    return fd;
+}
+
+int pp_open_in_proc_root_path(int pid, const char *path, char *out, size_t len)
+{
+    int fd = pp_open_in_proc_root(pid, path, O_PATH);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int err = 0;
+    if (fstat(fd, &st) < 0)
+        err = errno;
+    else if (!S_ISREG(st.st_mode))
+        err = EINVAL;
+    else if ((size_t)snprintf(out, len, "/proc/self/fd/%d", fd) >= len)
+        err = ENAMETOOLONG;
+    if (err) {
+        close(fd);
+        errno = err;
+        return -1;
+    }
     return fd;
 }

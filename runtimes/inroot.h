@@ -3,6 +3,8 @@
 #ifndef PP_INROOT_H
 #define PP_INROOT_H
 
+#include <stddef.h>
+
 /* Opens path (absolute or relative) inside the directory tree of rootfd as if rootfd were "/":
  * "..", absolute symlinks and magic links cannot leave it. Uses openat2(RESOLVE_IN_ROOT |
  * RESOLVE_NO_MAGICLINKS); where the kernel (before 5.6) or a seccomp filter refuses openat2, the
@@ -17,5 +19,15 @@ int pp_openat_in_root_walk(int rootfd, const char *path, int flags);
 
 /* pp_openat_in_root under /proc/<pid>/root. */
 int pp_open_in_proc_root(int pid, const char *path, int flags);
+
+/* For readers that take a path (pp_elfinfo_read, pp_elf_symbol_values, pp_read_small_file...):
+ * opens path inside /proc/<pid>/root as pp_open_in_proc_root does, with O_PATH, and writes
+ * "/proc/self/fd/<fd>" to out; opening that reopens the very file reached, in the reader's own
+ * mode. A regular file only (EINVAL otherwise: a FIFO planted in a container would block the
+ * reader's open). Returns the descriptor, which the caller closes once the reader is done, or
+ * -1 with errno set. Not for readers that open with O_NOFOLLOW: /proc/self/fd/<fd> is a
+ * (magic) link. */
+#define PP_FD_PATH_LEN 32
+int pp_open_in_proc_root_path(int pid, const char *path, char *out, size_t len);
 
 #endif

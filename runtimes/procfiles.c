@@ -44,6 +44,13 @@ char *pp_read_file(const char *path, size_t max, int flags, size_t *len)
                             ((flags & PP_READ_NOFOLLOW) ? O_NOFOLLOW : 0));
     if (fd < 0)
         return NULL;
+    char *buf = pp_read_fd(fd, max, flags, len);
+    close(fd);
+    return buf;
+}
+
+char *pp_read_fd(int fd, size_t max, int flags, size_t *len)
+{
     struct stat st;
     char *buf = NULL;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
@@ -63,7 +70,6 @@ char *pp_read_file(const char *path, size_t max, int flags, size_t *len)
             *len = got;
         }
     }
-    close(fd);
     return buf;
 }
 

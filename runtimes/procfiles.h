@@ -15,6 +15,9 @@ ssize_t pp_read_small_file(const char *path, char *buf, size_t len);
  * max bytes. PP_READ_NOFOLLOW refuses a symlink as the last component. NULL on any error. */
 enum { PP_READ_TRUNCATE = 1, PP_READ_NOFOLLOW = 2 };
 char *pp_read_file(const char *path, size_t max, int flags, size_t *len);
+/* pp_read_file of a descriptor open for reading (left open; PP_READ_NOFOLLOW is the opener's
+ * business), e.g. one opened inside a process's root (inroot.h). */
+char *pp_read_fd(int fd, size_t max, int flags, size_t *len);
 
 /* True when no process pid exists (kill(pid, 0) fails with ESRCH): one syscall, no /proc read;
  * a zombie is not gone. */

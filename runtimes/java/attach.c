@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "orchestrator/log.h"
+#include "runtimes/inroot.h"
 #include "runtimes/procfiles.h"
 
 #define MAX_ARG 4096
@@ -123,10 +124,20 @@ static bool process_alive(int pid)
     return !pp_pid_gone(pid);
 }
 
-static bool is_socket(const char *path)
+/* The JVM's socket /tmp/.java_pid<nspid>, resolved inside its root (a container's symlinks
+ * cannot lead to a host socket), as an O_PATH descriptor of the socket file itself: connect()
+ * goes through "/proc/self/fd/<fd>", which names that very file. -1 when there is no socket. */
+static int open_socket(int pid, int nspid)
 {
+    char name[64];
+    snprintf(name, sizeof(name), "/tmp/.java_pid%d", nspid);
+    int fd = pp_open_in_proc_root(pid, name, O_PATH);
     struct stat sb;
-    return stat(path, &sb) == 0 && S_ISSOCK(sb.st_mode);
+    if (fd >= 0 && (fstat(fd, &sb) < 0 || !S_ISSOCK(sb.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
 }
 
 /* True when the JVM's command line disables the attach listener (SIGQUIT would only print a
@@ -154,7 +165,9 @@ static int create_trigger(int pid, const pp_jattach_status *st, char *name, size
     for (int i = 0; i < 2; i++) {
         char dir[64];
         snprintf(dir, sizeof(dir), dirs[i], pid);
-        int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        /* the cwd link is the kernel's; /tmp is resolved inside the JVM's root */
+        int dfd = i == 0 ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
+                         : pp_open_in_proc_root(pid, "/tmp", O_PATH | O_DIRECTORY);
         if (dfd < 0)
             continue;
         int flags = O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
@@ -181,9 +194,9 @@ static int create_trigger(int pid, const pp_jattach_status *st, char *name, size
     return -1;
 }
 
-/* Makes the JVM start its attach listener; 0 when the socket exists. */
-static int start_listener(int pid, const pp_jattach_status *st, const char *sock, double deadline,
-                          char *err, size_t errlen)
+/* Makes the JVM start its attach listener; its socket (open_socket) once it exists, else -1. */
+static int start_listener(int pid, const pp_jattach_status *st, double deadline, char *err,
+                          size_t errlen)
 {
     if (!st->sigquit_caught) {
         snprintf(err, errlen,
@@ -210,10 +223,8 @@ static int start_listener(int pid, const pp_jattach_status *st, const char *sock
         if (stop > deadline)
             stop = deadline;
         for (long ms = 20;; ms += 20) {
-            if (is_socket(sock)) {
-                rc = 0;
+            if ((rc = open_socket(pid, st->nspid)) >= 0)
                 break;
-            }
             if (!process_alive(pid)) {
                 snprintf(err, errlen, "JVM %d exited while starting its attach listener", pid);
                 break;
@@ -221,8 +232,9 @@ static int start_listener(int pid, const pp_jattach_status *st, const char *sock
             double left = stop - mono_now();
             if (left <= 0) {
                 snprintf(err, errlen,
-                         "JVM %d did not start its attach listener (no %s after SIGQUIT)", pid,
-                         sock);
+                         "JVM %d did not start its attach listener (no /tmp/.java_pid%d after "
+                         "SIGQUIT)",
+                         pid, st->nspid);
                 break;
             }
             sleep_ms(ms < left * 1000 ? ms : (long)(left * 1000) + 1);
@@ -368,9 +380,11 @@ static ssize_t recv_all(int fd, char **buf, double deadline)
 
 /* Connects (as root, or as the JVM's user when as is set), sends req and reads the reply
  * until EOF. Returns its length with *reply malloc'd, or -1 with errno. */
-static ssize_t exchange(const char *sock, const char *req, size_t reqlen, double deadline,
+static ssize_t exchange(int sockfd, const char *req, size_t reqlen, double deadline,
                         const pp_jattach_status *as, char **reply)
 {
+    char sock[PP_FD_PATH_LEN]; /* the socket file held open: short, fits any sun_path */
+    snprintf(sock, sizeof(sock), "/proc/self/fd/%d", sockfd);
     int fd = as ? connect_as(sock, deadline, as->euid, as->egid) : connect_socket(sock, deadline);
     if (fd < 0)
         return -1;
@@ -402,9 +416,8 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
         snprintf(err, errlen, "attach command too long");
         return -1;
     }
-    char sock[128];
-    snprintf(sock, sizeof(sock), "/proc/%d/root/tmp/.java_pid%d", pid, st.nspid);
-    if (!is_socket(sock) && start_listener(pid, &st, sock, deadline, err, errlen) < 0)
+    int sock = open_socket(pid, st.nspid);
+    if (sock < 0 && (sock = start_listener(pid, &st, deadline, err, errlen)) < 0)
         return -1;
     char *reply = NULL;
     ssize_t n = exchange(sock, req, reqlen, deadline, NULL, &reply);
@@ -416,6 +429,7 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
         reply = NULL;
         n = exchange(sock, req, reqlen, deadline, &st, &reply);
     }
+    close(sock);
     if (n < 0) {
         int e = errno;
         snprintf(err, errlen, "attach to JVM %d failed: %s", pid,

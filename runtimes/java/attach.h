@@ -2,9 +2,11 @@
  * in-process, so polyprof never starts a java/jcmd/jattach process.
  *
  * The JVM is found by its host pid. Its namespace pid (last NSpid field of /proc/<pid>/status)
- * names the socket `/proc/<pid>/root/tmp/.java_pid<nspid>` (so mount namespaces need no setns).
- * When the socket is missing, the attach listener is started the way jcmd does it: a trigger
- * file `.attach_pid<nspid>` in the JVM's cwd (else its /tmp), SIGQUIT, then polling for the
+ * names the socket `/tmp/.java_pid<nspid>`, opened (O_PATH) inside the JVM's root directory
+ * through /proc/<pid>/root (so mount namespaces need no setns, and a container's symlinks
+ * cannot lead to a host socket) and connected to as /proc/self/fd/<fd> (short: no sun_path
+ * limit). When the socket is missing, the attach listener is started the way jcmd does it: a
+ * trigger file `.attach_pid<nspid>` in the JVM's cwd (else its /tmp), SIGQUIT, then polling for the
  * socket (20, 40, 60 … ms, at most ~6 s, stopping early if the process is gone), and the trigger
  * is removed. SIGQUIT is only sent to a JVM whose SigCgt has SIGQUIT (its handler is installed;
  * a JVM in its first moments or run with -Xrs would die or dump threads) and whose command line

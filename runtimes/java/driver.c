@@ -25,6 +25,7 @@
 #include "orchestrator/log.h"
 #include "runtimes/appid.h"
 #include "runtimes/elfinfo.h"
+#include "runtimes/inroot.h"
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/attach.h"
 #include "runtimes/java/java.h"
@@ -39,12 +40,15 @@
 
 static json_t *release_version(int pid, json_t **elfid)
 {
-    char lib[PATH_MAX], v[64], date[32];
+    char lib[PATH_MAX], v[64], date[32], fdpath[PP_FD_PATH_LEN];
     if (pp_java_release_info(pid, lib, sizeof(lib), v, sizeof(v), date, sizeof(date)) < 0)
         return NULL;
     pp_elfinfo li;
-    if (pp_elfinfo_read(lib, &li) == 0 && li.buildid[0])
+    int fd = pp_open_in_proc_root_path(pid, lib, fdpath, sizeof(fdpath));
+    if (fd >= 0 && pp_elfinfo_read(fdpath, &li) == 0 && li.buildid[0])
         *elfid = json_string(li.buildid);
+    if (fd >= 0)
+        close(fd);
     if (!v[0])
         return NULL;
     char line[160];

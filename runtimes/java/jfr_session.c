@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "orchestrator/log.h"
+#include "runtimes/inroot.h"
 #include "runtimes/java/attach.h"
 #include "runtimes/java/java.h"
 #include "runtimes/java/jfr.h"
@@ -124,15 +125,16 @@ int pp_jfr_rec_init(pp_jfr_rec *r, int pid, char *err, size_t errlen)
     r->uid = st.euid;
     r->gid = st.egid;
     r->start_ticks = pp_java_start_ticks(pid);
-    snprintf(path, sizeof(path), "/proc/%d/root/tmp", pid);
-    r->tmp_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    /* the JVM's /tmp resolved inside its root: a symlinked /tmp stays in the container */
+    r->tmp_fd = pp_open_in_proc_root(pid, "/tmp", O_PATH | O_DIRECTORY);
+    int tmp_errno = errno;
     snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
     r->cwd_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     read_errfile(pid, r->nspid, r->errfile, sizeof(r->errfile));
     snprintf(r->name, sizeof(r->name), "polyprof_%d_%u", (int)getpid(),
              atomic_fetch_add(&rec_counter, 1) + 1);
     if (r->tmp_fd < 0) {
-        snprintf(err, errlen, "cannot open the /tmp of process %d: %s", pid, strerror(errno));
+        snprintf(err, errlen, "cannot open the /tmp of process %d: %s", pid, strerror(tmp_errno));
         return -1;
     }
     return 0;

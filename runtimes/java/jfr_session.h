@@ -12,9 +12,9 @@
  *           recording gets no data while a recording to disk runs (JDK 17: 0 bytes written);
  *           the JVM's repository then exists already, polyprof adds nothing to it for long.
  *   finish: a private directory `/tmp/polyprof-jfr-<polyprof pid>-<n>` in the JVM's mount
- *           namespace (created through /proc/<pid>/root/tmp, mode 0700, owned by the JVM's
- *           euid/egid), `JFR.stop name=... filename=<dir>/rec.jfr`, pp_jfr_parse_file, then the
- *           file and the directory are removed.
+ *           namespace (created in its /tmp, opened inside /proc/<pid>/root; mode 0700, owned
+ *           by the JVM's euid/egid), `JFR.stop name=... filename=<dir>/rec.jfr`,
+ *           pp_jfr_parse_file, then the file and the directory are removed.
  *   abort:  `JFR.stop name=...` without a file (the recording is discarded).
  *
  * The JVM's /tmp and cwd are held as O_PATH descriptors from the start, so files can be removed

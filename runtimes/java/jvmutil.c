@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "orchestrator/log.h"
+#include "runtimes/inroot.h"
 #include "runtimes/java/java.h"
 #include "runtimes/java/jvminfo.h"
 #include "runtimes/java/jvmutil.h"
@@ -81,28 +83,32 @@ static int release_value(const char *text, const char *key, char *out, size_t le
 int pp_java_release_info(int pid, char *libjvm, size_t liblen, char *version, size_t vlen,
                          char *date, size_t dlen)
 {
-    char lib[PATH_MAX], release[PATH_MAX + 64], text[8192];
+    char lib[PATH_MAX], release[PATH_MAX + 64], text[8192], fdpath[PP_FD_PATH_LEN];
     if (version && vlen)
         version[0] = '\0';
     if (date && dlen)
         date[0] = '\0';
     if (pp_find_mapping(pid, "/libjvm.so", lib, sizeof(lib)) < 0)
         return -1;
-    snprintf(libjvm, liblen, "/proc/%d/root%s", pid, lib);
+    snprintf(libjvm, liblen, "%s", lib);
     /* <java home>/lib/server/libjvm.so -> <java home>/release */
-    snprintf(release, sizeof(release), "%s", libjvm);
+    snprintf(release, sizeof(release), "%s", lib);
     for (int up = 0; up < 3; up++) {
         char *slash = strrchr(release, '/');
         if (slash)
             *slash = '\0';
     }
     strncat(release, "/release", sizeof(release) - strlen(release) - 1);
-    if (pp_read_small_file(release, text, sizeof(text)) > 0) {
+    /* inside the JVM's root: a container's symlinks resolve in the container */
+    int fd = pp_open_in_proc_root_path(pid, release, fdpath, sizeof(fdpath));
+    if (fd >= 0 && pp_read_small_file(fdpath, text, sizeof(text)) > 0) {
         if (version)
             release_value(text, "JAVA_VERSION", version, vlen);
         if (date)
             release_value(text, "JAVA_VERSION_DATE", date, dlen);
     }
+    if (fd >= 0)
+        close(fd);
     return 0;
 }
 

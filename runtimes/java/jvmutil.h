@@ -4,9 +4,10 @@
 
 #include <stddef.h>
 
-/* Path of the JVM's libjvm.so as seen from the host (/proc/<pid>/root/...), and JAVA_VERSION /
- * JAVA_VERSION_DATE of the JDK's `release` file next to it ("" when absent). -1 when no libjvm
- * is mapped. version/date may be NULL. */
+/* Path of the JVM's libjvm.so as mapped (inside the JVM's root: open it with
+ * pp_open_in_proc_root), and JAVA_VERSION / JAVA_VERSION_DATE of the JDK's `release` file next
+ * to it, read inside the JVM's root ("" when absent). -1 when no libjvm is mapped.
+ * version/date may be NULL. */
 int pp_java_release_info(int pid, char *libjvm, size_t liblen, char *version, size_t vlen,
                          char *date, size_t dlen);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "orchestrator/log.h"
+#include "runtimes/inroot.h"
 #include "runtimes/java/attach.h"
 #include "runtimes/java/java.h"
 #include "runtimes/java/jfr_session.h"
@@ -76,11 +77,10 @@ static pm_entry *track(const pp_proc *p)
         pm = n;
         cappm = nc;
     }
-    char path[96];
-    snprintf(path, sizeof(path), "/proc/%d/root/tmp", p->pid);
     e = &pm[npm++];
     *e = (pm_entry){.pid = p->pid, .start = p->start_ticks, .nspid = nspid};
-    e->tmp_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    /* the JVM's /tmp resolved inside its root: a symlinked /tmp stays in the container */
+    e->tmp_fd = pp_open_in_proc_root(p->pid, "/tmp", O_PATH | O_DIRECTORY);
     char name[64];
     snprintf(name, sizeof(name), "perf-%d.map", nspid);
     struct stat sb;

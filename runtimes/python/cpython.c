@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "runtimes/elfinfo.h"
+#include "runtimes/inroot.h"
 #include "runtimes/python/cpython_int.h"
 #include "runtimes/symbols/symbols_internal.h"
 
@@ -159,14 +160,18 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
     for (int i = 0; i < 2 && !mod; i++) {
         if (!mods[i])
             continue;
+        int fd = -1;
         if (mods[i] == &exe)
             snprintf(file, sizeof(file), "/proc/%d/exe", pid);
         else if (mods[i]->deleted) /* e.g. upgraded in place: the mapped file itself */
             snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
                      (unsigned long long)mods[i]->start, (unsigned long long)mods[i]->end);
-        else
-            snprintf(file, sizeof(file), "/proc/%d/root%s", pid, mods[i]->path);
-        if (pp_elf_symbol_values(file, sym_names, NSYMS, sym, &first_load) > 0 && sym[SYM_RUNTIME])
+        else if ((fd = pp_open_in_proc_root_path(pid, mods[i]->path, file, sizeof(file))) < 0)
+            file[0] = '\0'; /* inside the process's root only: not found */
+        long found = file[0] ? pp_elf_symbol_values(file, sym_names, NSYMS, sym, &first_load) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (found > 0 && sym[SYM_RUNTIME])
             mod = mods[i];
         else if (version_from_name(mods[i]->path, &major, &minor) == 0 &&
                  (major != 3 || minor < 8 || minor > 13))

@@ -24,10 +24,11 @@ typedef enum pp_py_open_status {
     PP_PY_ERROR,       /* anything else (permission, unreadable memory, ...) */
 } pp_py_open_status;
 
-/* Opens pid: finds the python binary or libpython mapped in it (through /proc/<pid>/root for
- * containers), _PyRuntime and the exact version (Py_Version on 3.11+, else the version string),
- * and selects the layout (3.13: from _Py_DebugOffsets). On failure returns NULL, sets *status and
- * writes a one-line reason into err, e.g. "unsupported Python 3.7" (PP_PY_UNSUPPORTED). */
+/* Opens pid: finds the python binary or libpython mapped in it (opened inside /proc/<pid>/root
+ * for containers, inroot.h), _PyRuntime and the exact version (Py_Version on 3.11+, else the
+ * version string), and selects the layout (3.13: from _Py_DebugOffsets). On failure returns NULL,
+ * sets *status and writes a one-line reason into err, e.g. "unsupported Python 3.7"
+ * (PP_PY_UNSUPPORTED). */
 pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t errlen);
 void pp_py_close(pp_py_proc *p);
 

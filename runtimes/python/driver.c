@@ -12,6 +12,7 @@
 
 #include "runtimes/appid.h"
 #include "runtimes/elfinfo.h"
+#include "runtimes/inroot.h"
 #include "orchestrator/log.h"
 #include "runtimes/procfiles.h"
 #include "runtimes/python/python_int.h"
@@ -47,15 +48,16 @@ static int python_version(const char *path, const char *basename, char *out, siz
 static void python_elfs(int pid, char *ver, size_t vlen, pp_elfinfo *ei, bool *have_exe,
                         pp_elfinfo *li, bool *have_li)
 {
-    char exe[64], lib[PATH_MAX], libpath[PATH_MAX + 64], exe_target[PATH_MAX];
+    char exe[64], lib[PATH_MAX], libpath[PP_FD_PATH_LEN], exe_target[PATH_MAX];
     snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
     *have_exe = pp_elfinfo_read(exe, ei) == 0;
     bool have_lib = pp_find_mapping(pid, "/libpython", lib, sizeof(lib)) == 0;
     *have_li = false;
-    if (have_lib) {
-        snprintf(libpath, sizeof(libpath), "/proc/%d/root%s", pid, lib);
+    /* libpython as mapped, opened inside the process's root (a container's symlinks resolve
+     * in the container); held open until its version is read */
+    int libfd = have_lib ? pp_open_in_proc_root_path(pid, lib, libpath, sizeof(libpath)) : -1;
+    if (libfd >= 0)
         *have_li = pp_elfinfo_read(libpath, li) == 0;
-    }
     ssize_t n = readlink(exe, exe_target, sizeof(exe_target) - 1);
     exe_target[n > 0 ? n : 0] = '\0';
     const char *ebase = strrchr(exe_target, '/') ? strrchr(exe_target, '/') + 1 : exe_target;
@@ -64,6 +66,8 @@ static void python_elfs(int pid, char *ver, size_t vlen, pp_elfinfo *ei, bool *h
     } else {
         ver[0] = '\0';
     }
+    if (libfd >= 0)
+        close(libfd);
 }
 
 int pp_python_process_version(int pid, char *out, size_t len)

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtimes/inroot.h"
 #include "runtimes/procfiles.h"
 
 #define MAX_LIST_FILE (16u << 20) /* RECORD / installed-files.txt */
@@ -148,11 +149,23 @@ static bool ends_with(const char *s, const char *suf)
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
+/* The regular file path (not a symlink itself) inside rootfd, at most max bytes. */
+static char *read_in_root(int rootfd, const char *path, size_t max, size_t *len)
+{
+    int fd = pp_openat_in_root(rootfd, path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
+    if (fd < 0)
+        return NULL;
+    char *buf = pp_read_fd(fd, max, PP_READ_TRUNCATE, len);
+    close(fd);
+    return buf;
+}
+
 /* "Name" and "Version" headers of a METADATA / PKG-INFO file. */
-static bool read_name_version(const char *path, char *name, size_t nlen, char *ver, size_t vlen)
+static bool read_name_version(int rootfd, const char *path, char *name, size_t nlen, char *ver,
+                              size_t vlen)
 {
     size_t len;
-    char *buf = pp_read_file(path, MAX_META_FILE, PP_READ_TRUNCATE | PP_READ_NOFOLLOW, &len);
+    char *buf = read_in_root(rootfd, path, MAX_META_FILE, &len);
     if (!buf)
         return false;
     name[0] = ver[0] = '\0';
@@ -232,15 +245,18 @@ static int add_dist(dirmap *m, const char *name, const char *ver)
     return (int)m->ndists++;
 }
 
-static dirmap *build_map(const char *path, const struct stat *st)
+/* The map of the directory path inside rootfd, open as dfd (closed here). */
+static dirmap *build_map(int rootfd, const char *path, int dfd, const struct stat *st)
 {
     dirmap *m = calloc(1, sizeof(*m));
+    DIR *dir = m ? fdopendir(dfd) : NULL;
+    if (!dir)
+        close(dfd);
     if (!m)
         return NULL;
     m->dev = st->st_dev;
     m->ino = st->st_ino;
     m->mtime = st->st_mtim;
-    DIR *dir = opendir(path);
     if (!dir)
         return m; /* an empty map: looked up again only when the mtime changes */
     struct dirent *de;
@@ -252,12 +268,12 @@ static dirmap *build_map(const char *path, const struct stat *st)
             continue;
         size_t stem = strlen(d) - (dist ? 10 : 9);
         snprintf(sub, sizeof(sub), "%s/%s/%s", path, d, dist ? "METADATA" : "PKG-INFO");
-        if (!read_name_version(sub, name, sizeof(name), ver, sizeof(ver)) &&
+        if (!read_name_version(rootfd, sub, name, sizeof(name), ver, sizeof(ver)) &&
             !name_version_from_dirname(d, stem, name, sizeof(name), ver, sizeof(ver)))
             continue;
         snprintf(sub, sizeof(sub), "%s/%s/%s", path, d, dist ? "RECORD" : "installed-files.txt");
         size_t len;
-        char *buf = pp_read_file(sub, MAX_LIST_FILE, PP_READ_TRUNCATE | PP_READ_NOFOLLOW, &len);
+        char *buf = read_in_root(rootfd, sub, MAX_LIST_FILE, &len);
         if (!buf)
             continue;
         int idx = add_dist(m, name, ver);
@@ -271,23 +287,27 @@ static dirmap *build_map(const char *path, const struct stat *st)
     return m;
 }
 
-/* The map of the directory root+dir, from the cache or built. Called with cache_lock held. */
-static dirmap *get_map(const char *root, const char *dir)
+/* The map of the directory dir inside rootfd, from the cache or built. Called with cache_lock
+ * held. */
+static dirmap *get_map(int rootfd, const char *dir)
 {
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof(path), "%s%s", root, dir) >= (int)sizeof(path))
-        return NULL;
+    int dfd = pp_openat_in_root(rootfd, dir, O_RDONLY | O_DIRECTORY);
     struct stat st;
-    if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+    if (dfd < 0 || fstat(dfd, &st) < 0) {
+        if (dfd >= 0)
+            close(dfd);
         return NULL;
+    }
     for (size_t i = 0; i < ncache; i++) {
         dirmap *m = cache[i];
         if (m->dev != st.st_dev || m->ino != st.st_ino)
             continue;
-        if (m->mtime.tv_sec == st.st_mtim.tv_sec && m->mtime.tv_nsec == st.st_mtim.tv_nsec)
+        if (m->mtime.tv_sec == st.st_mtim.tv_sec && m->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+            close(dfd);
             return m;
+        }
         dirmap_free(m); /* changed: rebuild in place */
-        cache[i] = build_map(path, &st);
+        cache[i] = build_map(rootfd, dir, dfd, &st);
         if (!cache[i])
             cache[i] = cache[--ncache];
         return i < ncache ? cache[i] : NULL;
@@ -297,7 +317,7 @@ static dirmap *get_map(const char *root, const char *dir)
             dirmap_free(cache[i]);
         ncache = 0;
     }
-    dirmap *m = build_map(path, &st);
+    dirmap *m = build_map(rootfd, dir, dfd, &st);
     if (m)
         cache[ncache++] = m;
     return m;
@@ -347,8 +367,8 @@ int pp_pkgver_annotation(const char *root, const char *file, const char *pyver, 
         out[0] = '\0';
     if (!file || file[0] != '/' || !ends_with(file, ".py") || !len)
         return 0;
-    if (!root || (root[0] == '/' && !root[1]))
-        root = "";
+    if (!root || !root[0])
+        root = "/";
     size_t clen;
     const char *site = find_site(file, &clen);
     if (!site) {
@@ -359,7 +379,7 @@ int pp_pkgver_annotation(const char *root, const char *file, const char *pyver, 
         return 0;
     }
     char dir[PATH_MAX];
-    int found = 0;
+    int found = 0, rootfd = -1;
     pthread_mutex_lock(&cache_lock);
     /* Innermost site directory first (a vendored tree inside a package). */
     const char *sites[8];
@@ -372,7 +392,11 @@ int pp_pkgver_annotation(const char *root, const char *file, const char *pyver, 
             continue;
         memcpy(dir, file, dl);
         dir[dl] = '\0';
-        dirmap *m = get_map(root, dir);
+        /* Everything is read inside the process's root: a container's symlinks (a site
+         * directory, a *.dist-info directory) cannot lead to the host's files. */
+        if (rootfd < 0 && (rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+            break;
+        dirmap *m = get_map(rootfd, dir);
         const char *d = m ? map_get(m, file + dl + 1) : NULL;
         if (d) {
             snprintf(out, len, "[%s]", d);
@@ -380,6 +404,8 @@ int pp_pkgver_annotation(const char *root, const char *file, const char *pyver, 
         }
     }
     pthread_mutex_unlock(&cache_lock);
+    if (rootfd >= 0)
+        close(rootfd);
     return found;
 }
 

@@ -4,7 +4,8 @@
  *
  * A file belongs to a distribution when it is listed in a `*.dist-info/RECORD` or an
  * `*.egg-info/installed-files.txt` of the site-packages/dist-packages directory that holds it.
- * Directories are read through the process's root (/proc/<pid>/root), so containers and mount
+ * Directories and files are opened inside the process's root (/proc/<pid>/root, inroot.h: a
+ * container's symlinks resolve in the container, never on the host), so containers and mount
  * namespaces see their own packages. The map of one directory is built once and cached
  * process-wide, keyed by the directory's device and inode and revalidated by its mtime
  * (installing or removing a package changes it). Thread-safe. Memory is bounded: at most

@@ -346,6 +346,31 @@ Test(appid, uwsgi_ini)
 
 /* ---- cmdline splitting and /proc ---- */
 
+/* An ini file reached through more symlinks than pp_appid_path follows (the last one is left
+ * in the path) whose last link is absolute, to a path that exists both on the host and inside
+ * the root: the file inside is read. */
+Test(appid, uwsgi_ini_read_inside_the_root)
+{
+    char *root = fixture_with_ini("unused.ini", ""), *host = pp_test_mkdtemp(), p[PATH_MAX];
+    char target[PATH_MAX], name[32], next[16];
+    snprintf(target, sizeof(target), "%s/evil.ini", host);
+    static const char outside[] = "[uwsgi]\nmodule = hostmod\n",
+                      inside[] = "[uwsgi]\nmodule = rootmod\n";
+    pp_test_write_file(target, outside, strlen(outside));
+    snprintf(p, sizeof(p), "%s", host + 1);
+    mkdirs(root, strcat(p, "/x"));
+    snprintf(p, sizeof(p), "%s%s", root, target);
+    pp_test_write_file(p, inside, strlen(inside));
+    for (int i = 0; i <= 40; i++) { /* my/dir/l0 -> l1 -> ... -> l40 -> <host>/evil.ini */
+        snprintf(name, sizeof(name), "my/dir/l%d", i);
+        snprintf(next, sizeof(next), "l%d", i + 1);
+        symlink_at(root, i < 40 ? next : target, name);
+    }
+    expect_py(root, ARGS("uwsgi", "--ini", "l0"), "uwsgi: l0 (/my/dir/rootmod.py)");
+    pp_test_rmtree(root);
+    pp_test_rmtree(host);
+}
+
 Test(appid, split_cmdline_like_psutil)
 {
     int argc;

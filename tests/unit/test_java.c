@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -16,6 +18,7 @@
 #include "runtimes/java/attach.h"
 #include "runtimes/java/jfr_session.h"
 #include "runtimes/java/jvminfo.h"
+#include "runtimes/java/jvmutil.h"
 #include "runtimes/java/safemode.h"
 #include "runtimes/procfiles.h"
 
@@ -100,6 +103,9 @@ typedef struct {
 static void *fake_jvm_main(void *arg)
 {
     fake_jvm *f = arg;
+    struct pollfd pf = {.fd = f->fd, .events = POLLIN};
+    if (poll(&pf, 1, 8000) != 1) /* the client never came */
+        return NULL;
     int c = accept(f->fd, NULL, NULL);
     if (c < 0)
         return NULL;
@@ -125,10 +131,8 @@ static void *fake_jvm_main(void *arg)
     return NULL;
 }
 
-static int listen_at(char *path, size_t len)
+static int listen_on(const char *path)
 {
-    snprintf(path, len, "/tmp/.java_pid%d", (int)getpid());
-    unlink(path);
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -137,16 +141,30 @@ static int listen_at(char *path, size_t len)
     return fd;
 }
 
-/* One exchange with a stand-in JVM listening on fd that answers reply (NULL: never). */
-static int exchange(int fd, const char *reply, const char *cmd, double timeout, char **out,
-                    fake_jvm *f, char *err, size_t errlen)
+static int listen_at(char *path, size_t len)
+{
+    snprintf(path, len, "/tmp/.java_pid%d", (int)getpid());
+    unlink(path);
+    return listen_on(path);
+}
+
+/* One exchange with JVM pid, stood in for by a listener on fd that answers reply (NULL:
+ * never). */
+static int exchange_with(pid_t pid, int fd, const char *reply, const char *cmd, double timeout,
+                         char **out, fake_jvm *f, char *err, size_t errlen)
 {
     *f = (fake_jvm){.fd = fd, .reply = reply};
     pthread_t t;
     pthread_create(&t, NULL, fake_jvm_main, f);
-    int rc = pp_jattach_jcmd(getpid(), cmd, timeout, out, err, errlen);
+    int rc = pp_jattach_jcmd(pid, cmd, timeout, out, err, errlen);
     pthread_join(t, NULL);
     return rc;
+}
+
+static int exchange(int fd, const char *reply, const char *cmd, double timeout, char **out,
+                    fake_jvm *f, char *err, size_t errlen)
+{
+    return exchange_with(getpid(), fd, reply, cmd, timeout, out, f, err, errlen);
 }
 
 Test(java, jcmd_exchange_with_stand_in_jvm)
@@ -402,4 +420,107 @@ Test(java, safemode_classifiers)
                                4242));
     cr_assert(!pp_java_kmsg_oom("3,1,2,-;Out of memory: Killed process 42420 (java)", 4242));
     cr_assert(!pp_java_kmsg_oom("6,1,2,-;java[4242]: segfault at 0", 4242));
+}
+
+/* ---- a JVM in a container: its files are found inside its root ---- */
+
+static void sh(const char *cmd)
+{
+    cr_assert(system(cmd) == 0, "%s", cmd);
+}
+
+/* The JDK's release file is an absolute symlink to a path that exists both on the host and
+ * inside the JVM's root: the one inside is read. */
+Test(java, release_file_read_inside_the_jvm_root)
+{
+    char *root = pp_test_mkdtemp(), *host = pp_test_mkdtemp(), p[1400], target[600];
+    snprintf(p, sizeof(p), "mkdir -p %s/jdk/lib/server %s%s", root, root, host);
+    sh(p);
+    static const char page[4096];
+    snprintf(p, sizeof(p), "%s/jdk/lib/server/libjvm.so", root);
+    pp_test_write_file(p, page, sizeof(page));
+    snprintf(target, sizeof(target), "%s/release", host);
+    snprintf(p, sizeof(p), "%s/jdk/release", root);
+    cr_assert(symlink(target, p) == 0);
+    static const char outside[] = "JAVA_VERSION=\"99.0.1\"\n",
+                      inside[] = "IMPLEMENTOR=\"x\"\nJAVA_VERSION=\"17.0.9\"\n"
+                                 "JAVA_VERSION_DATE=\"2023-10-17\"\n";
+    pp_test_write_file(target, outside, strlen(outside));
+    snprintf(p, sizeof(p), "%s%s/release", root, host);
+    pp_test_write_file(p, inside, strlen(inside));
+    pid_t pid = pp_test_spawn_in_root_with_lib(root, "jdk/lib/server/libjvm.so");
+
+    char lib[PATH_MAX], ver[64], date[32], want[600];
+    cr_assert_eq(pp_java_release_info(pid, lib, sizeof(lib), ver, sizeof(ver), date, sizeof(date)),
+                 0);
+    cr_assert_str_eq(ver, "17.0.9", "the release file was read outside the JVM's root");
+    cr_assert_str_eq(date, "2023-10-17");
+    snprintf(want, sizeof(want), "%s/jdk/lib/server/libjvm.so", root);
+    cr_assert_str_eq(lib, want, "the path as mapped, inside the JVM's root");
+    pp_test_kill(pid);
+    pp_test_rmtree(root);
+    pp_test_rmtree(host);
+}
+
+/* The JVM's /tmp is an absolute symlink (to /var/tmp): the recording's directory is the
+ * container's /var/tmp, not the host's. */
+Test(java, jfr_tmp_inside_the_jvm_root)
+{
+    char *root = pp_test_mkdtemp(), p[600];
+    snprintf(p, sizeof(p), "mkdir -p %s/var/tmp && ln -s /var/tmp %s/tmp", root, root);
+    sh(p);
+    pid_t pid = pp_test_spawn_isolated(pp_test_chroot, root);
+    pp_jfr_rec r;
+    char err[256];
+    cr_assert_eq(pp_jfr_rec_init(&r, pid, err, sizeof(err)), 0, "%s", err);
+    struct stat got, want;
+    snprintf(p, sizeof(p), "%s/var/tmp", root);
+    cr_assert(fstat(r.tmp_fd, &got) == 0 && stat(p, &want) == 0);
+    cr_assert(got.st_ino == want.st_ino && got.st_dev == want.st_dev,
+              "the JVM's /tmp was resolved outside its root");
+    pp_jfr_rec_close(&r);
+    pp_test_kill(pid);
+    pp_test_rmtree(root);
+}
+
+static int chroot_without_sigquit(const char *root)
+{
+    signal(SIGQUIT, SIG_DFL);
+    return pp_test_chroot(root);
+}
+
+/* The JVM's /tmp/.java_pid<nspid> is a symlink: followed inside its root (to a socket there),
+ * never to a host socket. */
+Test(java, attach_socket_inside_the_jvm_root)
+{
+    char *root = pp_test_mkdtemp(), *host = pp_test_mkdtemp(), p[600], link[600];
+    snprintf(p, sizeof(p), "mkdir -p %s/tmp %s/run", root, root);
+    sh(p);
+    pid_t pid = pp_test_spawn_isolated(chroot_without_sigquit, root);
+    snprintf(link, sizeof(link), "%s/tmp/.java_pid%d", root, (int)pid);
+    cr_assert(symlink("/run/jvm.sock", link) == 0);
+    snprintf(p, sizeof(p), "%s/run/jvm.sock", root);
+    int in = listen_on(p);
+    char *out = NULL, err[256] = "";
+    fake_jvm f;
+    int rc =
+        exchange_with(pid, in, "0\nJDK 17.0.9\n", "VM.version", 5.0, &out, &f, err, sizeof(err));
+    close(in);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_str_eq(out, "JDK 17.0.9\n");
+    free(out);
+    out = NULL;
+
+    snprintf(p, sizeof(p), "%s/host.sock", host);
+    int outside = listen_on(p);
+    cr_assert(unlink(link) == 0 && symlink(p, link) == 0);
+    rc = pp_jattach_jcmd(pid, "VM.version", 1.0, &out, err, sizeof(err));
+    cr_assert_eq(rc, -1);
+    cr_assert_null(out);
+    struct pollfd pf = {.fd = outside, .events = POLLIN};
+    cr_assert_eq(poll(&pf, 1, 0), 0, "connected to a host socket through the JVM's /tmp");
+    close(outside);
+    pp_test_kill(pid);
+    pp_test_rmtree(root);
+    pp_test_rmtree(host);
 }

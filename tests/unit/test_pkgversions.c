@@ -91,6 +91,47 @@ Test(pkgversions, cache_revalidated_when_the_directory_changes)
     pp_test_rmtree(root);
 }
 
+/* Under base+prefix: site/evil-6.6.6.dist-info (METADATA evil_meta, if any) and dist (a
+ * *.dist-info directory's files, METADATA dist_meta), both listing one file. */
+static void dists_at(const char *base, const char *prefix, const char *evil_meta,
+                     const char *dist_meta)
+{
+    char rel[1024];
+    snprintf(rel, sizeof(rel), "%s/site/evil-6.6.6.dist-info/RECORD", prefix);
+    mk(base, rel, "evil/x.py,,\n");
+    if (evil_meta) {
+        snprintf(rel, sizeof(rel), "%s/site/evil-6.6.6.dist-info/METADATA", prefix);
+        mk(base, rel, evil_meta);
+    }
+    snprintf(rel, sizeof(rel), "%s/dist/METADATA", prefix);
+    mk(base, rel, dist_meta);
+    snprintf(rel, sizeof(rel), "%s/dist/RECORD", prefix);
+    mk(base, rel, "linked/a.py,,\n");
+}
+
+/* A container's site directory and a *.dist-info directory that are absolute symlinks to paths
+ * that exist both on the host and inside its root: the files inside are read. */
+Test(pkgversions, symlinks_resolved_inside_the_root)
+{
+    char *root = fixture(), *host = pp_test_mkdtemp(), link[1024], target[600];
+    dists_at(host, "", NULL, "Name: hostpkg\nVersion: 9\n");
+    dists_at(root, host, "Name: good\nVersion: 1.0\n", "Name: linked\nVersion: 2.0\n");
+    mk(root, "/opt/app/README", "");
+    snprintf(target, sizeof(target), "%s/site", host);
+    snprintf(link, sizeof(link), "%s/opt/app/site-packages", root);
+    cr_assert(symlink(target, link) == 0);
+    snprintf(target, sizeof(target), "%s/dist", host);
+    snprintf(link, sizeof(link), "%s" SP "/linked-2.0.dist-info", root);
+    cr_assert(symlink(target, link) == 0);
+
+    check(root, "/opt/app/site-packages/evil/x.py", "[good==1.0]");
+    check(root, SP "/linked/a.py", "[linked==2.0]");
+    check(root, SP "/requests/api.py", "[requests==2.31.0]");
+    pp_pkgver_clear_cache();
+    pp_test_rmtree(root);
+    pp_test_rmtree(host);
+}
+
 Test(pkgversions, host_root_and_output_truncation)
 {
     char out[8];

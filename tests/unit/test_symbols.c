@@ -16,7 +16,6 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "runtimes/inroot.h"
 #include "runtimes/procfiles.h"
 #include "runtimes/symbols/symbolizer.h"
 #include "runtimes/symbols/symbols_internal.h"
@@ -827,101 +826,17 @@ Test(symbols, maps_query_and_text_agree)
     reap(&c);
 }
 
-Test(symbols, files_open_inside_a_root_only)
-{
-    char root[] = "/tmp/pp_root_XXXXXX", path[128];
-    cr_assert(mkdtemp(root));
-    snprintf(path, sizeof(path), "%s/etc", root);
-    cr_assert(mkdir(path, 0700) == 0);
-    snprintf(path, sizeof(path), "%s/etc/passwd", root);
-    pp_test_write_file(path, "inside", 6);
-    snprintf(path, sizeof(path), "%s/lib", root);
-    cr_assert(mkdir(path, 0700) == 0);
-    snprintf(path, sizeof(path), "%s/lib/abs", root);
-    cr_assert(symlink("/etc/passwd", path) == 0);
-    snprintf(path, sizeof(path), "%s/lib/up", root);
-    cr_assert(symlink("../../../../../etc/passwd", path) == 0);
-    snprintf(path, sizeof(path), "%s/lib/rel", root);
-    cr_assert(symlink("./../lib/./abs", path) == 0); /* relative, to a link */
-    snprintf(path, sizeof(path), "%s/lib/self", root);
-    cr_assert(symlink("/proc/self/root/etc/passwd", path) == 0); /* a magic link on the way */
-    snprintf(path, sizeof(path), "%s/lib/loop", root);
-    cr_assert(symlink("loop", path) == 0);
-    snprintf(path, sizeof(path), "%s/proc", root);
-    cr_assert(mkdir(path, 0700) == 0);
-    int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    cr_assert(rfd >= 0);
-    const char *tries[] = {"/etc/passwd",       "/lib/abs",  "lib/up",
-                           "/../../etc/passwd", "//lib/rel", "/lib/../etc//passwd"};
-    /* both the openat2 path and the user-space walk used where openat2 is missing */
-    int (*const opens[2])(int, const char *, int) = {pp_openat_in_root, pp_openat_in_root_walk};
-    for (int o = 0; o < 2; o++) {
-        for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
-            int fd = opens[o](rfd, tries[i], O_RDONLY);
-            cr_assert(fd >= 0, "%s (%d): %s", tries[i], o, strerror(errno));
-            char buf[16] = {0};
-            cr_assert(read(fd, buf, sizeof(buf) - 1) > 0);
-            cr_assert_str_eq(buf, "inside", "%s resolved outside the root (%d)", tries[i], o);
-            close(fd);
-        }
-        errno = 0;
-        cr_assert_eq(opens[o](rfd, "/lib/loop", O_RDONLY), -1);
-        cr_assert_eq(errno, ELOOP, "%d: %s", o, strerror(errno));
-        cr_assert_eq(opens[o](rfd, "/lib/self", O_RDONLY), -1, "%d: a magic link followed", o);
-        cr_assert_eq(opens[o](rfd, "/etc/passwd/x", O_RDONLY), -1);
-        cr_assert_eq(errno, ENOTDIR);
-        int dfd = opens[o](rfd, "/lib/..", O_RDONLY | O_DIRECTORY);
-        cr_assert(dfd >= 0, "%d: %s", o, strerror(errno));
-        struct stat a, b;
-        cr_assert(fstat(dfd, &a) == 0 && fstat(rfd, &b) == 0);
-        cr_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
-        close(dfd);
-    }
-    close(rfd);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-    cr_assert(system(cmd) == 0);
-}
-
-static int do_chroot(const char *dir)
-{
-    return chroot(dir);
-}
-
 static int do_unshare_mounts(const char *unused)
 {
     (void)unused;
     return unshare(CLONE_NEWNS);
 }
 
-/* A child that runs setup(arg), then waits until killed; returns once setup has succeeded. */
-static pid_t spawn_isolated(int (*setup)(const char *), const char *arg)
-{
-    int go[2];
-    cr_assert(pipe(go) == 0);
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (setup(arg) != 0)
-            _exit(1);
-        close(go[0]);
-        (void)!write(go[1], "x", 1);
-        pause();
-        _exit(0);
-    }
-    close(go[1]);
-    char x;
-    cr_assert(read(go[0], &x, 1) == 1, "the child's setup failed");
-    close(go[0]);
-    return pid;
-}
-
 Test(symbols, only_the_host_root_is_held)
 {
     char dir[] = "/tmp/pp_chroot_XXXXXX";
     cr_assert(mkdtemp(dir));
-    pid_t pid = spawn_isolated(do_chroot, dir);
+    pid_t pid = pp_test_spawn_isolated(pp_test_chroot, dir);
     pp_roots t = {0};
     int self = pp_roots_get(&t, getpid());
     cr_assert(self >= 0);
@@ -930,16 +845,14 @@ Test(symbols, only_the_host_root_is_held)
     /* a container-like root is never held (it would pin the container's mounts) */
     cr_assert_eq(pp_roots_get(&t, pid), -1);
     /* nor the same root seen from another mount namespace (PrivateTmp-like: other files) */
-    pid_t ns = spawn_isolated(do_unshare_mounts, NULL);
+    pid_t ns = pp_test_spawn_isolated(do_unshare_mounts, NULL);
     cr_assert_eq(pp_roots_get(&t, ns), -1);
-    kill(ns, SIGKILL);
-    waitpid(ns, NULL, 0);
+    pp_test_kill(ns);
     pp_roots_put(&t, self);
     cr_assert(pp_roots_fd(&t, self) >= 0);
     pp_roots_put(&t, self);
     cr_assert_eq(pp_roots_fd(&t, self), -1, "closed with its last reference");
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    pp_test_kill(pid);
     rmdir(dir);
 }
 

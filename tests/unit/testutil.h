@@ -3,9 +3,17 @@
 #define PP_TESTUTIL_H
 
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "orchestrator/log.h"
@@ -40,6 +48,80 @@ static inline void pp_test_write_file(const char *path, const void *data, size_t
     cr_assert(f != NULL, "cannot write %s", path);
     cr_assert(fwrite(data, 1, len, f) == len);
     fclose(f);
+}
+
+/* A child that runs setup(arg), then waits until killed (it dies with the test too); returns
+ * once setup has succeeded. */
+static inline pid_t pp_test_spawn_isolated(int (*setup)(const char *), const char *arg)
+{
+    int go[2];
+    cr_assert(pipe(go) == 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (setup(arg) != 0)
+            _exit(1);
+        close(go[0]);
+        (void)!write(go[1], "x", 1);
+        pause();
+        _exit(0);
+    }
+    close(go[1]);
+    char x;
+    cr_assert(read(go[0], &x, 1) == 1, "the child's setup failed");
+    close(go[0]);
+    return pid;
+}
+
+/* A setup for pp_test_spawn_isolated: dir becomes the root (and cwd) of the child, as for a
+ * process in a container. */
+static inline int pp_test_chroot(const char *dir)
+{
+    return chroot(dir) == 0 && chdir("/") == 0 ? 0 : -1;
+}
+
+/* Maps the first page of path into this process, as a loader maps a library. 0 or -1. */
+static inline int pp_test_map_file(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    void *m = fd >= 0 ? mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    if (fd >= 0)
+        close(fd);
+    return m == MAP_FAILED ? -1 : 0;
+}
+
+static inline char *pp_test_lib_to_map(void)
+{
+    static char path[4096];
+    return path;
+}
+
+static inline int pp_test_map_lib_and_chroot(const char *root)
+{
+    return pp_test_map_file(pp_test_lib_to_map()) == 0 ? pp_test_chroot(root) : -1;
+}
+
+/* A process in a container whose root is root (a pp_test_mkdtemp directory) and that maps
+ * <root>/<lib> first. /proc/<pid>/maps shows the host's path of the library (<root>/<lib>), so
+ * <root>'s own path is made to lead back to root inside it (<root>/tmp/pp_test_X -> ..): a
+ * path read from the maps names the same file in the process's root. */
+static inline pid_t pp_test_spawn_in_root_with_lib(const char *root, const char *lib)
+{
+    char p[4200];
+    cr_assert(strncmp(root, "/tmp/", 5) == 0 && !strchr(root + 5, '/'), "%s", root);
+    snprintf(p, sizeof(p), "%s/tmp", root);
+    cr_assert(mkdir(p, 0755) == 0 || errno == EEXIST);
+    snprintf(p, sizeof(p), "%s%s", root, root);
+    cr_assert(symlink("..", p) == 0, "%s", p);
+    snprintf(pp_test_lib_to_map(), 4096, "%s/%s", root, lib);
+    return pp_test_spawn_isolated(pp_test_map_lib_and_chroot, root);
+}
+
+static inline void pp_test_kill(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
 }
 
 #endif
