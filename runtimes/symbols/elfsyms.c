@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "runtimes/elfnotes.h"
+#include "runtimes/inroot.h"
 #include "orchestrator/log.h"
 
 #define MAX_SECTIONS (1u << 16)
@@ -281,10 +282,14 @@ int pp_file_crc32(int fd, uint32_t *crc)
     return 0;
 }
 
-/* Opens a candidate debug file and loads its .symtab when it matches. */
-static long try_debug_file(const char *path, const pp_elf_meta *meta, int check_crc, pp_symtab *t)
+/* Opens a candidate debug file (path inside rootfd, a process's root, when rootfd >= 0; else in
+ * polyprof's own root) and loads its .symtab when it matches. O_NONBLOCK: a FIFO planted at a
+ * candidate's path must not block the open (it is then refused as not a regular file). */
+static long try_debug_file(int rootfd, const char *path, const pp_elf_meta *meta, int check_crc,
+                           pp_symtab *t)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = rootfd >= 0 ? pp_openat_in_root(rootfd, path, O_RDONLY | O_NONBLOCK)
+                         : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return -1;
     struct stat st;
@@ -308,7 +313,8 @@ static long try_debug_file(const char *path, const pp_elf_meta *meta, int check_
            memcmp(dm.build_id, meta->build_id, dm.build_id_len) != 0))) {
         n = pp_elf_add_section_syms(e, SHT_SYMTAB, t);
         if (n > 0)
-            pp_debug("symbols: using debug file %s (%ld symbols)", path, n);
+            pp_debug("symbols: using debug file %s%s (%ld symbols)", path,
+                     rootfd >= 0 ? " (in the process's root)" : "", n);
     }
     elf_end(e);
 out:
@@ -316,47 +322,58 @@ out:
     return n;
 }
 
+/* Searches the process's root (held descriptor, else /proc/<pid>/root opened for this lookup
+ * only: a container's root is never held), then polyprof's own root. */
 static long find_debug_file(const pp_debug_ctx *dbg, const pp_elf_meta *meta, pp_symtab *t)
 {
     char path[PATH_MAX], dir[PATH_MAX];
-    const char *roots[2] = {dbg->root ? dbg->root : "", ""};
-    int nroots = roots[0][0] ? 2 : 1;
+    int opened = -1;
+    if (dbg->rootfd < 0 && dbg->pid > 0) {
+        snprintf(path, sizeof(path), "/proc/%d/root", dbg->pid);
+        opened = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
+    int roots[2] = {dbg->rootfd >= 0 ? dbg->rootfd : opened, -1};
+    int r0 = roots[0] >= 0 ? 0 : 1; /* no process root: polyprof's own only */
+    long n = -1;
     if (meta->build_id_len >= 2) {
         char hex[2 * PP_BUILD_ID_MAX + 1];
         for (size_t i = 0; i < meta->build_id_len; i++)
             snprintf(hex + 2 * i, 3, "%02x", meta->build_id[i]);
-        for (int r = 0; r < nroots; r++) {
-            int k = snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
-                             roots[r], hex, hex + 2);
-            if (k > 0 && (size_t)k < sizeof(path)) {
-                long n = try_debug_file(path, meta, 0, t);
-                if (n > 0)
-                    return n;
-            }
+        int k =
+            snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+        for (int r = r0; r < 2 && k > 0 && (size_t)k < sizeof(path); r++) {
+            n = try_debug_file(roots[r], path, meta, 0, t);
+            if (n > 0)
+                goto out;
         }
     }
+    n = -1;
     if (!meta->debuglink[0] || !dbg->path || dbg->path[0] != '/')
-        return -1;
+        goto out;
     size_t dl = strlen(dbg->path);
     if (dl >= sizeof(dir))
-        return -1;
+        goto out;
     memcpy(dir, dbg->path, dl + 1);
     char *slash = strrchr(dir, '/');
     *slash = '\0'; /* dir is "" for files in / */
-    const char *fmts[3] = {"%s%s/%s", "%s%s/.debug/%s", "%s/usr/lib/debug%s/%s"};
-    for (int r = 0; r < nroots; r++) {
+    const char *fmts[3] = {"%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s"};
+    for (int r = r0; r < 2; r++) {
         for (int f = 0; f < 3; f++) {
-            int k = snprintf(path, sizeof(path), fmts[f], roots[r], dir, meta->debuglink);
+            int k = snprintf(path, sizeof(path), fmts[f], dir, meta->debuglink);
             if (k <= 0 || (size_t)k >= sizeof(path))
                 continue;
-            if (f == 0 && strcmp(path + strlen(roots[r]), dbg->path) == 0)
+            if (f == 0 && strcmp(path, dbg->path) == 0)
                 continue; /* the binary itself */
-            long n = try_debug_file(path, meta, 1, t);
+            n = try_debug_file(roots[r], path, meta, 1, t);
             if (n > 0)
-                return n;
+                goto out;
         }
     }
-    return -1;
+    n = -1;
+out:
+    if (opened >= 0)
+        close(opened);
+    return n;
 }
 
 int pp_elf_meta_potential(const pp_elf_meta *meta)

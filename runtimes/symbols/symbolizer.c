@@ -600,9 +600,9 @@ static pp_binary *map_binary(pp_symbolizer *s, const pp_proc *p, pp_map *m, int 
     b->mtime_ns = st.st_mtim.tv_nsec;
     b->meta = meta;
     pp_symtab_init(&b->tab);
-    char root[64];
-    root_prefix(p, s, root, sizeof(root));
-    pp_debug_ctx dbg = {.root = root, .path = clean};
+    pp_debug_ctx dbg = {.rootfd = p->root >= 0 ? pp_roots_fd(&s->roots, p->root) : -1,
+                        .pid = p->pid,
+                        .path = clean};
     long n = pp_elf_load_all(e, &meta, &dbg, &b->tab, &b->quality);
     pp_symtab_finish(&b->tab, ELF_LAST_SPAN);
     elf_end(e);

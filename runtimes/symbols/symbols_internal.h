@@ -190,10 +190,13 @@ typedef struct pp_elf_meta {
     int has_symtab, has_dynsym, has_debugdata, has_gopclntab;
 } pp_elf_meta;
 
-/* Where debug files are searched: root prefix (e.g. "/proc/123/root", "" for the host) and the
- * binary's path as seen from that root. */
+/* Where debug files are searched: inside the process's root (rootfd, a directory descriptor;
+ * else /proc/<pid>/root, opened for the lookup only, when pid > 0; neither: no process root),
+ * resolved there with pp_openat_in_root (a container's symlinks stay in it), then in polyprof's
+ * own root; path is the binary's path as seen from the process's root. */
 typedef struct pp_debug_ctx {
-    const char *root;
+    int rootfd;
+    int pid;
     const char *path;
 } pp_debug_ctx;
 
