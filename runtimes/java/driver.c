@@ -251,7 +251,7 @@ static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t 
     s->duration_s = (int)ceil(deadline - mono_now()) + 30;
     for (size_t i = 0; i < n; i++) {
         s->jvms[i].proc = procs[i];
-        s->jvms[i].rec.tmp_fd = s->jvms[i].rec.cwd_fd = -1;
+        s->jvms[i].rec.tmp_fd = s->jvms[i].rec.cwd_fd = s->jvms[i].rec.errdir_fd = -1;
     }
     /* The first JFR start in a JVM costs it seconds of class loading and compilation: start
      * the JVMs concurrently (a few threads), so one slow JVM does not delay the others. */

@@ -108,11 +108,30 @@ static void read_errfile(int pid, int nspid, char *out, size_t len)
     }
 }
 
+/* The directory of -XX:ErrorFile, opened O_PATH while the JVM is alive and held as its /tmp and
+ * cwd are: an absolute path resolved inside the JVM's root, a relative one below its cwd (which
+ * then acts as the root: ".." and absolute symlinks cannot leave it). -1 when none. */
+static int open_errdir(int pid, int cwd_fd, const char *errfile)
+{
+    const char *slash = strrchr(errfile, '/');
+    if (!errfile[0] || (slash && !slash[1]))
+        return -1;
+    char dir[256];
+    size_t dl = slash ? (size_t)(slash - errfile) : 0;
+    if (dl >= sizeof(dir))
+        return -1;
+    memcpy(dir, errfile, dl);
+    dir[dl] = '\0';
+    if (errfile[0] == '/')
+        return pp_open_in_proc_root(pid, dl ? dir : "/", O_PATH | O_DIRECTORY);
+    return cwd_fd >= 0 ? pp_openat_in_root(cwd_fd, dl ? dir : ".", O_PATH | O_DIRECTORY) : -1;
+}
+
 int pp_jfr_rec_init(pp_jfr_rec *r, int pid, char *err, size_t errlen)
 {
     memset(r, 0, sizeof(*r));
     r->pid = pid;
-    r->tmp_fd = r->cwd_fd = -1;
+    r->tmp_fd = r->cwd_fd = r->errdir_fd = -1;
     char path[96], text[4096];
     snprintf(path, sizeof(path), "/proc/%d/status", pid);
     pp_jattach_status st;
@@ -131,6 +150,7 @@ int pp_jfr_rec_init(pp_jfr_rec *r, int pid, char *err, size_t errlen)
     snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
     r->cwd_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     read_errfile(pid, r->nspid, r->errfile, sizeof(r->errfile));
+    r->errdir_fd = open_errdir(pid, r->cwd_fd, r->errfile);
     snprintf(r->name, sizeof(r->name), "polyprof_%d_%u", (int)getpid(),
              atomic_fetch_add(&rec_counter, 1) + 1);
     if (r->tmp_fd < 0) {
@@ -283,25 +303,24 @@ void pp_jfr_rec_close(pp_jfr_rec *r)
         close(r->tmp_fd);
     if (r->cwd_fd >= 0)
         close(r->cwd_fd);
-    r->tmp_fd = r->cwd_fd = -1;
+    if (r->errdir_fd >= 0)
+        close(r->errdir_fd);
+    r->tmp_fd = r->cwd_fd = r->errdir_fd = -1;
+}
+
+/* Only the last component is looked up (the directories were resolved at the start), and not
+ * followed: a symlink there could lead out of the JVM's root; the JVM writes a regular file. */
+static bool present(int dirfd, const char *name)
+{
+    struct stat sb;
+    return dirfd >= 0 && *name && fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 bool pp_jfr_rec_hserr(const pp_jfr_rec *r)
 {
     char name[64];
-    struct stat sb;
     snprintf(name, sizeof(name), "hs_err_pid%d.log", r->nspid);
-    if (r->errfile[0]) {
-        /* absolute: relative to the JVM's root, which /tmp's parent is; else its cwd */
-        if (r->errfile[0] == '/' && r->tmp_fd >= 0) {
-            char rel[300];
-            snprintf(rel, sizeof(rel), "..%s", r->errfile);
-            if (fstatat(r->tmp_fd, rel, &sb, 0) == 0)
-                return true;
-        } else if (r->cwd_fd >= 0 && fstatat(r->cwd_fd, r->errfile, &sb, 0) == 0) {
-            return true;
-        }
-    }
-    return (r->cwd_fd >= 0 && fstatat(r->cwd_fd, name, &sb, 0) == 0) ||
-           (r->tmp_fd >= 0 && fstatat(r->tmp_fd, name, &sb, 0) == 0);
+    const char *base = strrchr(r->errfile, '/');
+    return present(r->errdir_fd, base ? base + 1 : r->errfile) || present(r->cwd_fd, name) ||
+           present(r->tmp_fd, name);
 }

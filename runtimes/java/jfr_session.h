@@ -17,8 +17,8 @@
  *           pp_jfr_parse_file, then the file and the directory are removed.
  *   abort:  `JFR.stop name=...` without a file (the recording is discarded).
  *
- * The JVM's /tmp and cwd are held as O_PATH descriptors from the start, so files can be removed
- * and hs_err files found even after the JVM is gone. */
+ * The JVM's /tmp and cwd (and its -XX:ErrorFile directory) are held as O_PATH descriptors from
+ * the start, so files can be removed and hs_err files found even after the JVM is gone. */
 #ifndef PP_JAVA_JFR_SESSION_H
 #define PP_JAVA_JFR_SESSION_H
 
@@ -35,6 +35,7 @@ typedef struct pp_jfr_rec {
     gid_t gid;
     int tmp_fd, cwd_fd; /* O_PATH; -1 when unavailable */
     char errfile[256];  /* -XX:ErrorFile= value with %p expanded, "" if none */
+    int errdir_fd;      /* O_PATH, its directory inside the JVM's root (see .c); -1 if none */
     char name[64];      /* recording name */
     bool running;       /* JFR.start succeeded and no stop was sent */
     bool maybe_running; /* JFR.start failed, perhaps only on our side (timeout) */
@@ -52,8 +53,10 @@ int pp_jfr_rec_finish(pp_jfr_rec *r, pp_profile *prof, pp_pid_profile *pp, doubl
 /* Stops a running recording without output (best effort) and closes the descriptors. */
 void pp_jfr_rec_close(pp_jfr_rec *r);
 
-/* The hs_err file the JVM left, if any ("hserr" safemode): -XX:ErrorFile, hs_err_pid<nspid>.log
- * in its cwd, /tmp/hs_err_pid<nspid>.log. True when one exists. */
+/* The hs_err file the JVM left, if any ("hserr" safemode): -XX:ErrorFile (its directory
+ * resolved at pp_jfr_rec_init inside the JVM's root, or below its cwd when relative),
+ * hs_err_pid<nspid>.log in its cwd, /tmp/hs_err_pid<nspid>.log. True when one exists; the last
+ * component is not followed (a symlink of that name counts as present). */
 bool pp_jfr_rec_hserr(const pp_jfr_rec *r);
 
 /* Removes the private directories a polyprof that died mid-session left in a JVM's /tmp

@@ -524,3 +524,94 @@ Test(java, attach_socket_inside_the_jvm_root)
     pp_test_rmtree(root);
     pp_test_rmtree(host);
 }
+
+/* A stand-in JVM: a static program that waits, started as "/bin/jvm <arg>" chrooted in root
+ * (valgrind does not trace what runs from /bin). Returns once its command line shows arg. */
+static pid_t spawn_jvm_in_root(const char *root, const char *arg)
+{
+    char p[1200];
+    snprintf(p, sizeof(p),
+             "mkdir -p %s/bin && printf '#include <unistd.h>\\nint main(void) { pause(); }\\n' > "
+             "%s/jvm.c && gcc -static -o %s/bin/jvm %s/jvm.c && rm %s/jvm.c",
+             root, root, root, root, root);
+    sh(p);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (chroot(root) == 0 && chdir("/") == 0)
+            execl("/bin/jvm", "/bin/jvm", arg, (char *)NULL);
+        _exit(127);
+    }
+    snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
+    for (int i = 0; i < 500; i++) {
+        char buf[512];
+        ssize_t n = pp_read_small_file(p, buf, sizeof(buf));
+        if (n > 9 && strcmp(buf, "/bin/jvm") == 0)
+            return pid;
+        usleep(10000);
+    }
+    cr_assert_fail("the stand-in JVM did not start");
+    return -1;
+}
+
+/* -XX:ErrorFile=/logs/hs_%p.log where the JVM's /logs is an absolute symlink naming a host
+ * directory (so is its /var/logs), and its /tmp a symlink to /var/tmp: the hs_err check looks
+ * inside the JVM's root, not in the host directory, and not next to its /tmp's target. */
+Test(java, hserr_error_file_inside_the_jvm_root)
+{
+    char *root = pp_test_mkdtemp(), *host = pp_test_mkdtemp(), p[1400], inside[1400];
+    snprintf(p, sizeof(p),
+             "mkdir -p %s/var/tmp %s%s && ln -s /var/tmp %s/tmp && ln -s %s %s/logs && "
+             "ln -s %s %s/var/logs",
+             root, root, host, root, host, root, host, root);
+    sh(p);
+    pid_t pid = spawn_jvm_in_root(root, "-XX:ErrorFile=/logs/hs_%p.log");
+    pp_jfr_rec r;
+    char err[256];
+    cr_assert_eq(pp_jfr_rec_init(&r, pid, err, sizeof(err)), 0, "%s", err);
+    snprintf(p, sizeof(p), "/logs/hs_%d.log", r.nspid);
+    cr_assert_str_eq(r.errfile, p);
+    cr_assert_not(pp_jfr_rec_hserr(&r));
+    /* the host directory the link names, as polyprof sees it */
+    snprintf(p, sizeof(p), "%s/hs_%d.log", host, r.nspid);
+    pp_test_write_file(p, "x", 1);
+    cr_assert_not(pp_jfr_rec_hserr(&r), "an hs_err file was looked for outside the JVM's root");
+    /* the same name in the root's own directory of that path; found after the JVM is gone */
+    snprintf(inside, sizeof(inside), "%s%s/hs_%d.log", root, host, r.nspid);
+    pp_test_write_file(inside, "x", 1);
+    pp_test_kill(pid);
+    cr_assert(pp_jfr_rec_hserr(&r), "the JVM's hs_err file was not found");
+    pp_jfr_rec_close(&r);
+    pp_test_rmtree(root);
+    pp_test_rmtree(host);
+}
+
+/* A relative ErrorFile is resolved below the JVM's cwd: ".." cannot climb out of its root. */
+Test(java, hserr_relative_error_file_stays_in_the_jvm_root)
+{
+    char *root = pp_test_mkdtemp(), *host = pp_test_mkdtemp(), p[1400], arg[1400];
+    snprintf(p, sizeof(p), "mkdir -p %s/tmp %s%s", root, root, host);
+    sh(p);
+    snprintf(arg, sizeof(arg), "-XX:ErrorFile=../../../../../../..%s/hs_%%p.log", host);
+    pid_t pid = spawn_jvm_in_root(root, arg);
+    pp_jfr_rec r;
+    char err[256];
+    cr_assert_eq(pp_jfr_rec_init(&r, pid, err, sizeof(err)), 0, "%s", err);
+    snprintf(p, sizeof(p), "%s/hs_%d.log", host, r.nspid);
+    pp_test_write_file(p, "x", 1);
+    cr_assert_not(pp_jfr_rec_hserr(&r), "an hs_err file was looked for outside the JVM's root");
+    snprintf(p, sizeof(p), "%s%s/hs_%d.log", root, host, r.nspid);
+    pp_test_write_file(p, "x", 1);
+    cr_assert(pp_jfr_rec_hserr(&r), "the JVM's hs_err file was not found");
+    /* the default names: in its /tmp, as a regular file */
+    cr_assert(unlink(p) == 0);
+    cr_assert_not(pp_jfr_rec_hserr(&r));
+    snprintf(p, sizeof(p), "%s/tmp/hs_err_pid%d.log", root, r.nspid);
+    pp_test_write_file(p, "x", 1);
+    cr_assert(pp_jfr_rec_hserr(&r));
+    pp_test_kill(pid);
+    pp_jfr_rec_close(&r);
+    pp_test_rmtree(root);
+    pp_test_rmtree(host);
+}
