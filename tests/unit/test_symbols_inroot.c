@@ -113,24 +113,23 @@ static pid_t spawn_mapping(const char *root, const char *name, uint64_t *base)
     return pid;
 }
 
-static void symbolize(int pid, uint64_t ip, char *out, size_t len)
+/* The frame of ip once link (a debug file's path in the root) is a symlink to target. */
+static const char *frame_via(const char *link, const char *target, int pid, uint64_t ip)
 {
-    pp_symbolizer *s = pp_symbolizer_new(0); /* a new cache: the binary is loaded again */
-    pp_symbolize_user(s, pid, ip, out, len);
-    pp_symbolizer_free(s);
-}
-
-static void relink(const char *target, const char *link)
-{
+    static char frame[1024];
     unlink(link);
     cr_assert(symlink(target, link) == 0, "%s", link);
+    pp_symbolizer *s = pp_symbolizer_new(0); /* a new cache: the binary is loaded again */
+    pp_symbolize_user(s, pid, ip, frame, sizeof(frame));
+    pp_symbolizer_free(s);
+    return frame;
 }
 
 Test(symbols_inroot, build_id_debug_file_links_stay_in_the_root)
 {
     char *root = pp_test_mkdtemp(), *host = pp_test_mkdtemp();
     build_fixture(host);
-    char p[1200], link[1200], target[1200], frame[1024];
+    char p[1200], link[1200], target[1200];
     snprintf(p, sizeof(p), "cp %s/fix %s/fix_stripped %s/", host, host, root);
     cr_assert(sh(p) == 0);
     /* the build-id path of fix_stripped */
@@ -155,20 +154,17 @@ Test(symbols_inroot, build_id_debug_file_links_stay_in_the_root)
 
     /* an absolute link to a host file (a matching debug file that exists on the host only) */
     snprintf(target, sizeof(target), "%s/fix.debug", host);
-    relink(target, link);
-    symbolize(pid, ip, frame, sizeof(frame));
-    cr_assert_str_neq(frame, "pp_inroot_local", "a host debug file was used");
+    cr_assert_str_neq(frame_via(link, target, pid, ip), "pp_inroot_local",
+                      "a host debug file was used");
     /* ".." above the root stays at the root */
     snprintf(target, sizeof(target), "../../../../../../../../../../..%s/fix.debug", host);
-    relink(target, link);
-    symbolize(pid, ip, frame, sizeof(frame));
-    cr_assert_str_neq(frame, "pp_inroot_local", "a host debug file was used through \"..\"");
+    cr_assert_str_neq(frame_via(link, target, pid, ip), "pp_inroot_local",
+                      "a host debug file was used through \"..\"");
     /* an absolute link to the root's own file is followed there */
     snprintf(p, sizeof(p), "cp %s/fix.debug %s/dbg/real.debug", host, root);
     cr_assert(sh(p) == 0);
-    relink("/dbg/real.debug", link);
-    symbolize(pid, ip, frame, sizeof(frame));
-    cr_assert_str_eq(frame, "pp_inroot_local", "the root's debug file was not found");
+    cr_assert_str_eq(frame_via(link, "/dbg/real.debug", pid, ip), "pp_inroot_local",
+                     "the root's debug file was not found");
 
     pp_test_kill(pid);
     pp_test_rmtree(root);
@@ -182,7 +178,7 @@ Test(symbols_inroot, debuglink_links_stay_in_the_root)
 {
     char *root = pp_test_mkdtemp(), *host = pp_test_mkdtemp();
     build_fixture(host);
-    char p[1200], link[1200], target[1200], frame[1024];
+    char p[1200], link[1200], target[1200];
     snprintf(p, sizeof(p), "cp %s/fix %s/dl %s/ && mkdir -p %s/usr/lib/debug%s %s/dbg", host, host,
              root, root, root, root);
     cr_assert(sh(p) == 0);
@@ -193,19 +189,17 @@ Test(symbols_inroot, debuglink_links_stay_in_the_root)
     uint64_t ip = local_address(root, base);
 
     snprintf(target, sizeof(target), "%s/fix.debug", host);
-    relink(target, link);
-    symbolize(pid, ip, frame, sizeof(frame));
-    cr_assert_str_neq(frame, "pp_inroot_local", "a host debug file was used");
+    cr_assert_str_neq(frame_via(link, target, pid, ip), "pp_inroot_local",
+                      "a host debug file was used");
     snprintf(p, sizeof(p), "cp %s/fix.debug %s/dbg/fix.debug", host, root);
     cr_assert(sh(p) == 0);
-    relink("/dbg/fix.debug", link);
-    symbolize(pid, ip, frame, sizeof(frame));
-    cr_assert_str_eq(frame, "pp_inroot_local", "the root's debug file was not found");
+    cr_assert_str_eq(frame_via(link, "/dbg/fix.debug", pid, ip), "pp_inroot_local",
+                     "the root's debug file was not found");
     /* a file that fails the CRC check is still refused */
     snprintf(p, sizeof(p), "printf x >> %s/dbg/fix.debug", root);
     cr_assert(sh(p) == 0);
-    symbolize(pid, ip, frame, sizeof(frame));
-    cr_assert_str_neq(frame, "pp_inroot_local", "CRC mismatch accepted");
+    cr_assert_str_neq(frame_via(link, "/dbg/fix.debug", pid, ip), "pp_inroot_local",
+                      "CRC mismatch accepted");
 
     pp_test_kill(pid);
     pp_test_rmtree(root);
