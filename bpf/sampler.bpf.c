@@ -139,7 +139,8 @@ __noinline __u64 take_stack(struct bpf_perf_event_data *ctx, __u64 flags)
     long rc = bpf_map_update_elem(&known, &h, &one, BPF_NOEXIST);
     if (rc == -EEXIST)
         return h; /* another CPU registered it this instant, and sends it */
-    /* rc < 0 otherwise: `known` is full; the trace is sent unregistered */
+    if (rc < 0)
+        bump(PP_CNT_KNOWN_FULL); /* sent unregistered; user space empties `known` at its drain */
     r->hash = h;
     r->nr = nr;
     __u64 size = sizeof(*r) - sizeof(r->ips) + (__u64)nr * sizeof(__u64);

@@ -5,7 +5,7 @@
 #define PP_TASK_COMM_LEN 16
 #define PP_MAX_STACK_DEPTH 127
 #define PP_COUNTS_ENTRIES 16384       /* the most; user space sizes counts and threads maps */
-#define PP_KNOWN_ENTRIES 32768        /* stack hashes whose trace user space has */
+#define PP_KNOWN_ENTRIES 32768        /* the fewest stack hashes kept (user space sizes it) */
 #define PP_STACKS_RB_MIN (256 * 1024) /* the stack-trace ring buffer; user space sizes it */
 #define PP_THREADS_ENTRIES 16384
 #define PP_SEEN_ENTRIES 16384
@@ -52,6 +52,7 @@ enum pp_counter {
     PP_CNT_THREADS_FULL, /* threads map full */
     PP_CNT_FILTERED,     /* samples of pids outside --pids */
     PP_CNT_NEWS_LOST,    /* new-process notices lost (ring buffer full) */
+    PP_CNT_KNOWN_FULL,   /* a trace sent unregistered: the known-hash map was full */
     PP_CNT_MAX
 };
 

@@ -45,9 +45,10 @@ struct task_struct {
     char comm[16];
 } __attribute__((preserve_access_index));
 
-/* The perf_event programs' context; the verifier knows it by name (its fields are not read). */
+/* The perf_event programs' context; the verifier knows it by name. Its fields are never read
+ * here (the real layout starts with the registers): the one member only gives it a size. */
 struct bpf_perf_event_data {
-    __u64 sample_period;
+    __u64 do_not_read;
 };
 
 struct bpf_pidns_info {

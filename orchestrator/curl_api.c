@@ -16,11 +16,15 @@ static const char *const names[] = {"libcurl.so.4", "libcurl-gnutls.so.4"};
 static void load(void)
 {
     void *h = NULL;
-    for (size_t i = 0; !h && i < sizeof(names) / sizeof(names[0]); i++)
+    char first[200] = "";
+    for (size_t i = 0; !h && i < sizeof(names) / sizeof(names[0]); i++) {
         h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h && !first[0]) /* the preferred library's reason, e.g. a missing dependency */
+            snprintf(first, sizeof(first), "%s", dlerror());
+    }
     if (!h) {
         snprintf(error, sizeof(error), "cannot load libcurl (%s); install the libcurl4 package",
-                 dlerror());
+                 first);
         return;
     }
     struct {
@@ -47,8 +51,11 @@ static void load(void)
         }
     }
     CURLcode (*global_init)(long) = (CURLcode(*)(long))dlsym(h, "curl_global_init");
-    if (!global_init || global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        snprintf(error, sizeof(error), "libcurl failed to initialize");
+    CURLcode rc = global_init ? global_init(CURL_GLOBAL_DEFAULT) : CURLE_FAILED_INIT;
+    if (rc != CURLE_OK) {
+        snprintf(error, sizeof(error),
+                 "libcurl failed to initialize (%s); check that its TLS library is installed",
+                 api.easy_strerror(rc));
         dlclose(h);
         return;
     }

@@ -41,6 +41,8 @@ struct pp_bpf_sampler {
     struct ring_buffer *traces; /* stack traces, each sent once (bpf/sampler.bpf.c) */
     pp_stackcache *stacks;
     uint64_t drains, nnews, unresolved[2]; /* [0] user, [1] kernel */
+    uint64_t known_full;                   /* PP_CNT_KNOWN_FULL at the last drain */
+    bool reconsumed;                       /* the traces ring was read again this drain */
     bool no_batch;                         /* the kernel has no batch ops on hash maps */
     struct pp_sample_key bkeys[BATCH];     /* batch buffers */
     struct pp_sample_val bvals[BATCH];
@@ -96,6 +98,8 @@ static int on_news(void *ctx, void *data, size_t size)
     return 0;
 }
 
+static uint64_t counter(pp_bpf_sampler *s, uint32_t idx);
+
 static int on_trace(void *ctx, void *data, size_t size)
 {
     pp_bpf_sampler *s = ctx;
@@ -106,7 +110,8 @@ static int on_trace(void *ctx, void *data, size_t size)
     size_t n = (size - head) / sizeof(uint64_t);
     if (r->nr < n)
         n = r->nr;
-    pp_stackcache_add(s->stacks, r->hash, (const uint64_t *)(const void *)r->ips, n);
+    if (pp_stackcache_add(s->stacks, r->hash, (const uint64_t *)(const void *)r->ips, n) < 0)
+        pp_debug("sampler: out of memory keeping a stack trace");
     return 0;
 }
 
@@ -127,13 +132,24 @@ static uint32_t traces_rb_bytes(const pp_sampler_opts *o, int ncpus)
 }
 
 /* Entries of a counts or threads map: at least one per sample between drains (every sample
- * may be distinct), at most PP_COUNTS_ENTRIES. A smaller map is created faster and, above all,
+ * may be distinct), 4,096 to PP_COUNTS_ENTRIES. A smaller map is created faster and, above all,
  * drained faster: each drain visits every bucket of both maps. */
 static uint32_t entries_for(const pp_sampler_opts *o, int ncpus)
 {
     uint64_t want = samples_per_drain(o, ncpus);
-    uint32_t n = 1024;
+    uint32_t n = 4096;
     while (n < want && n < PP_COUNTS_ENTRIES)
+        n *= 2;
+    return n;
+}
+
+/* Entries of the known-hash map: two stacks per sample between drains, so that it never fills
+ * before the cache (half its size) rotates; 32,768 to 524,288 (~64 bytes each). */
+static uint32_t known_entries_for(const pp_sampler_opts *o, int ncpus)
+{
+    uint64_t want = 2 * samples_per_drain(o, ncpus);
+    uint32_t n = PP_KNOWN_ENTRIES;
+    while (n < want && n < (1u << 19))
         n *= 2;
     return n;
 }
@@ -165,7 +181,9 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
         goto fail;
     }
     s->emit = pp_emitter_new(sym);
-    s->stacks = pp_stackcache_new(o->stack_cache ? o->stack_cache : PP_KNOWN_ENTRIES / 2);
+    uint32_t known = n > 0 ? known_entries_for(o, n) : PP_KNOWN_ENTRIES;
+    s->stacks = pp_stackcache_new(o->stack_cache && o->stack_cache < known / 2 ? o->stack_cache
+                                                                               : known / 2);
     s->counter_buf = calloc((size_t)s->ncpu_possible, sizeof(uint64_t));
     s->links = calloc((size_t)n, sizeof(*s->links));
     s->fds = calloc((size_t)n, sizeof(*s->fds));
@@ -188,6 +206,7 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
         s->skel->rodata->pidns_ino = st.st_ino;
     }
     bpf_map__set_max_entries(s->skel->maps.stacks, traces_rb_bytes(o, n));
+    bpf_map__set_max_entries(s->skel->maps.known, known);
     uint32_t entries = entries_for(o, n);
     struct bpf_map *sized[] = {s->skel->maps.counts0, s->skel->maps.counts1, s->skel->maps.threads0,
                                s->skel->maps.threads1};
@@ -246,10 +265,17 @@ fail:
     return NULL;
 }
 
-/* The trace of a stack hash; NULL with *n = 0 when there is none (counted when it was lost). */
+/* The trace of a stack hash; NULL with *n = 0 when there is none (counted when it was lost).
+ * A trace registered by a program that was held up past the flip's wait may still be on its
+ * way: the ring is read once more, once per drain, before the stack counts as lost. */
 static const uint64_t *trace_of(pp_bpf_sampler *s, uint64_t hash, int kernel, size_t *n)
 {
     const uint64_t *ips = pp_stackcache_get(s->stacks, hash, n);
+    if (!ips && hash && !s->reconsumed) {
+        s->reconsumed = true;
+        ring_buffer__consume(s->traces);
+        ips = pp_stackcache_get(s->stacks, hash, n);
+    }
     if (!ips && hash)
         s->unresolved[kernel]++;
     return ips;
@@ -364,13 +390,16 @@ int pp_bpf_sampler_drain(pp_bpf_sampler *s, pp_profile *out)
     int threads_fd = bpf_map__fd(idle ? k->maps.threads1 : k->maps.threads0);
 
     ring_buffer__consume(s->traces); /* every trace the idle set's entries name */
+    s->reconsumed = false;
     int rc = drain_counts(s, out, counts_fd);
     delete_all(s, threads_fd, sizeof(uint32_t));
     /* The traces of the old generation served the entries counted before the last rotation,
      * just drained. When the current one is full: forget every hash in the kernel first (each is
      * sent again at its next sample), then rotate. */
     pp_stackcache_drop_old(s->stacks);
-    if (pp_stackcache_full(s->stacks)) {
+    uint64_t known_full = counter(s, PP_CNT_KNOWN_FULL); /* the kernel map filled up anyway */
+    if (pp_stackcache_full(s->stacks) || known_full != s->known_full) {
+        s->known_full = known_full;
         delete_all(s, bpf_map__fd(k->maps.known), sizeof(uint64_t));
         pp_stackcache_rotate(s->stacks);
     }
