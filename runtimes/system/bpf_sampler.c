@@ -21,6 +21,10 @@
 
 #define MAX_CPUS 1024
 #define BATCH 1024
+#define MAX_KEY sizeof(struct pp_sample_key) /* the largest key and value drain_map reads */
+#define MAX_VAL                                                                                    \
+    (sizeof(struct pp_sample_val) > sizeof(struct pp_thread_val) ? sizeof(struct pp_sample_val)    \
+                                                                 : sizeof(struct pp_thread_val))
 #define STACKS_RB_MAX (64u << 20)
 /* Bytes of stack traces the ring buffer is sized for, per sample between two drains (a new
  * user and kernel trace of a typical depth), with room for drains that run late. */
@@ -44,10 +48,9 @@ struct pp_bpf_sampler {
     uint64_t known_full;                   /* PP_CNT_KNOWN_FULL at the last drain */
     bool reconsumed;                       /* the traces ring was read again this drain */
     bool no_batch;                         /* the kernel has no batch ops on hash maps */
-    struct pp_sample_key bkeys[BATCH];     /* batch buffers */
-    struct pp_sample_val bvals[BATCH];
-    uint64_t xkeys[BATCH]; /* batch buffers of delete_all */
-    struct pp_thread_val xvals[BATCH];
+    /* drain_map's buffers: BATCH keys and values of any of the drained maps */
+    _Alignas(8) unsigned char bkeys[BATCH * MAX_KEY];
+    _Alignas(8) unsigned char bvals[BATCH * MAX_VAL];
     uint64_t *counter_buf;
 };
 
@@ -298,32 +301,11 @@ static void clear_map(int fd, size_t key_size)
     }
 }
 
-/* Empties a hash map whose keys are at most 8 bytes and values at most a pp_thread_val: in
- * batches where the kernel has them, else one entry at a time. */
-static void delete_all(pp_bpf_sampler *s, int fd, size_t key_size)
+/* Emits one aggregated counts entry (a struct pp_sample_key and its pp_sample_val). */
+static int emit_entry(pp_bpf_sampler *s, pp_profile *out, const void *k, const void *v)
 {
-    if (!s->no_batch) {
-        uint64_t token = 0, next = 0;
-        for (bool first = true;; first = false) {
-            uint32_t n = BATCH;
-            int r = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &token, &next, s->xkeys,
-                                                    s->xvals, &n, NULL);
-            if (r == 0) {
-                token = next;
-                continue;
-            }
-            if (errno == ENOENT)
-                return; /* the whole map was read */
-            break;
-        }
-    }
-    clear_map(fd, key_size);
-}
-
-/* Emits one aggregated entry. */
-static int emit_entry(pp_bpf_sampler *s, pp_profile *out, const struct pp_sample_key *key,
-                      const struct pp_sample_val *val)
-{
+    const struct pp_sample_key *key = k;
+    const struct pp_sample_val *val = v;
     char comm[PP_TASK_COMM_LEN + 1];
     memcpy(comm, val->comm, PP_TASK_COMM_LEN);
     comm[PP_TASK_COMM_LEN] = '\0';
@@ -333,45 +315,46 @@ static int emit_entry(pp_bpf_sampler *s, pp_profile *out, const struct pp_sample
     return pp_emit_sample(s->emit, out, (int)key->pid, comm, uips, nu, kips, nk, val->count);
 }
 
-/* Reads and deletes every counts entry: batched (one syscall per BATCH entries), else one by
- * one (kernels without batch operations on hash maps). */
-static int drain_counts(pp_bpf_sampler *s, pp_profile *out, int counts_fd)
+typedef int (*entry_fn)(pp_bpf_sampler *s, pp_profile *out, const void *key, const void *val);
+
+/* Reads and deletes every entry of a hash map whose keys are key_size bytes (values at most
+ * MAX_VAL): in batches where the kernel has them (one syscall per BATCH entries), else one
+ * entry at a time. each (NULL: none) sees every entry; returns -1 if it ever did. */
+static int drain_map(pp_bpf_sampler *s, int fd, size_t key_size, size_t val_size, entry_fn each,
+                     pp_profile *out)
 {
     int rc = 0;
     if (!s->no_batch) {
-        uint64_t token[2], next[2];
-        bool first = true;
-        for (;;) {
+        uint64_t token[2], next[2]; /* a hash map's batch position (a bucket index) */
+        for (bool first = true;; first = false) {
             uint32_t n = BATCH;
-            int r = bpf_map_lookup_and_delete_batch(counts_fd, first ? NULL : token, next, s->bkeys,
+            int r = bpf_map_lookup_and_delete_batch(fd, first ? NULL : token, next, s->bkeys,
                                                     s->bvals, &n, NULL);
             int e = r ? errno : 0;
             if (r && e != ENOENT && first && (e == EINVAL || e == ENOTSUP || e == EOPNOTSUPP)) {
                 s->no_batch = true; /* nothing was read or deleted */
                 break;
             }
-            for (uint32_t i = 0; i < n && (r == 0 || e == ENOENT); i++)
-                if (emit_entry(s, out, &s->bkeys[i], &s->bvals[i]) < 0)
+            for (uint32_t i = 0; each && i < n && (r == 0 || e == ENOENT); i++)
+                if (each(s, out, s->bkeys + i * key_size, s->bvals + i * val_size) < 0)
                     rc = -1;
             if (r) {
                 if (e != ENOENT)
-                    clear_map(counts_fd, sizeof(struct pp_sample_key)); /* never left full */
+                    clear_map(fd, key_size); /* never left full */
                 return rc;
             }
             memcpy(token, next, sizeof(token));
-            first = false;
         }
     }
-    struct pp_sample_key key, next;
-    struct pp_sample_val val;
-    bool first = true;
-    while (bpf_map_get_next_key(counts_fd, first ? NULL : &key, &next) == 0) {
-        first = false;
-        key = next;
-        if (bpf_map_lookup_elem(counts_fd, &key, &val) == 0 && emit_entry(s, out, &key, &val) < 0)
+    /* one at a time: bkeys holds the current and the next key, bvals the value */
+    unsigned char *key = s->bkeys, *nextkey = s->bkeys + key_size;
+    for (bool first = true; each && bpf_map_get_next_key(fd, first ? NULL : key, nextkey) == 0;
+         first = false) {
+        memcpy(key, nextkey, key_size);
+        if (bpf_map_lookup_elem(fd, key, s->bvals) == 0 && each(s, out, key, s->bvals) < 0)
             rc = -1;
     }
-    clear_map(counts_fd, sizeof(struct pp_sample_key));
+    clear_map(fd, key_size);
     return rc;
 }
 
@@ -391,8 +374,9 @@ int pp_bpf_sampler_drain(pp_bpf_sampler *s, pp_profile *out)
 
     ring_buffer__consume(s->traces); /* every trace the idle set's entries name */
     s->reconsumed = false;
-    int rc = drain_counts(s, out, counts_fd);
-    delete_all(s, threads_fd, sizeof(uint32_t));
+    int rc = drain_map(s, counts_fd, sizeof(struct pp_sample_key), sizeof(struct pp_sample_val),
+                       emit_entry, out);
+    drain_map(s, threads_fd, sizeof(uint32_t), sizeof(struct pp_thread_val), NULL, NULL);
     /* The traces of the old generation served the entries counted before the last rotation,
      * just drained. When the current one is full: forget every hash in the kernel first (each is
      * sent again at its next sample), then rotate. */
@@ -400,7 +384,7 @@ int pp_bpf_sampler_drain(pp_bpf_sampler *s, pp_profile *out)
     uint64_t known_full = counter(s, PP_CNT_KNOWN_FULL); /* the kernel map filled up anyway */
     if (pp_stackcache_full(s->stacks) || known_full != s->known_full) {
         s->known_full = known_full;
-        delete_all(s, bpf_map__fd(k->maps.known), sizeof(uint64_t));
+        drain_map(s, bpf_map__fd(k->maps.known), sizeof(uint64_t), sizeof(uint8_t), NULL, NULL);
         pp_stackcache_rotate(s->stacks);
     }
     s->drains++;
