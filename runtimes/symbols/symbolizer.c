@@ -123,14 +123,14 @@ static void maps_free(pp_map *maps, size_t n)
     free(maps);
 }
 
-/* The process's root as a path prefix: through the held directory when there is one (valid
- * after the process exits), else /proc/<pid>/root. */
-static void root_prefix(const pp_proc *p, const pp_symbolizer *s, char *buf, size_t len)
+/* Opens path inside the process's root, whose symlinks cannot lead out of it: through the held
+ * root when there is one (the host's: files open after the process exits too), else a
+ * container's root opened for this file only (never held: that pins its mounts). */
+static int open_in_root(const pp_symbolizer *s, const pp_proc *p, const char *path, int flags)
 {
-    if (p->root >= 0)
-        snprintf(buf, len, "/proc/self/fd/%d", pp_roots_fd(&s->roots, p->root));
-    else
-        snprintf(buf, len, "/proc/%d/root", p->pid);
+    int rfd = p->root >= 0 ? pp_roots_fd(&s->roots, p->root) : -1;
+    return rfd >= 0 ? pp_openat_in_root(rfd, path, flags)
+                    : pp_open_in_proc_root(p->pid, path, flags);
 }
 
 static void proc_free(pp_symbolizer *s, pp_proc *p)
@@ -530,17 +530,8 @@ static int open_mapped_file(const pp_symbolizer *s, const pp_proc *p, const pp_m
     clean[pl] = '\0';
     char path[PATH_MAX + 64];
     int fd = -1;
-    if (!m->deleted && clean[0] == '/') {
-        /* inside the process's root, whose symlinks cannot lead out of it; the host's root is
-         * held open, so host processes' files open after they exit too */
-        int rfd = p->root >= 0 ? pp_roots_fd(&s->roots, p->root) : -1;
-        if (rfd < 0) {
-            /* a container's root: opened for this file only (never held: that pins mounts) */
-            fd = pp_open_in_proc_root(p->pid, clean, O_RDONLY);
-        } else {
-            fd = pp_openat_in_root(rfd, clean, O_RDONLY);
-        }
-    }
+    if (!m->deleted && clean[0] == '/')
+        fd = open_in_root(s, p, clean, O_RDONLY);
     if (fd < 0) {
         snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start,
                  m->end);
@@ -652,27 +643,33 @@ static void perfmap_refresh(pp_symbolizer *s, pp_proc *p)
     if (p->perfmap_pass == s->pass)
         return;
     p->perfmap_pass = s->pass;
-    char path[128], root[64];
-    root_prefix(p, s, root, sizeof(root));
-    snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", root, p->nspid);
+    char name[64], path[64];
+    snprintf(name, sizeof(name), "/tmp/perf-%d.map", p->nspid);
     struct stat st;
-    if (stat(path, &st) != 0) {
+    int fd = open_in_root(s, p, name, O_RDONLY | O_NONBLOCK);
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
         pp_symtab_free(&p->perfmap);
         p->perfmap_present = 0;
         return;
     }
     if (p->perfmap_present && p->pm_ino == (uint64_t)st.st_ino &&
         p->pm_size == (uint64_t)st.st_size && p->pm_mtime_s == st.st_mtim.tv_sec &&
-        p->pm_mtime_ns == st.st_mtim.tv_nsec)
+        p->pm_mtime_ns == st.st_mtim.tv_nsec) {
+        close(fd);
         return;
+    }
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd); /* the file opened in the root */
     pp_symtab_free(&p->perfmap);
     long n = pp_perfmap_load(path, &p->perfmap);
+    close(fd);
     p->perfmap_present = n >= 0;
     p->pm_ino = (uint64_t)st.st_ino;
     p->pm_size = (uint64_t)st.st_size;
     p->pm_mtime_s = st.st_mtim.tv_sec;
     p->pm_mtime_ns = st.st_mtim.tv_nsec;
-    pp_debug("symbols: perf map %s: %ld entries", path, n);
+    pp_debug("symbols: perf map %s of pid %d: %ld entries", name, p->pid, n);
 }
 
 /* ---- user frames ---- */

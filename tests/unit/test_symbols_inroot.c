@@ -1,7 +1,7 @@
-/* Symbolizer tests: external debug files (build-id, .gnu_debuglink) of a process in a container
- * are looked up inside its root: a symlink there, absolute or climbing with "..", cannot lead to
- * a host file. The process maps a stripped binary (its code executable) and chroots into a
- * directory, as a process in a container whose debug files are installed in its image. */
+/* Symbolizer tests: external debug files (build-id, .gnu_debuglink) and JIT perf maps of a process
+ * in a container are looked up inside its root: a symlink there, absolute or climbing with "..",
+ * cannot lead to a host file. The process maps a stripped binary (its code executable) and chroots
+ * into a directory, as a process in a container whose debug files are installed in its image. */
 #include "tests/unit/testutil.h"
 
 #include <fcntl.h>
@@ -202,6 +202,40 @@ Test(symbols_inroot, debuglink_links_stay_in_the_root)
                       "CRC mismatch accepted");
 
     pp_test_kill(pid);
+    pp_test_rmtree(root);
+    pp_test_rmtree(host);
+}
+
+/* A JIT's perf map (/tmp/perf-<pid>.map) is read inside the process's root too: a symlink there
+ * to a host file is not followed onto the host. The process inherits an anonymous executable
+ * mapping (JIT code) from the test and chroots. */
+Test(symbols_inroot, perf_map_links_stay_in_the_root)
+{
+    char *root = pp_test_mkdtemp(), *host = pp_test_mkdtemp();
+    void *jit = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert(jit != MAP_FAILED);
+    uint64_t ip = (uint64_t)(uintptr_t)jit + 0x10;
+    char p[1200], link[1200], content[128];
+    int n = snprintf(content, sizeof(content), "%lx 100 jit_host\n", (unsigned long)jit);
+    snprintf(p, sizeof(p), "%s/perf.map", host);
+    pp_test_write_file(p, content, (size_t)n);
+    snprintf(p, sizeof(p), "mkdir -p %s/tmp %s/maps", root, root);
+    cr_assert(sh(p) == 0);
+    n = snprintf(content, sizeof(content), "%lx 100 jit_root\n", (unsigned long)jit);
+    snprintf(p, sizeof(p), "%s/maps/perf.map", root);
+    pp_test_write_file(p, content, (size_t)n);
+
+    pid_t pid = pp_test_spawn_isolated(pp_test_chroot, root);
+    snprintf(link, sizeof(link), "%s/tmp/perf-%d.map", root, (int)pid);
+    snprintf(p, sizeof(p), "%s/perf.map", host);
+    char want[64];
+    snprintf(want, sizeof(want), "(/tmp/perf-%d.map)", (int)pid);
+    cr_assert_str_eq(frame_via(link, p, pid, ip), want, "the host's perf map was read");
+    cr_assert_str_eq(frame_via(link, "/maps/perf.map", pid, ip), "jit_root",
+                     "the root's own perf map was not read");
+
+    pp_test_kill(pid);
+    munmap(jit, 4096);
     pp_test_rmtree(root);
     pp_test_rmtree(host);
 }
