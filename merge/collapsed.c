@@ -2,24 +2,54 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void pp_write_frame(FILE *f, const char *s, size_t len)
+#include "merge/linecount.h"
+
+/* A growing byte buffer; a failed allocation sets oom and drops what follows. */
+typedef struct linebuf {
+    char *data;
+    size_t len, cap;
+    bool oom;
+} linebuf;
+
+static void lb_put(linebuf *b, const char *s, size_t n)
+{
+    if (b->oom || n == 0)
+        return;
+    if (b->len + n > b->cap) {
+        size_t nc = b->cap ? b->cap : 256;
+        while (nc < b->len + n)
+            nc *= 2;
+        char *d = realloc(b->data, nc);
+        if (!d) {
+            b->oom = true;
+            return;
+        }
+        b->data = d;
+        b->cap = nc;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+}
+
+/* Appends frame s[0..len) with every ';' as '|' and every control character (newline included)
+ * as '?', so that a frame never breaks the line format. */
+static void lb_frame(linebuf *b, const char *s, size_t len)
 {
     size_t start = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == ';' || c < 0x20 || c == 0x7f) {
-            if (i > start)
-                fwrite(s + start, 1, i - start, f);
-            fputc(c == ';' ? '|' : '?', f);
+            lb_put(b, s + start, i - start);
+            lb_put(b, c == ';' ? "|" : "?", 1);
             start = i + 1;
         }
     }
-    if (len > start)
-        fwrite(s + start, 1, len - start, f);
+    lb_put(b, s + start, len - start);
 }
 
 char *pp_header_dump(const json_t *header)
@@ -78,36 +108,59 @@ char *pp_col_render(const pp_profile *p, json_t *header, const pp_render_opts *o
     fputs(hdr, f);
     free(hdr);
 
-    for (size_t i = 0; i < n; i++) {
+    /* Several pids can render the same line (workers of one program share comm, metadata and
+     * container; escaping can make two frames alike): each line is written once, with the sum of
+     * its counts, where it first appeared, as gProfiler's Counter of stack strings does. */
+    pp_linecount *lines = pp_linecount_new();
+    linebuf b = {0};
+    bool oom = !lines;
+    for (size_t i = 0; i < n && !oom; i++) {
         pp_pid_profile *pp = pp_profile_at(p, i);
         const char *comm = pp_profile_str(p, pp->comm);
         const char *cont = pp_profile_str(p, pp->container);
         const char *appid = pp_profile_str(p, pp->appid);
-        for (size_t s = 0; s < pp_pid_nstacks(pp); s++) {
+        for (size_t s = 0; s < pp_pid_nstacks(pp) && !oom; s++) {
             size_t nf;
             uint64_t count;
             const uint32_t *fr = pp_pid_stack(pp, s, &nf, &count);
             if (count == 0)
                 continue;
-            fputc('\n', f);
+            b.len = 0;
             if (!o->v1) {
-                if (o->app_metadata_enabled)
-                    fprintf(f, "%zu;", idx[i]);
-                pp_write_frame(f, cont, strlen(cont));
-                fputc(';', f);
+                if (o->app_metadata_enabled) {
+                    char num[24];
+                    lb_put(&b, num, (size_t)snprintf(num, sizeof(num), "%zu;", idx[i]));
+                }
+                lb_frame(&b, cont, strlen(cont));
+                lb_put(&b, ";", 1);
             }
-            pp_write_frame(f, comm, strlen(comm));
+            lb_frame(&b, comm, strlen(comm));
             if (o->appids_enabled && *appid) {
-                fputs(";appid: ", f);
-                pp_write_frame(f, appid, strlen(appid));
+                lb_put(&b, ";appid: ", 8);
+                lb_frame(&b, appid, strlen(appid));
             }
             for (size_t k = 0; k < nf; k++) {
-                fputc(';', f);
-                pp_write_frame(f, pp_profile_str(p, fr[k]),
-                               pp_strtab_len(pp_profile_strings((pp_profile *)p), fr[k]));
+                lb_put(&b, ";", 1);
+                lb_frame(&b, pp_profile_str(p, fr[k]),
+                         pp_strtab_len(pp_profile_strings((pp_profile *)p), fr[k]));
             }
-            fprintf(f, " %llu", (unsigned long long)count);
+            oom = b.oom || pp_linecount_add(lines, b.data ? b.data : "", b.len, count) < 0;
         }
+    }
+    for (size_t i = 0; !oom && i < pp_linecount_size(lines); i++) {
+        size_t ll;
+        uint64_t count;
+        const char *line = pp_linecount_get(lines, i, &ll, &count);
+        fputc('\n', f);
+        fwrite(line, 1, ll, f);
+        fprintf(f, " %llu", (unsigned long long)count);
+    }
+    free(b.data);
+    pp_linecount_free(lines);
+    if (oom) {
+        fclose(f);
+        free(text);
+        goto oom;
     }
     if (fclose(f) != 0) {
         free(text);

@@ -20,16 +20,14 @@ typedef struct pp_render_opts {
  * "application_metadata" (index 0 null, then each pid's metadata, deduplicated by equality) and
  * "containers" (distinct non-empty container names) values are set from the profile, keeping
  * their position. Pids are written in profile order, stacks in first-seen order; stacks with
- * count 0 are skipped. Returns malloc'd text (len set), or NULL on OOM. */
+ * count 0 are skipped. No two lines share a stack: stacks that render alike (several pids with
+ * the same comm, container, metadata and appid, or frames made alike by escaping) are written
+ * once, where the first of them appeared, with the sum of their counts. Returns malloc'd text (len set), or NULL on OOM. */
 char *pp_col_render(const pp_profile *p, json_t *header, const pp_render_opts *o, size_t *len);
 
 /* Serializes a header object as gProfiler does (Python json.dumps defaults: ", " and ": "
  * separators, ASCII only, insertion order). Returns malloc'd text. */
 char *pp_header_dump(const json_t *header);
-
-/* Writes s[0..len) into f with every ';' replaced by '|' and every control character
- * (including newline) by '?', so that a frame never breaks the line format. */
-void pp_write_frame(FILE *f, const char *s, size_t len);
 
 /* Parses one stack line "a;b;c <count>" (count = last space-separated token, >= 0). On success
  * sets *stack_len to the length of the part before the last space and *count, returns 0;

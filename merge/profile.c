@@ -1,5 +1,6 @@
 #include "merge/profile.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ struct pp_stack_table {
 };
 
 struct pp_profile {
+    uint64_t generation; /* unique in this process, never reused (see pp_profile_generation) */
     pp_strtab *strings;
     pp_pid_profile **pids;
     size_t n, cap;
@@ -112,7 +114,14 @@ pp_profile *pp_profile_new(void)
         free(p);
         return NULL;
     }
+    static _Atomic uint64_t next_generation = 1;
+    p->generation = atomic_fetch_add(&next_generation, 1);
     return p;
+}
+
+uint64_t pp_profile_generation(const pp_profile *p)
+{
+    return p->generation;
 }
 
 static void pid_free(pp_pid_profile *pp)

@@ -28,6 +28,10 @@ typedef struct pp_profile pp_profile;
 
 pp_profile *pp_profile_new(void);
 void pp_profile_free(pp_profile *p);
+/* A number that names this profile for as long as the process runs: never 0 and never given to
+ * another profile, even one later allocated at the same address. Caches of frame or string ids
+ * key on it, never on the profile's pointer. */
+uint64_t pp_profile_generation(const pp_profile *p);
 pp_strtab *pp_profile_strings(pp_profile *p);
 const char *pp_profile_str(const pp_profile *p, uint32_t id);
 uint32_t pp_profile_intern(pp_profile *p, const char *s);

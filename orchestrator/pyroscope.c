@@ -11,11 +11,12 @@
 
 #include "merge/collapsed.h"
 #include "merge/header.h"
+#include "merge/linecount.h"
 #include "orchestrator/http.h"
 #include "orchestrator/log.h"
 
 enum { RT_NATIVE = 0, RT_JAVA, RT_PYTHON, RT_RUBY, RT_PHP, RT_DOTNET, RT_NODEJS, RT_N };
-static const char *const rt_names[RT_N] = {"native", "java", "python", "ruby",
+static const char *const rt_names[RT_N] = {"native", "java",   "python", "ruby",
                                            "php",    "dotnet", "nodejs"};
 
 struct pp_pyroscope {
@@ -283,6 +284,22 @@ static int append(pp_pyro_group *g, size_t *cap, const char *s, size_t n)
     return 0;
 }
 
+/* The group's body from its distinct stacks ("stack N\n" each, first-seen order). */
+static int write_body(pp_pyro_group *g, const pp_linecount *lc)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < pp_linecount_size(lc); i++) {
+        size_t n;
+        uint64_t count;
+        const char *st = pp_linecount_get(lc, i, &n, &count);
+        char num[32];
+        int nl = snprintf(num, sizeof(num), " %llu\n", (unsigned long long)count);
+        if (append(g, &cap, st, n) < 0 || append(g, &cap, num, (size_t)nl) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 size_t pp_pyroscope_groups(const char *col, size_t len, pp_pyro_group **out)
 {
     *out = NULL;
@@ -294,9 +311,9 @@ size_t pp_pyroscope_groups(const char *col, size_t len, pp_pyro_group **out)
         json_t *h = json_loadb(p + 1, hl - 1, 0, NULL);
         if (json_is_object(h)) {
             app_idx = json_is_true(json_object_get(h, "application_metadata_enabled"));
-            const char *v = json_string_value(json_object_get(
-                json_object_get(json_object_get(h, "metadata"), "run_arguments"),
-                "profile_api_version"));
+            const char *v = json_string_value(
+                json_object_get(json_object_get(json_object_get(h, "metadata"), "run_arguments"),
+                                "profile_api_version"));
             container = !(v && strcmp(v, "v1") == 0);
             app_idx = app_idx && container;
         }
@@ -304,7 +321,10 @@ size_t pp_pyroscope_groups(const char *col, size_t len, pp_pyro_group **out)
         p = nl ? nl + 1 : e;
     }
     gtab t = {0};
-    size_t *caps = NULL, ncaps = 0;
+    pp_linecount **sets = NULL; /* per group: its distinct stacks (several .col lines can differ
+                                 * only in the stripped prefix) */
+    size_t nsets = 0;
+    char *cutbuf = NULL;
     while (p < e) {
         const char *q = memchr(p, '\n', (size_t)(e - p));
         size_t ll = q ? (size_t)(q - p) : (size_t)(e - p);
@@ -338,42 +358,52 @@ size_t pp_pyroscope_groups(const char *col, size_t len, pp_pyro_group **out)
         if (!g)
             break;
         size_t gi = (size_t)(g - t.g);
-        if (gi >= ncaps) {
-            size_t *nc = realloc(caps, t.cap * sizeof(*nc));
-            if (!nc)
+        if (gi >= nsets) {
+            pp_linecount **ns = realloc(sets, t.cap * sizeof(*ns));
+            if (!ns)
                 break;
-            memset(nc + ncaps, 0, (t.cap - ncaps) * sizeof(*nc));
-            caps = nc;
-            ncaps = t.cap;
+            memset(ns + nsets, 0, (t.cap - nsets) * sizeof(*ns));
+            sets = ns;
+            nsets = t.cap;
         }
+        if (!sets[gi] && !(sets[gi] = pp_linecount_new()))
+            break;
         size_t stack_len = (size_t)(se - s);
-        bool cut = false;
+        const char *stack = s;
         if (stack_len > PP_PYRO_MAX_LINE) {
             const char *last = s + PP_PYRO_MAX_LINE;
             while (last > s && *last != ';')
                 last--;
             stack_len = last > s ? (size_t)(last - s) : PP_PYRO_MAX_LINE;
-            cut = true;
+            if (!cutbuf && !(cutbuf = malloc(PP_PYRO_MAX_LINE + 16)))
+                break;
+            memcpy(cutbuf, s, stack_len);
+            memcpy(cutbuf + stack_len, ";[truncated]", 12);
+            stack_len += 12;
+            stack = cutbuf;
         }
-        char num[32];
-        int nl = snprintf(num, sizeof(num), " %llu\n", count);
-        if (append(g, &caps[gi], s, stack_len) < 0 ||
-            (cut && append(g, &caps[gi], ";[truncated]", 12) < 0) ||
-            append(g, &caps[gi], num, (size_t)nl) < 0)
+        if (pp_linecount_add(sets[gi], stack, stack_len, count) < 0)
             break;
         g->samples += count;
         g->rt_samples[stack_runtime(s, (size_t)(se - s))] += count;
     }
-    free(caps);
+    free(cutbuf);
     free(t.slots);
     for (size_t i = 0; i < t.n; i++) {
         pp_pyro_group *g = &t.g[i];
+        if (i < nsets && sets[i] && write_body(g, sets[i]) < 0) {
+            free(g->body); /* out of memory: this group is sent empty-handed, i.e. not at all */
+            g->body = NULL;
+            g->len = 0;
+        }
+        pp_linecount_free(i < nsets ? sets[i] : NULL);
         int best = RT_NATIVE;
         for (int r = 1; r < RT_N; r++)
             if (g->rt_samples[r] > (best == RT_NATIVE ? 0 : g->rt_samples[best]))
                 best = r;
         g->runtime = rt_names[best];
     }
+    free(sets);
     if (!t.n) {
         free(t.g);
         return 0;
@@ -403,8 +433,9 @@ char *pp_pyroscope_url(const char *server, const char *app, const char *hostname
         asprintf(&name, "%s{hostname=%s%s%s%s%s,runtime=%s}", app, h, *c ? ",comm=" : "", c,
                  *ct ? ",container=" : "", ct, g->runtime) >= 0 &&
         (ename = pp_url_escape(name)) &&
-        asprintf(&url, "%s/ingest?name=%s&from=%lld&until=%lld&sampleRate=%d&spyName=polyprof"
-                       "&format=folded",
+        asprintf(&url,
+                 "%s/ingest?name=%s&from=%lld&until=%lld&sampleRate=%d&spyName=polyprof"
+                 "&format=folded",
                  server, ename, (long long)from, (long long)until, rate) < 0)
         url = NULL;
     free(h);
@@ -456,8 +487,8 @@ pp_send_result pp_pyroscope_send(pp_pyroscope *p, const pp_upload_item *it)
             pp_error("Pyroscope: out of memory building a request; will retry");
         } else {
             pp_http_resp r;
-            pp_http_outcome oc = pp_http_request(p->http, "POST", url, hdrs, g[i].body, g[i].len,
-                                                 &r);
+            pp_http_outcome oc =
+                pp_http_request(p->http, "POST", url, hdrs, g[i].body, g[i].len, &r);
             free(url);
             secs += r.seconds;
             char msg[512];

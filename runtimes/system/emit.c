@@ -13,7 +13,7 @@ typedef struct {
 
 struct pp_emitter {
     pp_symbolizer *sym;
-    const pp_profile *profile; /* the profile the cached ids belong to */
+    uint64_t generation; /* pp_profile_generation of the profile the cached ids belong to */
     cache_ent *cache;
     size_t cap, used;
 };
@@ -105,9 +105,11 @@ static uint32_t frame_id(pp_emitter *e, pp_profile *out, int pid, uint64_t ip)
 int pp_emit_sample(pp_emitter *e, pp_profile *out, int pid, const char *comm, const uint64_t *user,
                    size_t nuser, const uint64_t *kernel, size_t nkernel, uint64_t count)
 {
-    if (e->profile != out) {
+    /* The cached ids are string ids of one profile. A new session's profile may be allocated at
+     * the freed one's address, so the cache is keyed on the profile's generation. */
+    if (e->generation != pp_profile_generation(out)) {
         cache_reset(e);
-        e->profile = out;
+        e->generation = pp_profile_generation(out);
     }
     pp_pid_profile *pp = pp_profile_get(out, pid, true);
     if (!pp)

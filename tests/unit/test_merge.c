@@ -221,3 +221,32 @@ Test(merge, split_count_takes_last_token)
     cr_assert_eq(pp_col_split_count("a 99999999999999999999999", 25, &sl, &c), -1);
     cr_assert_eq(pp_col_split_count("a ", 2, &sl, &c), -1);
 }
+
+Test(merge, render_writes_each_stack_once)
+{
+    pp_profile *p = pp_profile_new();
+    uint32_t f[2] = {pp_profile_intern(p, "main"), pp_profile_intern(p, "work")};
+    uint32_t g[1] = {pp_profile_intern(p, "a;b")};
+    uint32_t h[1] = {pp_profile_intern(p, "a|b")}; /* escapes to the same text as g */
+    for (int pid = 10; pid < 14; pid++) {          /* four workers of one program */
+        pp_pid_profile *pp = pp_profile_get(p, pid, true);
+        pp->comm = pp_profile_intern(p, "worker");
+        pp_pid_add(pp, f, 2, (uint64_t)pid);
+        pp_pid_add(pp, pid % 2 ? g : h, 1, 1);
+    }
+    pp_pid_profile *other = pp_profile_get(p, 20, true);
+    other->comm = pp_profile_intern(p, "other");
+    pp_pid_add(other, f, 2, 5);
+    pp_header_info hi = {.profiling_mode = "cpu", .frequency = 11};
+    json_t *hd = pp_header_build(&hi);
+    pp_render_opts o = {.app_metadata_enabled = true, .appids_enabled = true};
+    size_t len;
+    char *text = pp_col_render(p, hd, &o, &len);
+    cr_assert_not_null(text);
+    cr_assert_str_eq(strchr(text, '\n') + 1, "0;;worker;main;work 46\n"
+                                             "0;;worker;a|b 4\n"
+                                             "0;;other;main;work 5");
+    free(text);
+    json_decref(hd);
+    pp_profile_free(p);
+}

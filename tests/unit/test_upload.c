@@ -13,8 +13,12 @@
 
 static json_t *meta_for(int start)
 {
-    pp_upload_item it = {.start = start, .end = start + 60, .spawn = 1, .cpu_avg = 1.5,
-                         .mem_avg = NAN, .frequency = 11};
+    pp_upload_item it = {.start = start,
+                         .end = start + 60,
+                         .spawn = 1,
+                         .cpu_avg = 1.5,
+                         .mem_avg = NAN,
+                         .frequency = 11};
     return pp_upload_item_meta(&it);
 }
 
@@ -238,8 +242,14 @@ static char *gunzip(const unsigned char *in, size_t len, size_t *outlen)
 Test(studio, body_fields_gzip_roundtrip)
 {
     const char *col = "# {\"metadata\": {}}\n0;;bash;main \xc3\xa9t\xc3\xa9 3\n1;c1;java;f_[j] 2";
-    pp_upload_item it = {.start = 60, .end = 120, .spawn = 30, .cpu_avg = 12.5, .mem_avg = NAN,
-                         .frequency = 11, .text = col, .len = strlen(col)};
+    pp_upload_item it = {.start = 60,
+                         .end = 120,
+                         .spawn = 30,
+                         .cpu_avg = 12.5,
+                         .mem_avg = NAN,
+                         .frequency = 11,
+                         .text = col,
+                         .len = strlen(col)};
     json_t *gpid = json_integer(42);
     size_t len;
     char *body = pp_studio_body(&it, "host1", gpid, &len);
@@ -251,7 +261,7 @@ Test(studio, body_fields_gzip_roundtrip)
     cr_assert_eq(memcmp(plain, body, len), 0);
     json_t *o = json_loadb(plain, ulen, 0, NULL);
     cr_assert(json_is_object(o));
-    const char *keys[] = {"start_time", "end_time", "hostname", "profile",
+    const char *keys[] = {"start_time", "end_time", "hostname",   "profile",
                           "cpu_avg",    "mem_avg",  "spawn_time", "gpid"};
     size_t i = 0;
     const char *k;
@@ -278,7 +288,10 @@ Test(studio, invalid_utf8_is_replaced)
 {
     char s[] = "ok\xff\xc3(\xe2\x82\xac\xed\xa0\x80z";
     size_t n = pp_utf8_sanitize(s, strlen(s));
-    cr_assert_str_eq(s, "ok?" "?(\xe2\x82\xac?" "?" "?z");
+    cr_assert_str_eq(s, "ok?"
+                        "?(\xe2\x82\xac?"
+                        "?"
+                        "?z");
     cr_assert_eq(n, 5);
 }
 
@@ -315,8 +328,8 @@ Test(upload_file, header_merge_as_gprofiler)
     time_t start = 7, end = 7;
     size_t len;
     char err[256];
-    char *out = pp_studio_merge_file(file, strlen(file), fresh, &start, &end, &len, err,
-                                     sizeof(err));
+    char *out =
+        pp_studio_merge_file(file, strlen(file), fresh, &start, &end, &len, err, sizeof(err));
     cr_assert(out, "%s", err);
     cr_assert_eq(len, strlen(out));
     cr_assert_eq(start, 1704164645);
@@ -343,11 +356,10 @@ Test(upload_file, header_merge_as_gprofiler)
     free(out);
 
     /* not a .col */
-    cr_assert_null(pp_studio_merge_file("0;;a 1\n", 7, fresh, &start, &end, &len, err,
-                                        sizeof(err)));
-    cr_assert(strstr(err, "header"), "%s", err);
     cr_assert_null(
-        pp_studio_merge_file("#{bad\n", 6, fresh, &start, &end, &len, err, sizeof(err)));
+        pp_studio_merge_file("0;;a 1\n", 7, fresh, &start, &end, &len, err, sizeof(err)));
+    cr_assert(strstr(err, "header"), "%s", err);
+    cr_assert_null(pp_studio_merge_file("#{bad\n", 6, fresh, &start, &end, &len, err, sizeof(err)));
     /* no times in the file: left alone */
     start = end = 9;
     out = pp_studio_merge_file("# {}", 4, fresh, &start, &end, &len, err, sizeof(err));
@@ -384,15 +396,16 @@ Test(pyroscope, names_and_labels)
 
 Test(pyroscope, groups_strip_prefix_and_header)
 {
-    const char *col = "# {\"application_metadata_enabled\": true, \"metadata\": {\"run_arguments\": "
-                      "{\"profile_api_version\": null}}}\n"
-                      "0;;bash;main;work 5\n"
-                      "1;web,1;java;Main.run_[j];x 7\n"
-                      "0;;bash;main;other 2\n"
-                      "1;web,1;java;GC;native 1\n"
-                      "2;;py;a_[p] 0\n"
-                      "bad line\n"
-                      "3;;sh 4";
+    const char *col =
+        "# {\"application_metadata_enabled\": true, \"metadata\": {\"run_arguments\": "
+        "{\"profile_api_version\": null}}}\n"
+        "0;;bash;main;work 5\n"
+        "1;web,1;java;Main.run_[j];x 7\n"
+        "0;;bash;main;other 2\n"
+        "1;web,1;java;GC;native 1\n"
+        "2;;py;a_[p] 0\n"
+        "bad line\n"
+        "3;;sh 4";
     pp_pyro_group *g;
     size_t n = pp_pyroscope_groups(col, strlen(col), &g);
     cr_assert_eq(n, 3);
@@ -442,4 +455,20 @@ Test(pyroscope, long_stacks_are_cut_below_64k)
     cr_assert(strstr(g[0].body, ";[truncated] 9\n"));
     pp_pyroscope_groups_free(g, n);
     free(col);
+}
+
+Test(pyroscope, stacks_that_differ_only_in_the_stripped_prefix_are_summed)
+{
+    /* Two workers of one program with different application metadata: two .col lines, one
+     * folded stack once the index frame is stripped. */
+    const char *col = "# {\"application_metadata_enabled\": true}\n"
+                      "1;;gunicorn;main;work 5\n"
+                      "2;;gunicorn;main;work 3\n"
+                      "1;;gunicorn;main;idle 1";
+    pp_pyro_group *g;
+    size_t n = pp_pyroscope_groups(col, strlen(col), &g);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(g[0].body, "gunicorn;main;work 8\ngunicorn;main;idle 1\n");
+    cr_assert_eq(g[0].samples, 9);
+    pp_pyroscope_groups_free(g, n);
 }

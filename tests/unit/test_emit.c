@@ -1,0 +1,114 @@
+/* Unit tests: the emitter's (pid, ip) -> frame id cache never outlives the profile it was filled
+ * for, even when the next session's profile is allocated at the freed one's address. */
+#include "tests/unit/testutil.h"
+
+#include <valgrind/valgrind.h>
+
+#include "merge/profile.h"
+#include "runtimes/symbols/symbolizer.h"
+#include "runtimes/system/emit.h"
+
+/* Freed memory is handed out again at once (ASan would otherwise quarantine it), so that a new
+ * profile lands where the old one was, as it does with glibc in the agent. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "quarantine_size_mb=0:thread_local_quarantine_size_kb=0";
+}
+
+TestSuite(emit, .init = pp_test_quiet_log);
+
+__attribute__((noinline, noipa)) int pp_emit_fn_alpha(int x)
+{
+    return x * 3 + 1;
+}
+
+__attribute__((noinline, noipa)) int pp_emit_fn_beta(int x)
+{
+    return x * 5 + 2;
+}
+
+/* The single stack of pid in p, rendered "a;b;c". */
+static void stack_text(pp_profile *p, int pid, char *out, size_t len)
+{
+    pp_pid_profile *pp = pp_profile_get(p, pid, false);
+    cr_assert_not_null(pp);
+    cr_assert_eq(pp_pid_nstacks(pp), 1);
+    size_t nf;
+    const uint32_t *f = pp_pid_stack(pp, 0, &nf, NULL);
+    out[0] = '\0';
+    for (size_t i = 0; i < nf; i++) {
+        if (i)
+            strncat(out, ";", len - strlen(out) - 1);
+        strncat(out, pp_profile_str(p, f[i]), len - strlen(out) - 1);
+    }
+}
+
+/* A profile allocated where `where` was, if the allocator gives that address back within a few
+ * tries (the others are freed). */
+static pp_profile *profile_at(const void *where)
+{
+    pp_profile *keep[64];
+    size_t n = 0;
+    pp_profile *p = pp_profile_new();
+    while (p && (const void *)p != where && n < 64) {
+        keep[n++] = p;
+        p = pp_profile_new();
+    }
+    for (size_t i = 0; i < n; i++)
+        pp_profile_free(keep[i]);
+    return p;
+}
+
+Test(emit, cache_does_not_outlive_its_profile)
+{
+    pp_symbolizer *sym = pp_symbolizer_new(0);
+    pp_emitter *e = pp_emitter_new(sym);
+    cr_assert(sym && e);
+    int pid = getpid();
+    uint64_t ua[] = {(uint64_t)(uintptr_t)pp_emit_fn_alpha + 1};
+    uint64_t ub[] = {(uint64_t)(uintptr_t)pp_emit_fn_beta + 1};
+    bool reused = false;
+    const void *prev = NULL;
+    for (int session = 0; session < 6; session++) {
+        pp_profile *p = prev ? profile_at(prev) : pp_profile_new();
+        cr_assert_not_null(p);
+        reused |= prev && (const void *)p == prev;
+        /* Each session interns other strings first, so that an id from an earlier session
+         * names something else in this one. */
+        for (int k = 0; k <= session; k++) {
+            char s[32];
+            snprintf(s, sizeof(s), "session %d string %d", session, k);
+            pp_profile_intern(p, s);
+        }
+        pp_symbolizer_begin_pass(sym);
+        const uint64_t *first = session % 2 ? ub : ua, *second = session % 2 ? ua : ub;
+        cr_assert_eq(pp_emit_sample(e, p, pid, "emitter", first, 1, NULL, 0, 3), 0);
+        cr_assert_eq(pp_emit_sample(e, p, pid + 1000000, "other", second, 1, NULL, 0, 1), 0);
+        char text[256];
+        stack_text(p, pid, text, sizeof(text));
+        cr_assert_str_eq(text, session % 2 ? "pp_emit_fn_beta" : "pp_emit_fn_alpha",
+                         "session %d: %s", session, text);
+        cr_assert_str_eq(pp_profile_str(p, pp_profile_get(p, pid, false)->comm), "emitter");
+        prev = p;
+        pp_profile_free(p);
+    }
+    if (RUNNING_ON_VALGRIND)
+        cr_log_info("valgrind delays the reuse of freed blocks: no profile reused an address");
+    else
+        cr_assert(reused, "no profile was allocated at a freed one's address: the test checked "
+                          "nothing about reuse");
+    pp_emitter_free(e);
+    pp_symbolizer_free(sym);
+}
+
+Test(emit, generations_are_unique)
+{
+    pp_profile *a = pp_profile_new();
+    uint64_t ga = pp_profile_generation(a);
+    pp_profile_free(a);
+    pp_profile *b = pp_profile_new();
+    cr_assert_neq(pp_profile_generation(b), 0);
+    cr_assert_neq(pp_profile_generation(b), ga);
+    pp_profile_free(b);
+}
