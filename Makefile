@@ -1,40 +1,60 @@
 # polyprof build. `make` builds build/polyprof; `make test` installs deps, builds and runs every
-# test; `make run` profiles the host for 10 s into ./out.
+# test stage; `make run` profiles the host for 10 s into ./out. `make V=1` shows the commands.
 CC       := gcc
 CLANG    := clang
 BPFTOOL  := bpftool
 BUILD    := build
 
+ifeq ($(V),1)
+Q        :=
+say      :=
+else
+Q        := @
+say       = @printf '  %-6s %s\n' $(1) $(2);
+endif
+
 WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS   := -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -D_GNU_SOURCE -I. -I$(BUILD)
+DEPFLAGS  = -MMD -MP -MF $(@:.o=.d)
 LDLIBS   := -lbpf -lelf -lz -llzma -ljansson -lpcre2-8 -ldl -lpthread -liberty -lm
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZSAN  := -fsanitize=fuzzer-no-link,address,undefined
 
 LIB_SRC  := $(sort $(wildcard orchestrator/*.c merge/*.c runtimes/*.c runtimes/*/*.c))
 LIB_SRC  := $(filter-out orchestrator/main.c,$(LIB_SRC))
-HDRS     := $(wildcard orchestrator/*.h merge/*.h runtimes/*.h runtimes/*/*.h bpf/*.h)
 BPF_SRC  := $(wildcard bpf/*.bpf.c)
 SKELS    := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRC))
 
+# The library is compiled once per flavour and linked by the binary, the tests, the benchmarks
+# and every fuzz target: plain (binary, valgrind tests), sanitized (unit tests), fuzz (clang).
 OBJ      := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 SAN_OBJ  := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRC))
+FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzzobj/%.o,$(LIB_SRC))
+LIB      := $(BUILD)/libpolyprof.a
+SAN_LIB  := $(BUILD)/libpolyprof-san.a
+FUZZ_LIB := $(BUILD)/libpolyprof-fuzz.a
+
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 UNIT_VG  := $(patsubst tests/unit/%.c,$(BUILD)/tests/vg/%,$(UNIT_SRC))
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all deps run test unit valgrind integration fuzz bench format clean
+.PHONY: all deps run test unit valgrind integration fuzz summary bench format format-check \
+        clean
 # Keep the object files of pattern rules (Make would delete them as intermediates).
 .SECONDARY:
+# A recipe that fails leaves no half-written target behind.
+.DELETE_ON_ERROR:
 
 all: $(BUILD)/polyprof
 
 # ---- dependencies (Debian packages; idempotent and quiet when present) ----
 DEB_PKGS := gcc make clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev liblzma-dev \
             libjansson-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev \
-            libclang-rt-14-dev valgrind python3 python3-pytest golang-go linux-perf stress-ng \
-            clang-format ruby php-cli openjdk-17-jdk-headless nodejs
+            libclang-rt-14-dev valgrind python3 python3-pip python3-pytest python3-pytest-timeout \
+            golang-go linux-perf stress-ng clang-format ruby php-cli openjdk-17-jdk-headless \
+            nodejs binutils
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 	    | grep -q 'install ok installed' || echo $$p; done); \
@@ -43,70 +63,105 @@ deps:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) \
 	        >/tmp/polyprof-deps.log 2>&1 || { cat /tmp/polyprof-deps.log; exit 1; }; \
 	fi
+	@bash tests/tools/install.sh
 
 # ---- BPF: CO-RE objects and libbpf skeletons ----
-$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) | $(BUILD)
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -I. -c $< -o $@
-	llvm-strip -g $@ 2>/dev/null || true
+BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
+              -e 's/ppc64le/powerpc/' -e 's/mips.*/mips/' -e 's/riscv64/riscv/' \
+              -e 's/loongarch64/loongarch/' -e 's/s390x/s390/')
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c | $(BUILD)
+	$(call say,BPF,$<)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror -I. \
+	    -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+	$(Q)llvm-strip -g $@ 2>/dev/null || true
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
-	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
+	$(call say,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
 $(BUILD):
 	@mkdir -p $@
 
-# ---- C objects ----
-$(BUILD)/obj/%.o: %.c $(HDRS) $(SKELS)
+# ---- C objects: header dependencies come from the compiler (-MMD); the skeletons are built
+# before any object (order-only), and only objects that include one depend on it. ----
+$(BUILD)/obj/%.o: %.c | $(SKELS)
+	$(call say,CC,$<)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/san/%.o: %.c $(HDRS) $(SKELS)
+$(BUILD)/san/%.o: %.c | $(SKELS)
+	$(call say,CC-SAN,$<)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -O1 $(SAN) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) -O1 $(SAN) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/polyprof: $(BUILD)/obj/orchestrator/main.o $(OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/fuzzobj/%.o: %.c | $(SKELS)
+	$(call say,CC-FUZ,$<)
+	@mkdir -p $(dir $@)
+	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(FUZZSAN) $(DEPFLAGS) -c $< -o $@
+
+$(LIB): $(OBJ)
+$(SAN_LIB): $(SAN_OBJ)
+$(FUZZ_LIB): $(FUZZ_OBJ)
+$(LIB) $(SAN_LIB) $(FUZZ_LIB):
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/polyprof: $(BUILD)/obj/orchestrator/main.o $(LIB)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # ---- tests ----
-$(BUILD)/tests/%: tests/unit/%.c $(SAN_OBJ) tests/unit/testutil.h
+$(BUILD)/tests/%: $(BUILD)/san/tests/unit/%.o $(SAN_LIB)
+	$(call say,LINK,$@)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -O1 $(SAN) -o $@ $< $(SAN_OBJ) $(LDLIBS) -lcriterion
+	$(Q)$(CC) $(CFLAGS) -O1 $(SAN) -o $@ $^ $(LDLIBS) -lcriterion
 
-$(BUILD)/tests/vg/%: tests/unit/%.c $(OBJ) tests/unit/testutil.h
+$(BUILD)/tests/vg/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
+	$(call say,LINK,$@)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(OBJ) $(LDLIBS) -lcriterion
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(HDRS) $(SKELS)
+$(BUILD)/fuzz/%: $(BUILD)/fuzzobj/tests/fuzz/%.o $(FUZZ_LIB)
+	$(call say,LINK,$@)
 	@mkdir -p $(dir $@)
-	$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) -fsanitize=fuzzer,address,undefined \
-	    -o $@ $< $(LIB_SRC) $(LDLIBS)
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
 
+# Each stage records its counts in build/results/<stage>.json and prints one line
+# "<stage>: N passed, N failed, N skipped"; `summary` adds the totals. STRICT=1 (set when
+# CI=true) fails a stage on any skip not listed in tests/expected-skips.
+STAGES   := python3 tests/stages.py
+FUZZ_SECONDS ?= 15
 
 unit: $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; ASAN_OPTIONS=detect_leaks=1 $$t; done
+	@$(STAGES) unit $(UNIT_BIN)
 
 valgrind: $(UNIT_VG)
-	@set -e; for t in $(UNIT_VG); do echo "== valgrind $$t"; \
-	    valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=9 \
-	        --trace-children=yes --trace-children-skip='/usr/*,/bin/*,/tmp/*,/root/*,/sbin/*' $$t --jobs=1 >/dev/null 2>$(BUILD)/vg.log \
-	        || { cat $(BUILD)/vg.log; exit 1; }; done; echo "valgrind: no leaks"
+	@$(STAGES) valgrind $(UNIT_VG)
 
 fuzz: $(FUZZ_BIN)
-	@set -e; for f in $(FUZZ_BIN); do n=$$(basename $$f); echo "== $$n (smoke, 20 s)"; \
-	    mkdir -p $(BUILD)/corpus/$$n; \
-	    $$f -max_total_time=20 -print_final_stats=0 $(BUILD)/corpus/$$n \
-	        $$( [ -d tests/fuzz/corpus/$$n ] && echo tests/fuzz/corpus/$$n ) 2>$(BUILD)/$$n.log \
-	        || { tail -50 $(BUILD)/$$n.log; exit 1; }; done
+	@$(STAGES) fuzz --seconds $(FUZZ_SECONDS) $(FUZZ_BIN)
 
-integration: $(BUILD)/polyprof
-	cd tests/integration && /usr/bin/python3 -m pytest -q -p no:cacheprovider .
+integration: $(BUILD)/polyprof $(BUILD)/bench/bench_jfr
+	@$(STAGES) integration
 
+summary:
+	@$(STAGES) summary
+
+format-check:
+	@$(STAGES) format
+
+# All stages run even when one fails, so that one run reports everything; the summary fails
+# if any did.
 test: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory unit
-	@$(MAKE) --no-print-directory valgrind
-	@$(MAKE) --no-print-directory fuzz
-	@$(MAKE) --no-print-directory integration
+	@rm -rf $(BUILD)/results
+	@$(MAKE) --no-print-directory format-check || true
+	@$(MAKE) --no-print-directory unit || true
+	@$(MAKE) --no-print-directory valgrind || true
+	@$(MAKE) --no-print-directory fuzz || true
+	@$(MAKE) --no-print-directory integration || true
+	@$(MAKE) --no-print-directory summary
 
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -114,14 +169,15 @@ run: deps
 	./$(BUILD)/polyprof -d 10 -o out
 	@echo "profile written: $$(readlink -f out/last_profile.col)"
 
-# ---- benchmarks (programs linked with the library objects) ----
+# ---- benchmarks (programs linked with the library) ----
 BENCH_BIN := $(BUILD)/bench/bench_discovery $(BUILD)/bench/bench_pyreader $(BUILD)/bench/bench_jfr
-$(BUILD)/bench/bench_discovery: bench/discovery/bench_discovery.c
-$(BUILD)/bench/bench_pyreader: bench/python/bench_reader.c
-$(BUILD)/bench/bench_jfr: bench/java/bench_jfr.c
-$(BENCH_BIN): $(OBJ)
+$(BUILD)/bench/bench_discovery: $(BUILD)/obj/bench/discovery/bench_discovery.o
+$(BUILD)/bench/bench_pyreader: $(BUILD)/obj/bench/python/bench_reader.o
+$(BUILD)/bench/bench_jfr: $(BUILD)/obj/bench/java/bench_jfr.o
+$(BENCH_BIN): $(LIB)
+	$(call say,LINK,$@)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $(filter %.c,$^) $(OBJ) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS)
 
 bench: all
 	bash bench/sampler/run.sh
@@ -134,3 +190,5 @@ format:
 
 clean:
 	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -22,7 +22,8 @@ typedef struct pp_render_opts {
  * their position. Pids are written in profile order, stacks in first-seen order; stacks with
  * count 0 are skipped. No two lines share a stack: stacks that render alike (several pids with
  * the same comm, container, metadata and appid, or frames made alike by escaping) are written
- * once, where the first of them appeared, with the sum of their counts. Returns malloc'd text (len set), or NULL on OOM. */
+ * once, where the first of them appeared, with the sum of their counts. Returns malloc'd text (len
+ * set), or NULL on OOM. */
 char *pp_col_render(const pp_profile *p, json_t *header, const pp_render_opts *o, size_t *len);
 
 /* Serializes a header object as gProfiler does (Python json.dumps defaults: ", " and ": "

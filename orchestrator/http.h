@@ -20,20 +20,20 @@ typedef struct pp_http_opts {
 } pp_http_opts;
 
 typedef enum {
-    PP_HTTP_OK = 0,  /* 2xx */
-    PP_HTTP_RETRY,   /* no reply (connection error, timeout), 5xx, 408, 429 */
+    PP_HTTP_OK = 0,    /* 2xx */
+    PP_HTTP_RETRY,     /* no reply (connection error, timeout), 5xx, 408, 429 */
     PP_HTTP_TOO_LARGE, /* 413 */
     PP_HTTP_REJECTED,  /* other 4xx (and 1xx/3xx): retrying would not help */
     PP_HTTP_ABORTED,   /* the abort flag was raised */
 } pp_http_outcome;
 
 typedef struct pp_http_resp {
-    long status;        /* HTTP status, 0 when no reply arrived */
-    char *body;         /* NUL-terminated reply body (at most 1 MiB kept), or NULL */
+    long status; /* HTTP status, 0 when no reply arrived */
+    char *body;  /* NUL-terminated reply body (at most 1 MiB kept), or NULL */
     size_t len;
-    bool timed_out;     /* the request timed out */
-    char error[256];    /* libcurl's description when no reply arrived */
-    double seconds;     /* total time */
+    bool timed_out;  /* the request timed out */
+    char error[256]; /* libcurl's description when no reply arrived */
+    double seconds;  /* total time */
 } pp_http_resp;
 
 /* curl_global_init, once per process. Returns 0 or -1. */

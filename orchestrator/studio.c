@@ -242,8 +242,8 @@ int pp_studio_health_check(pp_studio *s, char *err, size_t errlen)
     const char *hdrs[] = {key, svc, NULL};
     pp_http_resp r;
     long upload_timeout = pp_http_set_timeout(s->http, HEALTH_TIMEOUT_S);
-    pp_http_outcome oc = url ? pp_http_request(s->http, "GET", url, hdrs, NULL, 0, &r)
-                             : PP_HTTP_RETRY;
+    pp_http_outcome oc =
+        url ? pp_http_request(s->http, "GET", url, hdrs, NULL, 0, &r) : PP_HTTP_RETRY;
     pp_http_set_timeout(s->http, upload_timeout);
     if (!url)
         memset(&r, 0, sizeof(r));
@@ -409,7 +409,8 @@ static void merge_into(json_t *dst, json_t *src)
 {
     const char *k;
     json_t *v;
-    json_object_foreach(src, k, v) {
+    json_object_foreach(src, k, v)
+    {
         if (json_is_object(v)) {
             json_t *node = json_object_get(dst, k);
             if (!json_is_object(node)) {
@@ -441,8 +442,9 @@ char *pp_studio_merge_file(const char *text, size_t len, const json_t *fresh_md,
     const char *nl = memchr(text, '\n', len);
     size_t l0 = nl ? (size_t)(nl - text) : len;
     if (!l0 || text[0] != '#') {
-        snprintf(err, errlen, "the first line of the file is not a gProfiler header "
-                              "(\"# {json}\"); is it a .col file written by polyprof or gProfiler?");
+        snprintf(err, errlen,
+                 "the first line of the file is not a gProfiler header "
+                 "(\"# {json}\"); is it a .col file written by polyprof or gProfiler?");
         return NULL;
     }
     json_error_t je;

@@ -13,7 +13,7 @@ typedef struct pp_upload_item {
     int frequency;           /* Hz */
     const char *text;        /* the whole .col text */
     size_t len;
-    const char *id;          /* spool entry name (stable across retries), or NULL */
+    const char *id; /* spool entry name (stable across retries), or NULL */
 } pp_upload_item;
 
 /* What a backend did with one item. */

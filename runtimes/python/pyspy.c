@@ -215,7 +215,15 @@ static uint32_t map_frame(framemap *m, pp_profile *out, const char *root, const 
         m->cap = ncap;
     }
     if (m->ids[r] == UINT32_MAX) {
+        /* Granulate's py-spy fork (gProfiler's) ends each frame in "_[p]"; py-spy as released
+         * on PyPI does not: the suffix is added so that both give gProfiler's frames. */
         const char *raw = pp_strtab_get(m->raw, r);
+        size_t rl = pp_strtab_len(m->raw, r);
+        char suffixed[PATH_MAX + 600];
+        if (rl < 4 || memcmp(raw + rl - 4, "_[p]", 4) != 0) {
+            snprintf(suffixed, sizeof(suffixed), "%s_[p]", raw);
+            raw = suffixed;
+        }
         char text[PATH_MAX + 600];
         if (root)
             pp_pkgver_rewrite_frame(root, raw, pyver, text, sizeof(text));

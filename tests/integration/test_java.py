@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import APPS, POLYPROF, ROOT, Profile, assert_share, last_profile, wait_for
+from conftest import (APPS, POLYPROF, ROOT, LineReader, Profile, assert_share, last_profile,
+                      wait_for)
 
 JDKS = {
     "17": Path("/usr/lib/jvm/java-17-openjdk-amd64"),
@@ -182,9 +183,10 @@ def test_jvm_in_own_pid_and_mount_namespace(hot_classes, outdir):
         ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c",
          f"mount -t tmpfs tmpfs /tmp && exec {java} -cp {classes} Hot 2"],
         stdout=subprocess.PIPE, text=True)
+    sh_out = LineReader(sh.stdout)
     pid = None
     try:
-        assert sh.stdout.readline().startswith("ready 1")
+        assert sh_out.wait_line(lambda x: True, 30, "the JVM to start").startswith("ready 1")
         kids = Path(f"/proc/{sh.pid}/task/{sh.pid}/children").read_text().split()
         pid = int(kids[0])
         assert Path(f"/proc/{pid}/status").read_text().split("NSpid:")[1].split()[1] == "1"
@@ -304,9 +306,10 @@ def test_jvm_of_another_user_in_a_user_namespace(hot_classes, outdir, tmp_path):
                                 "unshare", "--user", "--map-root-user", str(java), "-cp",
                                 str(classes), "Hot", "2"], cwd=cwd, stdout=subprocess.PIPE,
                                text=True)
+        app_out = LineReader(app.stdout)
         try:
-            line = app.stdout.readline()
-            if not line.startswith("ready"):
+            line = app_out.wait_line(lambda x: True, 30, "the JVM to start", allow_end=True)
+            if not line or not line.startswith("ready"):
                 pytest.skip("unprivileged user namespaces are not available")
             pid = int(line.split()[1])
             warm(pid)
@@ -321,9 +324,36 @@ def test_jvm_of_another_user_in_a_user_namespace(hot_classes, outdir, tmp_path):
             assert not list(cwd.iterdir())
         finally:
             app.kill()
-            rest = app.stdout.read()
             app.wait()
+            rest = app_out.text()
             app.stdout.close()
         assert "Full thread dump" not in rest
     finally:
         shutil.rmtree(classes, ignore_errors=True)
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_jfr_parser_matches_jfr_print(version, tmp_path):
+    """polyprof's native JFR parser gives exactly the stacks that the JDK's own `jfr print`
+    gives (collapsed by tests/fixtures/jfr/collapse.py), on a fresh recording of a busy
+    multi-threaded JVM (bench/java/Busy.java: thousands of distinct stacks)."""
+    home = jdk(version)
+    subprocess.run([str(home / "bin" / "javac"), "-d", str(tmp_path),
+                    str(ROOT / "bench" / "java" / "Busy.java")], check=True)
+    rec = tmp_path / "busy.jfr"
+    subprocess.run([str(home / "bin" / "java"), "-XX:FlightRecorderOptions:stackdepth=256",
+                    "-XX:StartFlightRecording=settings=none,+jdk.ExecutionSample#enabled=true,"
+                    f"+jdk.ExecutionSample#period=10ms,filename={rec}", "-cp", str(tmp_path),
+                    "Busy", "4000"], check=True, stdout=subprocess.DEVNULL, timeout=120)
+    ours = subprocess.run([str(ROOT / "build" / "bench" / "bench_jfr"), "-p", str(rec)],
+                          check=True, capture_output=True, text=True, timeout=120).stdout
+    jfr = subprocess.run([str(home / "bin" / "jfr"), "print", "--json", "--stack-depth", "2048",
+                          "--events", "jdk.ExecutionSample", str(rec)], check=True,
+                         capture_output=True, timeout=300).stdout
+    ref = subprocess.run(["/usr/bin/python3", str(ROOT / "tests" / "fixtures" / "jfr" /
+                                                  "collapse.py")], input=jfr, check=True,
+                         capture_output=True, timeout=120).stdout.decode()
+    ours_lines, ref_lines = sorted(ours.splitlines()), sorted(ref.splitlines())
+    assert len(ref_lines) > 100, f"too few distinct stacks recorded: {len(ref_lines)}"
+    assert ours_lines == ref_lines, (len(ours_lines), len(ref_lines),
+                                     sorted(set(ours_lines) ^ set(ref_lines))[:5])

@@ -5,9 +5,9 @@ A copy of apps/pyhot.py runs under every CPython found (pyenv 3.8-3.13 and Debia
 (pyenv 3.7). Two polyprof runs profile them all at once (--python-mode builtin):
 - without the system sampler (--perf-mode disabled): the runtime stacks are written unscaled.
   The sampler counts CPU time, so a process needs a few CPU-seconds for its 3:1 ratio to be
-  measured within 5 points: the copies take turns (two at a time, 4 s each, a few % of a CPU
-  otherwise). When a busy host still gives a process too little CPU, the tolerance widens to
-  three standard errors of the measured proportion. Also checked: file names and lines, idle
+  measured within +-8 points (conftest.assert_share): the copies take turns (two at a time, 6 s
+  each, a few % of a CPU otherwise). A host that still gives a process too few samples fails
+  the test as starved; the band is never widened. Also checked: file names and lines, idle
   threads, annotations, the namespace's file names, the skip stack;
 - with the system sampler (-d 3): each process's total equals the sampler's count for its pid.
 
@@ -19,7 +19,6 @@ command line, parsing, annotation and scaling, not py-spy itself.
 import ast
 import glob
 import json
-import math
 from collections import Counter
 import os
 import re
@@ -31,9 +30,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import APPS, POLYPROF, App, last_profile, run_polyprof
+from conftest import APPS, POLYPROF, App, LineReader, assert_share, last_profile, run_polyprof
 
 STANDINS = Path(__file__).resolve().parent / "standins"
+PP_TOOLS = Path(os.environ.get("PP_TOOLS", "/var/cache/polyprof/tools"))
+PYSPY_VERSION = "0.4.3"  # tests/tools/install.sh
 SAMPLER_LINE = re.compile(r"runtime python pid (\d+): (\d+) runtime samples, (\d+) sampler samples")
 
 
@@ -70,7 +71,8 @@ class Proc:
         self.label, self.exe, self.script, self.app, self.pid = label, exe, script, app, pid
 
 
-LANES, SLOT = 2, 4.0  # burners at full speed at a time, seconds each
+LANES, SLOT = 2, 6.0  # burners at full speed at a time, seconds each (6 s at 100 Hz gives
+# the ~470 samples a +-8 point share check needs, on a host that is not starved)
 
 
 def profile_in_turns(procs, gofile, nslots, out):
@@ -79,23 +81,18 @@ def profile_in_turns(procs, gofile, nslots, out):
     p = subprocess.Popen([str(POLYPROF), "-d", str(int(4 + nslots * SLOT + 1)), "-f", "99",
                           "-o", str(out), "--python-mode", "builtin", "-v",
                           "--perf-mode", "disabled"], stderr=subprocess.PIPE, text=True)
-    head = []
+    log = LineReader(p.stderr)
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            line = p.stderr.readline()
-            head.append(line)
-            if not line or "python sampler:" in line:
-                break
-        assert "python sampler:" in head[-1], "".join(head)
+        log.wait_line(lambda x: "python sampler:" in x, 10, "the Python sampler to start")
         Path(gofile).write_text(str(time.time() + 0.2))
-        _, rest = p.communicate(timeout=60)
+        p.wait(timeout=60 + nslots * SLOT)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode == 0, "".join(head)
-    return "".join(head) + rest
+    err = log.text()
+    assert p.returncode == 0, err[-3000:]
+    return err
 
 
 @pytest.fixture(scope="module")
@@ -176,9 +173,7 @@ def check_process(prof, p, scaled, expect_qualified):
     hot = "Worker.hot_a" if expect_qualified else "hot_a"
     a = sum(c for f, c in stacks if any(frame_name(x) == hot for x in f))
     b = sum(c for f, c in stacks if any(frame_name(x) == hot[:-1] + "b" for x in f))
-    assert a + b >= 40, f"too few samples in the hot functions: {a}+{b}"
-    tol = max(0.05, 3 * math.sqrt(0.75 * 0.25 / (a + b)))
-    assert abs(a / (a + b) - 0.75) <= tol, f"hot_a:hot_b = {a}:{b}, expected 3:1 (+-{tol:.3f})"
+    assert_share(100.0 * a / max(a + b, 1), a + b, 75, f"{p.label}: hot_a:hot_b = {a}:{b}")
     # The executing line inside the function, in the absolute file the interpreter has.
     for name in ("hot_a", "hot_b"):
         lines = function_lines(APPS / "pyhot.py", name)  # the copies have the same lines
@@ -271,8 +266,11 @@ def test_unsupported_python_gets_the_skip_stack(session):
 
 
 @pytest.mark.parametrize("mode", ["pyspy", "auto"])
-def test_pyspy_launcher_with_the_stand_in(tmp_path, mode):
-    """--python-mode pyspy, and auto when a py-spy is on PATH."""
+def test_pyspy_command_line_contract_with_the_stand_in(tmp_path, mode):
+    """Contract test against the stand-in (not py-spy): --python-mode pyspy, and auto when a
+    py-spy is on PATH, start it with gProfiler's exact command line, and its raw output is
+    parsed, annotated and scaled. The stand-in's fixed frames say nothing about accuracy: the
+    real py-spy is tested in test_pyspy_real."""
     script = tmp_path / "pyhot_spy.py"
     shutil.copy(APPS / "pyhot.py", script)
     a = App(["/usr/bin/python3.11", str(script)])
@@ -294,9 +292,8 @@ def test_pyspy_launcher_with_the_stand_in(tmp_path, mode):
     assert v[11:] == ["-p", str(a.pid), "--full-filenames", "--gil"]
     prof = last_profile(out)
     stacks = stacks_of(prof, str(script))
-    hot = sum(c for f, c in stacks if f[-1].startswith("standin_hot "))
-    cold = sum(c for f, c in stacks if f[-1].startswith("standin_cold "))
-    assert hot and cold and abs(hot / (hot + cold) - 0.75) <= 0.05
+    # the stand-in's two fixed leaf frames, parsed as py-spy's raw format says
+    assert {f[-1].split(" (")[0] for f, _ in stacks} >= {"standin_hot", "standin_cold"}
     assert all(f[4] == f"<module> ({script}:40)_[p]" or f[4].startswith("run (") for f, _ in stacks)
     ver = exact_version("/usr/bin/python3.11")
     assert any(f[4] == f"run (/usr/lib/python3.11/threading.py:975 [standard-library=={ver}])_[p]"
@@ -304,6 +301,40 @@ def test_pyspy_launcher_with_the_stand_in(tmp_path, mode):
     counts = {int(m[1]): int(m[3]) for m in SAMPLER_LINE.finditer(r.stderr)}
     assert sum(c for _, c in stacks) == counts[a.pid]
     assert not any(Path("/tmp/polyprof_tmp").glob("sess-*/pyspy.*")), "output files removed"
+
+
+def test_pyspy_real(tmp_path):
+    """The real py-spy (PyPI, pinned; `make deps` installs it) on a busy CPython 3.11: the
+    3:1 split of pyhot.py's hot functions within +-8 points, its file and lines."""
+    pyspy = PP_TOOLS / f"py-spy-{PYSPY_VERSION}" / "py-spy"
+    if not pyspy.exists():
+        pytest.skip(f"needs the real py-spy {PYSPY_VERSION} at {pyspy} (make deps installs it)")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "py-spy").symlink_to(pyspy)
+    script = tmp_path / "pyhot_real.py"
+    shutil.copy(APPS / "pyhot.py", script)
+    a = App(["/usr/bin/python3.11", str(script)])
+    try:
+        env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+        out = tmp_path / "out"
+        r = run_polyprof("-d", 14, "-f", 99, "-o", out, "--python-mode", "pyspy",
+                         "--perf-mode", "disabled", "--pids", a.pid, "-v", env=env)
+    finally:
+        a.stop()
+    stacks = stacks_of(last_profile(out), str(script))
+    assert stacks, r.stderr[-3000:]
+    frames = [x for f, _ in stacks for x in f[4:]]
+    assert not any(x.startswith("[Profiling") for x in frames), frames[:5]
+    a_n = sum(c for f, c in stacks if any(frame_name(x) == "Worker.hot_a" or
+                                          frame_name(x) == "hot_a" for x in f))
+    b_n = sum(c for f, c in stacks if any(frame_name(x) == "Worker.hot_b" or
+                                          frame_name(x) == "hot_b" for x in f))
+    assert_share(100.0 * a_n / max(a_n + b_n, 1), a_n + b_n, 75, f"py-spy hot_a:hot_b {a_n}:{b_n}")
+    lines = function_lines(APPS / "pyhot.py", "hot_a")
+    hot_frames = [x for x in frames if frame_name(x).endswith("hot_a")]
+    m = re.fullmatch(r".* \((.+):(\d+)\)_\[p\]", hot_frames[0])
+    assert m and m[1] == str(script) and int(m[2]) in lines, hot_frames[0]
 
 
 def test_pyspy_error_stack_for_a_process_gone_before_it_attached(tmp_path):

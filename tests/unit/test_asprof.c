@@ -234,13 +234,15 @@ Test(asprof, files_belong_to_the_jvm_user)
     pp_runtime_ctx ctx = {.cfg = NULL, .tmpdir = e.sess};
     char err[512] = "", path[PATH_MAX + 64];
     /* wait until the child runs as nobody (after setuid, before exec) */
-    for (int i = 0; i < 500; i++) {
+    bool is_nobody = false;
+    for (int i = 0; i < 2500 && !is_nobody; i++) {
         uid_t u;
         gid_t g;
-        if (pp_asprof_proc_ids(e.target, &u, &g) == 0 && u == 65534)
-            break;
-        usleep(2000);
+        is_nobody = pp_asprof_proc_ids(e.target, &u, &g) == 0 && u == 65534;
+        if (!is_nobody)
+            usleep(2000);
     }
+    cr_assert(is_nobody, "the target did not switch to uid 65534 within 5 s");
     pp_asprof_session *s =
         pp_asprof_start(e.asprof, e.target, &ctx, pp_mono_now() + 5, err, sizeof(err));
     cr_assert_not_null(s, "%s", err);

@@ -3,6 +3,7 @@
 #define PP_TESTUTIL_H
 
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
