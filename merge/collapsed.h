@@ -1,6 +1,6 @@
 /* The gProfiler collapsed format (.col): a "# {json}" header line, then one line per stack:
  * "<app index>;<container>;<comm>[;appid: <id>];<frame>;...;<leaf> <count>", root first,
- * no trailing newline (../shared/spec/gprofiler-compat.md §2). */
+ * no trailing newline. */
 #ifndef PP_COLLAPSED_H
 #define PP_COLLAPSED_H
 

@@ -1,5 +1,5 @@
-/* The profile header object, keys in gProfiler's order (../shared/spec/gprofiler-compat.md
- * §2.2), plus polyprof's own counters under "polyprof". */
+/* The profile header object, keys in gProfiler's order, plus polyprof's own counters under
+ * "polyprof". */
 #ifndef PP_HEADER_H
 #define PP_HEADER_H
 

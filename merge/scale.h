@@ -1,4 +1,4 @@
-/* Merge and scale (../shared/spec/gprofiler-compat.md §3): runtime-profiler stacks replace the
+/* Merge and scale: runtime-profiler stacks replace the
  * system sampler's native stacks of the same pid, scaled to the sampler's sample count. */
 #ifndef PP_SCALE_H
 #define PP_SCALE_H

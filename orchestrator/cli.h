@@ -1,6 +1,5 @@
-/* Command line, config file and environment, compatible with gProfiler's agent
- * (../shared/spec/gprofiler-compat.md §6). Precedence: command line > environment
- * (POLYPROF_<OPTION>, then GPROFILER_<OPTION>) > config file (--config, default
+/* Command line, config file and environment, compatible with gProfiler's agent. Precedence: command
+ * line > environment (POLYPROF_<OPTION>, then GPROFILER_<OPTION>) > config file (--config, default
  * /etc/polyprof/config.ini) > defaults. */
 #ifndef PP_CLI_H
 #define PP_CLI_H

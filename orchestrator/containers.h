@@ -1,4 +1,4 @@
-/* Container names of processes (../shared/spec/gprofiler-compat.md §8; decisions in
+/* Container names of processes (decisions in
  * docs/containers-and-appids.md).
  *
  * The container id is the last 64-hex run of the first /proc/<pid>/cgroup line that has one.

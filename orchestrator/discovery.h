@@ -1,5 +1,5 @@
-/* Process discovery: one pass over /proc classifies every process by runtime
- * (../shared/spec/gprofiler-compat.md §4), cheaply enough for hosts with thousands of processes. */
+/* Process discovery: one pass over /proc classifies every process by runtime,
+ * cheaply enough for hosts with thousands of processes. */
 #ifndef PP_DISCOVERY_H
 #define PP_DISCOVERY_H
 

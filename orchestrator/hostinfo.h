@@ -1,5 +1,5 @@
-/* Host and run metadata for the profile header's "metadata" object, in gProfiler's key order
- * (../shared/spec/gprofiler-compat.md §2.3), collected once at start-up. Cloud provider comes
+/* Host and run metadata for the profile header's "metadata" object, in gProfiler's key order,
+ * collected once at start-up. Cloud provider comes
  * from DMI only (no network calls). */
 #ifndef PP_HOSTINFO_H
 #define PP_HOSTINFO_H

@@ -1,6 +1,5 @@
 /* Local output: DIR/profile_<UTC end time>.col written atomically (temp file, fsync, rename),
- * DIR/last_profile.col symlink replaced atomically, optional rotation
- * (../shared/spec/gprofiler-compat.md §2.1). */
+ * DIR/last_profile.col symlink replaced atomically, optional rotation. */
 #ifndef PP_OUTPUT_H
 #define PP_OUTPUT_H
 

@@ -1,6 +1,5 @@
-/* Start-up preconditions, as gProfiler checks them (../shared/spec/gprofiler-compat.md §6.7,
- * §9.1): root, init PID namespace, single instance. Each returns 0, or -1 after printing the
- * message to stderr (the caller exits 1). */
+/* Start-up preconditions, as gProfiler checks them: root, init PID namespace, single
+ * instance. Each returns 0, or -1 after printing the message to stderr (the caller exits 1). */
 #ifndef PP_PRECOND_H
 #define PP_PRECOND_H
 

@@ -1,5 +1,5 @@
-/* Grafana Pyroscope client: POST {server}/ingest in folded format
- * (../shared/spec/backends.md §4.2). The folded format carries no per-line labels, so each
+/* Grafana Pyroscope client: POST {server}/ingest in folded format.
+ * The folded format carries no per-line labels, so each
  * session is sent as one request per (comm, container) group, labelled with hostname, comm,
  * container and runtime. */
 #ifndef PP_PYROSCOPE_H

@@ -1,4 +1,4 @@
-/* Performance Studio client, as gProfiler's ProfilerAPIClient (../shared/spec/backends.md §2):
+/* Performance Studio client, as gProfiler's ProfilerAPIClient:
  * the start-up health check, POST /api/v2/profiles with the gzipped JSON body, the gpid carried
  * from one reply to the next upload, and upload-file's header merge. */
 #ifndef PP_STUDIO_H

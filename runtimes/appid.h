@@ -1,5 +1,5 @@
 /* Application identifiers ("appids"), the optional `appid: <id>` frame after the comm
- * (../shared/spec/gprofiler-compat.md §7; decisions in docs/containers-and-appids.md).
+ * (decisions in docs/containers-and-appids.md).
  *
  * Every pp_appid_* function returns a malloc'd string WITHOUT the "appid: " prefix, e.g.
  * "python: lister.py (/app/lister.py)", or NULL when its rules give none (or on OOM).

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "build" / "bench" / "bench_discovery"
 
-# gProfiler's selection regexes (shared/spec/gprofiler-compat.md section 4.2).
+# gProfiler's selection regexes (docs/discovery.md).
 GPROFILER_MAPS = {
     "java": r"^.+/libjvm\.so",
     "python": r"(^.+/(lib)?python[^/]*$)|(^.+/site-packages/.+?$)|(^.+/dist-packages/.+?$)",

@@ -1,4 +1,4 @@
-/* HotSpot dynamic attach client (../shared/spec/runtimes.md §4.2): what jcmd and jattach speak,
+/* HotSpot dynamic attach client: what jcmd and jattach speak,
  * in-process, so polyprof never starts a java/jcmd/jattach process.
  *
  * The JVM is found by its host pid. Its namespace pid (last NSpid field of /proc/<pid>/status)

@@ -1,6 +1,6 @@
 /* Java application metadata read through the attach client: `jvm_flags` from `VM.flags -all`
  * and `java_version` (the text `java -version` prints) from `VM.system_properties`
- * (../shared/spec/gprofiler-compat.md §2.4, §5.3). Pure text functions; thread-safe. */
+ * Pure text functions; thread-safe. */
 #ifndef PP_JAVA_JVMINFO_H
 #define PP_JAVA_JVMINFO_H
 

@@ -1,5 +1,5 @@
 /* Symbolizer: turns sampled instruction pointers into frame names, the way gProfiler's perf
- * pipeline names them (see ../shared/spec/gprofiler-compat.md §5.2).
+ * pipeline names them.
  *
  * User frames:   "<symbol>"              (demangled C++/Rust, as perf shows them)
  *                "(<dso path>)"          address inside a mapped file with no symbol for it

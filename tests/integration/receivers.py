@@ -1,7 +1,7 @@
 """Loopback stand-ins for the upload backends (standard library only).
 
 StudioReceiver implements Performance Studio's agent-facing contract as
-../shared/spec/backends.md §3.2/§3.3/§3.8 describe it (health check, POST /api/v2/profiles with
+docs/uploads.md describes it (health check, POST /api/v2/profiles with
 411/413/422/400/200, gzip, gpid) and records every request. PyroscopeReceiver records
 POST /ingest requests. Both bind 127.0.0.1 only and can be told to fail in the ways the tests
 need: forced status codes, a non-JSON reply, a reply that never comes.

@@ -26,9 +26,11 @@ def java_app(tmp_path_factory):
 
 @pytest.fixture
 def docker_like_container():
-    """A cgroup v2 scope named like a Docker container, plus Docker's on-disk config for it."""
+    """A cgroup v2 scope named like a Docker container, plus Docker's on-disk config for it;
+    None where there is no cgroup2 hierarchy (only the container checks need one)."""
     if not CGROUP2:
-        pytest.skip("no cgroup2 hierarchy")
+        yield None
+        return
     cid = uuid.uuid4().hex + uuid.uuid4().hex
     cg = Path(CGROUP2) / "polyprof-it.slice" / f"docker-{cid}.scope"
     cg.mkdir(parents=True)
@@ -63,7 +65,8 @@ def test_identity_of_every_runtime(appdir, java_app, start_app, outdir, docker_l
     gos = start_app(appdir / "pp_hot_gos")
     node = start_app("node", APPS / "hot.js")
     native = start_app(appdir / "pp_hot_c")
-    (docker_like_container / "cgroup.procs").write_text(str(native.pid))
+    if docker_like_container:
+        (docker_like_container / "cgroup.procs").write_text(str(native.pid))
 
     r = run_polyprof("-d", 3, "-f", 49, "-o", outdir)
     prof = last_profile(outdir)
@@ -99,10 +102,11 @@ def test_identity_of_every_runtime(appdir, java_app, start_app, outdir, docker_l
 
     lines, md = entry("pp_hot_c")
     assert md is None
+    assert {f[1] for f, _ in prof.for_comm("python3.11")} == {""}
+    if not docker_like_container:
+        pytest.skip("container name not checked: no cgroup2 hierarchy (the rest passed)")
     assert {f[1] for f, _ in lines} == {"pp-it-web"}
     assert "pp-it-web" in prof.header["containers"]
-    # other processes are not in that container
-    assert {f[1] for f, _ in prof.for_comm("python3.11")} == {""}
 
 
 def test_disabled_identifiers_and_names(appdir, start_app, outdir, python_link):
