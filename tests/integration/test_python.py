@@ -5,7 +5,7 @@ A copy of apps/pyhot.py runs under every CPython found (pyenv 3.8-3.13 and Debia
 (pyenv 3.7). Two polyprof runs profile them all at once (--python-mode builtin):
 - without the system sampler (--perf-mode disabled): the runtime stacks are written unscaled.
   The sampler counts CPU time, so a process needs a few CPU-seconds for its 3:1 ratio to be
-  measured within +-8 points (conftest.assert_share): the copies take turns (two at a time, 6 s
+  measured within +-8 points (conftest.assert_share): the copies take turns (two at a time, 8 s
   each, a few % of a CPU otherwise). A host that still gives a process too few samples fails
   the test as starved; the band is never widened. Also checked: file names and lines, idle
   threads, annotations, the namespace's file names, the skip stack;
@@ -71,8 +71,8 @@ class Proc:
         self.label, self.exe, self.script, self.app, self.pid = label, exe, script, app, pid
 
 
-LANES, SLOT = 2, 6.0  # burners at full speed at a time, seconds each (6 s at 100 Hz gives
-# the ~470 samples a +-8 point share check needs, on a host that is not starved)
+LANES, SLOT = 2, 8.0  # burners at full speed at a time, seconds each (8 s at 100 Hz gives
+# room above the 469 samples a +-8 point share check needs, on a host that is not starved)
 
 
 def profile_in_turns(procs, gofile, nslots, out):
