@@ -20,6 +20,10 @@
 #include "runtimes/symbols/symbols_internal.h"
 
 #define DEFAULT_MAX_BINARIES 256
+/* The symbol tables cached together hold at most this many bytes (names, demangled names,
+ * entries): a host where new binaries keep appearing (deployments, CI runners) must not grow
+ * polyprof without bound. libjvm's table, among the largest, is a few MiB. */
+#define DEFAULT_MAX_BINARY_BYTES (64u << 20)
 #define PID_BUCKETS 1024
 #define MAX_MAPS_PER_PID 65536
 #define IDLE_PASSES 150 /* ~5 min of 2 s drains */
@@ -68,6 +72,7 @@ typedef struct pp_proc {
 
 struct pp_symbolizer {
     size_t max_binaries;
+    size_t max_binary_bytes;
     binslot *slots;
     uint64_t next_gen, clock;
     pp_proc *buckets[PID_BUCKETS];
@@ -95,6 +100,7 @@ pp_symbolizer *pp_symbolizer_new(size_t max_binaries)
     if (!s)
         return NULL;
     s->max_binaries = max_binaries ? max_binaries : DEFAULT_MAX_BINARIES;
+    s->max_binary_bytes = DEFAULT_MAX_BINARY_BYTES;
     s->slots = calloc(s->max_binaries, sizeof(binslot));
     s->kallsyms_path = strdup("/proc/kallsyms");
     if (!s->slots || !s->kallsyms_path) {
@@ -496,6 +502,34 @@ static pp_binary *slot_find(pp_symbolizer *s, const struct stat *st, const pp_el
     return NULL;
 }
 
+/* Drops least recently used tables (never keep) until the cached tables fit the byte budget.
+ * Maps that pointed at a dropped table see its slot's generation change and load it again. */
+static void evict_over_budget(pp_symbolizer *s, size_t keep)
+{
+    for (;;) {
+        size_t total = 0, victim = SIZE_MAX;
+        for (size_t i = 0; i < s->max_binaries; i++) {
+            if (!s->slots[i].bin)
+                continue;
+            total += sizeof(pp_binary) + pp_symtab_memory(&s->slots[i].bin->tab);
+            if (i != keep &&
+                (victim == SIZE_MAX || s->slots[i].last_used < s->slots[victim].last_used))
+                victim = i;
+        }
+        s->stats.binary_bytes = total;
+        if (total <= s->max_binary_bytes || victim == SIZE_MAX)
+            return;
+        binary_free(s->slots[victim].bin);
+        s->slots[victim].bin = NULL;
+        s->stats.binaries_evicted++;
+    }
+}
+
+void pp_symbolizer_set_max_binary_bytes(pp_symbolizer *s, size_t bytes)
+{
+    s->max_binary_bytes = bytes;
+}
+
 static uint32_t slot_insert(pp_symbolizer *s, pp_binary *b)
 {
     size_t victim = 0;
@@ -515,6 +549,7 @@ static uint32_t slot_insert(pp_symbolizer *s, pp_binary *b)
     sl->bin = b;
     sl->gen = s->next_gen++;
     sl->last_used = ++s->clock;
+    evict_over_budget(s, victim);
     return (uint32_t)victim;
 }
 

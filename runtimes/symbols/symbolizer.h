@@ -25,14 +25,18 @@ typedef struct pp_symbolizer pp_symbolizer;
 typedef struct pp_symbolizer_stats {
     uint64_t binaries_loaded;  /* symbol tables read from disk */
     uint64_t binaries_cached;  /* lookups answered by an already loaded table */
-    uint64_t binaries_evicted; /* tables dropped by the cache bound */
+    uint64_t binaries_evicted; /* tables dropped by the cache bounds (count, bytes) */
+    uint64_t binary_bytes;     /* bytes the cached tables held after the last load */
     uint64_t maps_reads;       /* /proc/<pid>/maps reads */
     uint64_t unknown_frames;   /* addresses that could not be named by symbol */
     uint64_t kernel_named;     /* kernel addresses named by the kernel namer (cache misses) */
 } pp_symbolizer_stats;
 
-/* max_binaries: bound of the symbol-table cache (0 = default 256). Returns NULL on OOM. */
+/* max_binaries: bound of the symbol-table cache (0 = default 256). The tables are also bounded
+ * in bytes (default 64 MiB, least recently used dropped first). Returns NULL on OOM. */
 pp_symbolizer *pp_symbolizer_new(size_t max_binaries);
+/* Changes the byte bound of the cached symbol tables (applied at the next load). */
+void pp_symbolizer_set_max_binary_bytes(pp_symbolizer *s, size_t bytes);
 void pp_symbolizer_free(pp_symbolizer *s);
 
 /* Marks the start of a drain pass: allows each pid's maps to be re-read once more if needed,

@@ -968,6 +968,39 @@ Test(symbols, vdso_and_cache_eviction)
     pp_symbolizer_free(s);
 }
 
+/* The byte bound: with room for about one table, the two binaries take turns in the cache, and
+ * every address is still named. */
+Test(symbols, cache_bounded_in_bytes)
+{
+    char p[512], cpp[512];
+    fixpath(p, sizeof(p), "fix");
+    fixpath(cpp, sizeof(cpp), "cpp");
+    child a = spawn(p, NULL), b = spawn(cpp, NULL);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    pp_symbolizer_set_max_binary_bytes(s, 1); /* only the newest table stays */
+    for (int i = 0; i < 3; i++) {
+        cr_assert_str_eq(sym_user(s, a.pid, a.v[0]), "pp_fixture_alpha");
+        cr_assert_str_eq(sym_user(s, b.pid, b.v[0]),
+                         "ppns::compute(std::vector<int, std::allocator<int> >&, double)");
+    }
+    pp_symbolizer_stats st;
+    pp_symbolizer_get_stats(s, &st);
+    cr_assert_eq(st.binaries_loaded, 6);
+    cr_assert_eq(st.binaries_evicted, 5);
+    cr_assert(st.binary_bytes > 1, "the one table kept is counted");
+    pp_symbolizer_set_max_binary_bytes(s, 64u << 20); /* both fit: loaded once more each */
+    for (int i = 0; i < 3; i++) {
+        cr_assert_str_eq(sym_user(s, a.pid, a.v[0]), "pp_fixture_alpha");
+        cr_assert_str_eq(sym_user(s, b.pid, b.v[0]),
+                         "ppns::compute(std::vector<int, std::allocator<int> >&, double)");
+    }
+    pp_symbolizer_get_stats(s, &st);
+    cr_assert_eq(st.binaries_loaded, 7);
+    reap(&a);
+    reap(&b);
+    pp_symbolizer_free(s);
+}
+
 Test(symbols, throughput_smoke)
 {
     char p[512];

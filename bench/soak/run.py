@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Memory soak of continuous mode (not part of `make test`): polyprof -c runs for MINUTES while
+about RATE short-lived processes start per second, each a distinct executable (a copy of
+churn.c's binary with a build-id of its own, so the symbol cache really sees new binaries),
+beside a Node process whose perf map keeps growing, a JVM and a busy Python process. Every
+minute: polyprof's RSS, peak RSS, open descriptors and CPU seconds. Fails (exit 1) when RSS ever
+exceeds CAP MiB (stated before the run) or the descriptors grow.
+
+Usage: python3 bench/soak/run.py [--minutes 60] [--rate 20] [--cap-mib 128]   (root; after make)
+"""
+import argparse
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+POLYPROF = ROOT / "build" / "polyprof"
+APPS = ROOT / "tests" / "integration" / "apps"
+
+
+def build_id_offset(path):
+    """Offset of the 20-byte GNU build-id in the file."""
+    data = path.read_bytes()
+    out = subprocess.run(["readelf", "-n", str(path)], capture_output=True, text=True).stdout
+    bid = next(line.split(":", 1)[1].strip() for line in out.splitlines() if "Build ID" in line)
+    off = data.find(bytes.fromhex(bid))
+    assert off > 0 and data.count(bytes.fromhex(bid)) == 1, "build-id not found once"
+    return data, off, len(bytes.fromhex(bid))
+
+
+def proc_status(pid):
+    st = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        k, _, v = line.partition(":")
+        st[k] = v.strip()
+    ticks = os.sysconf("SC_CLK_TCK")
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / ticks
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    return int(st["VmRSS"].split()[0]) / 1024, int(st["VmHWM"].split()[0]) / 1024, fds, cpu
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--minutes", type=float, default=60)
+    ap.add_argument("--rate", type=float, default=20)
+    ap.add_argument("--cap-mib", type=float, default=128)
+    a = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="pp_soak_"))
+    helpers = []
+    pp = None
+    try:
+        exe = work / "churn"
+        subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-Wl,--build-id=sha1",
+                        "-o", str(exe), str(Path(__file__).parent / "churn.c")], check=True)
+        image, off, idlen = build_id_offset(exe)
+        subprocess.run(["javac", "-d", str(work), str(APPS / "Hot.java")], check=True)
+        for argv in (["java", "-cp", str(work), "Hot"], ["/usr/bin/python3", str(APPS / "hot.py")],
+                     ["node", "--perf-basic-prof", str(Path(__file__).parent / "jitmap.js")]):
+            helpers.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL))
+        out = work / "out"
+        pp = subprocess.Popen([str(POLYPROF), "-c", "-d", "60", "-f", "99", "-o", str(out),
+                               "--rotating-output", "--log-file", str(work / "pp.log")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        print(f"soak: {a.minutes:g} min, ~{a.rate:g} distinct executables/s, node perf map, JVM, "
+              f"Python; cap {a.cap_mib:g} MiB RSS; polyprof pid {pp.pid}")
+        print(f"{'min':>4} {'RSS MiB':>8} {'peak MiB':>9} {'fds':>5} {'CPU s':>7} {'started':>8}")
+        t0 = time.monotonic()
+        next_row, started, rows, live = t0 + 5, 0, [], []
+        n = 0
+        while time.monotonic() - t0 < a.minutes * 60:
+            if pp.poll() is not None:
+                sys.exit(f"polyprof exited ({pp.returncode}); see {work}/pp.log")
+            # one new distinct executable
+            n += 1
+            path = work / f"churn_{n}"
+            with open(path, "wb") as f:
+                f.write(image[:off] + random.randbytes(idlen) + image[off + idlen:])
+            path.chmod(0o755)
+            live.append((subprocess.Popen([str(path), str(random.uniform(0.3, 1.5))]), path))
+            started += 1
+            for p, q in [x for x in live if x[0].poll() is not None]:
+                q.unlink(missing_ok=True)
+                live.remove((p, q))
+            now = time.monotonic()
+            if now >= next_row:
+                rss, hwm, fds, cpu = proc_status(pp.pid)
+                rows.append((rss, hwm, fds, cpu))
+                print(f"{(now - t0) / 60:4.0f} {rss:8.1f} {hwm:9.1f} {fds:5d} {cpu:7.1f} "
+                      f"{started:8d}", flush=True)
+                next_row = (next_row + 60) if len(rows) > 1 else t0 + 60
+            time.sleep(max(0.0, 1.0 / a.rate - (time.monotonic() - now)))
+        rss, hwm, fds, cpu = proc_status(pp.pid)
+        rows.append((rss, hwm, fds, cpu))
+        print(f"end  {rss:8.1f} {hwm:9.1f} {fds:5d} {cpu:7.1f} {started:8d}")
+        pp.send_signal(signal.SIGTERM)
+        rc = pp.wait(timeout=60)
+        profiles = len(list(out.glob("profile_*.col")))
+        first = rows[0]
+        print(f"RSS start {first[0]:.1f} MiB, end {rss:.1f}, max {max(r[1] for r in rows):.1f} "
+              f"(peak); fds start {first[2]}, end {fds}; CPU {cpu:.1f} s "
+              f"({100 * cpu / (a.minutes * 60):.1f}% of a core); {started} processes; exit {rc}; "
+              f"{profiles} profile kept")
+        ok = max(r[1] for r in rows) <= a.cap_mib and fds <= first[2] + 4 and rc == 0
+        print("soak:", "PASSED" if ok else "FAILED")
+        return 0 if ok else 1
+    finally:
+        for h in helpers:
+            h.kill()
+            h.wait()
+            Path(f"/tmp/perf-{h.pid}.map").unlink(missing_ok=True)  # node's own map
+        if pp and pp.poll() is None:
+            pp.kill()
+            pp.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
