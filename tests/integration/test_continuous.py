@@ -110,13 +110,12 @@ def test_every_session_names_only_its_own_functions(appdir, start_app, tmp_path,
     expected = [Expected(c.pid, "pp_hot_c"), Expected(go.pid, "pp_hot_go"),
                 Expected(py.pid, "pp_hot_py", source=str(APPS / "hot.py")),
                 Expected(rb.pid, "ruby")]
-    studio = StudioReceiver(tokens=(TOKEN,)) if mode == "bpf" else None
+    studio = StudioReceiver(tokens=(TOKEN,))
     (tmp_path / "token").write_text(TOKEN)
     args = [str(POLYPROF), "-c", "-d", "2", "-f", "99", "-o", str(out), "--perf-mode", mode,
-            "--log-file", str(tmp_path / "pp.log")]
-    if studio:
-        args += ["-u", "--token-file", str(tmp_path / "token"), "--service-name", "cont",
-                 "--server-host", studio.url, "--spool-dir", str(tmp_path / "spool")]
+            "--log-file", str(tmp_path / "pp.log"), "-u", "--token-file", str(tmp_path / "token"),
+            "--service-name", "cont", "--server-host", studio.url, "--spool-dir",
+            str(tmp_path / "spool")]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("POLYPROF_", "GPROFILER_"))}
     p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          env=env)
@@ -125,22 +124,19 @@ def test_every_session_names_only_its_own_functions(appdir, start_app, tmp_path,
                  len(list(out.glob("profile_*.col"))) >= SESSIONS, 60,
                  f"{SESSIONS} sessions")
         assert p.poll() is None, "polyprof exited early"
-        if studio:
-            wait_for(lambda: len(studio.ok_uploads()) >= SESSIONS, 30, f"{SESSIONS} uploads")
+        wait_for(lambda: len(studio.ok_uploads()) >= SESSIONS, 30, f"{SESSIONS} uploads")
     finally:
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=30)
-        if studio:
-            studio.stop()
+        studio.stop()
     assert p.returncode == 0, err
     files = sorted(out.glob("profile_*.col"))
     assert len(files) >= SESSIONS, [f.name for f in files]
     for i, f in enumerate(files):
         check_session(f.read_text(), expected, f"{mode} session {i + 1} ({f.name})",
                       complete=i < SESSIONS)
-    if studio:
-        ups = [u["json"]["profile"] for u in studio.ok_uploads()]
-        assert len(ups) >= SESSIONS
-        for i, text in enumerate(ups):
-            check_session(text, expected, f"upload {i + 1}", complete=i < SESSIONS)
+    ups = [u["json"]["profile"] for u in studio.ok_uploads()]
+    assert len(ups) >= SESSIONS
+    for i, text in enumerate(ups):
+        check_session(text, expected, f"{mode} upload {i + 1}", complete=i < SESSIONS)
