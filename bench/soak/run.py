@@ -51,6 +51,7 @@ def main():
     ap.add_argument("--minutes", type=float, default=60)
     ap.add_argument("--rate", type=float, default=20)
     ap.add_argument("--cap-mib", type=float, default=128)
+    ap.add_argument("--keep", help="copy polyprof's log (run with -v) to this file")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="pp_soak_"))
     helpers = []
@@ -66,7 +67,8 @@ def main():
             helpers.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL))
         out = work / "out"
         pp = subprocess.Popen([str(POLYPROF), "-c", "-d", "60", "-f", "99", "-o", str(out),
-                               "--rotating-output", "--log-file", str(work / "pp.log")],
+                               "--rotating-output", "--log-file", str(work / "pp.log")]
+                              + (["-v"] if a.keep else []),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         print(f"soak: {a.minutes:g} min, ~{a.rate:g} distinct executables/s, node perf map, JVM, "
               f"Python; cap {a.cap_mib:g} MiB RSS; polyprof pid {pp.pid}")
@@ -118,6 +120,8 @@ def main():
         if pp and pp.poll() is None:
             pp.kill()
             pp.wait()
+        if a.keep and (work / "pp.log").exists():
+            shutil.copy(work / "pp.log", a.keep)
         shutil.rmtree(work, ignore_errors=True)
 
 
