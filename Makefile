@@ -24,6 +24,8 @@ LIB_SRC  := $(sort $(wildcard orchestrator/*.c merge/*.c runtimes/*.c runtimes/*
 LIB_SRC  := $(filter-out orchestrator/main.c,$(LIB_SRC))
 BPF_SRC  := $(wildcard bpf/*.bpf.c)
 SKELS    := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRC))
+# Generated headers: the BPF skeletons and the flame graph page (merge/html.c).
+GEN_HDRS := $(SKELS) $(BUILD)/flamegraph_template.h
 
 # The library is compiled once per flavour and linked by the binary, the tests, the benchmarks
 # and every fuzz target: plain (binary, valgrind tests), sanitized (unit tests), fuzz (clang).
@@ -54,7 +56,7 @@ DEB_PKGS := gcc make clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev liblzma
             libjansson-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev \
             libclang-rt-14-dev valgrind python3 python3-pip python3-pytest python3-pytest-timeout \
             golang-go linux-perf stress-ng clang-format ruby php-cli openjdk-17-jdk-headless \
-            nodejs binutils
+            nodejs binutils chromium
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 	    | grep -q 'install ok installed' || echo $$p; done); \
@@ -83,19 +85,26 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 $(BUILD):
 	@mkdir -p $@
 
-# ---- C objects: header dependencies come from the compiler (-MMD); the skeletons are built
-# before any object (order-only), and only objects that include one depend on it. ----
-$(BUILD)/obj/%.o: %.c | $(SKELS)
+# The flame graph page, compiled in as a NUL-terminated char array (merge/html.c).
+$(BUILD)/flamegraph_template.h: resources/flamegraph/flamegraph.html | $(BUILD)
+	$(call say,GEN,$@)
+	$(Q){ echo 'static const char pp_flamegraph_template[] = {'; \
+	    od -An -v -tx1 $< | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } > $@.tmp && \
+	    mv $@.tmp $@
+
+# ---- C objects: header dependencies come from the compiler (-MMD); the generated headers are
+# built before any object (order-only), and only objects that include one depend on it. ----
+$(BUILD)/obj/%.o: %.c | $(GEN_HDRS)
 	$(call say,CC,$<)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/san/%.o: %.c | $(SKELS)
+$(BUILD)/san/%.o: %.c | $(GEN_HDRS)
 	$(call say,CC-SAN,$<)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -O1 $(SAN) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/fuzzobj/%.o: %.c | $(SKELS)
+$(BUILD)/fuzzobj/%.o: %.c | $(GEN_HDRS)
 	$(call say,CC-FUZ,$<)
 	@mkdir -p $(dir $@)
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(FUZZSAN) $(DEPFLAGS) -c $< -o $@

@@ -76,26 +76,18 @@ static int write_all(int fd, const char *p, size_t len)
     return 0;
 }
 
-int pp_output_write(const char *dir, time_t end, const char *text, size_t len, bool rotate,
-                    char *path_out, size_t plen, char *err, size_t errlen)
+/* Writes text as DIR/name (temp file, fsync, rename), then points the link DIR/lname at it (a
+ * relative symlink replaced by a rename). With rotate, the file the link pointed to before is
+ * deleted. */
+static int write_linked(const char *dir, const char *name, const char *lname, const char *text,
+                        size_t len, bool rotate, char *path, size_t plen, char *err, size_t errlen)
 {
-    char ts[32], name[64], path[PATH_MAX], tmp[PATH_MAX], link[PATH_MAX], ltmp[PATH_MAX];
-    pp_iso_time(end, ts, sizeof(ts));
-    snprintf(name, sizeof(name), "profile_%s.col", ts);
-    /* Two sessions ending in the same second (a short last session cut by a signal) must not
-     * overwrite each other: the later one gets a _<n> suffix. */
-    for (int n = 1; n < 100; n++) {
-        char probe[PATH_MAX];
-        if (snprintf(probe, sizeof(probe), "%s/%s", dir, name) >= (int)sizeof(probe) ||
-            access(probe, F_OK) != 0)
-            break;
-        snprintf(name, sizeof(name), "profile_%s_%d.col", ts, n);
-    }
-    if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
+    char tmp[PATH_MAX], link[PATH_MAX], ltmp[PATH_MAX];
+    if (snprintf(path, plen, "%s/%s", dir, name) >= (int)plen ||
         snprintf(tmp, sizeof(tmp), "%s/" TMP_PREFIX "%d-%s", dir, (int)getpid(), name) >=
             (int)sizeof(tmp) ||
-        snprintf(link, sizeof(link), "%s/last_profile.col", dir) >= (int)sizeof(link) ||
-        snprintf(ltmp, sizeof(ltmp), "%s/" TMP_PREFIX "%d-last_profile.col", dir, (int)getpid()) >=
+        snprintf(link, sizeof(link), "%s/%s", dir, lname) >= (int)sizeof(link) ||
+        snprintf(ltmp, sizeof(ltmp), "%s/" TMP_PREFIX "%d-%s", dir, (int)getpid(), lname) >=
             (int)sizeof(ltmp)) {
         snprintf(err, errlen, "output directory path too long: %s", dir);
         return -1;
@@ -130,11 +122,52 @@ int pp_output_write(const char *dir, time_t end, const char *text, size_t len, b
         return -1;
     }
     if (rotate && old[0] && !strchr(old, '/') && strcmp(old, name) != 0 &&
-        strcmp(old, "last_profile.col") != 0) {
+        strcmp(old, lname) != 0) {
         char oldpath[PATH_MAX];
         if (snprintf(oldpath, sizeof(oldpath), "%s/%s", dir, old) < (int)sizeof(oldpath))
             unlink(oldpath);
     }
+    return 0;
+}
+
+int pp_output_write(const char *dir, time_t end, const char *text, size_t len, bool rotate,
+                    char *path_out, size_t plen, char *err, size_t errlen)
+{
+    char ts[32], name[64], path[PATH_MAX];
+    pp_iso_time(end, ts, sizeof(ts));
+    snprintf(name, sizeof(name), "profile_%s.col", ts);
+    /* Two sessions ending in the same second (a short last session cut by a signal) must not
+     * overwrite each other: the later one gets a _<n> suffix. */
+    for (int n = 1; n < 100; n++) {
+        char probe[PATH_MAX];
+        if (snprintf(probe, sizeof(probe), "%s/%s", dir, name) >= (int)sizeof(probe) ||
+            access(probe, F_OK) != 0)
+            break;
+        snprintf(name, sizeof(name), "profile_%s_%d.col", ts, n);
+    }
+    if (write_linked(dir, name, "last_profile.col", text, len, rotate, path, sizeof(path), err,
+                     errlen) < 0)
+        return -1;
+    if (path_out)
+        snprintf(path_out, plen, "%s", path);
+    return 0;
+}
+
+int pp_output_write_html(const char *dir, const char *col_path, const char *text, size_t len,
+                         bool rotate, char *path_out, size_t plen, char *err, size_t errlen)
+{
+    const char *base = strrchr(col_path, '/');
+    base = base ? base + 1 : col_path;
+    size_t bl = strlen(base);
+    char name[NAME_MAX + 1], path[PATH_MAX];
+    if (bl < 4 || strcmp(base + bl - 4, ".col") != 0 || bl + 1 > sizeof(name)) {
+        snprintf(err, errlen, "not a profile file name: %s", col_path);
+        return -1;
+    }
+    snprintf(name, sizeof(name), "%.*s.html", (int)(bl - 4), base);
+    if (write_linked(dir, name, "last_flamegraph.html", text, len, rotate, path, sizeof(path), err,
+                     errlen) < 0)
+        return -1;
     if (path_out)
         snprintf(path_out, plen, "%s", path);
     return 0;

@@ -1,5 +1,6 @@
 /* Local output: DIR/profile_<UTC end time>.col written atomically (temp file, fsync, rename),
- * DIR/last_profile.col symlink replaced atomically, optional rotation. */
+ * DIR/last_profile.col symlink replaced atomically, optional rotation; the flame graph
+ * DIR/profile_<UTC end time>.html and DIR/last_flamegraph.html the same way. */
 #ifndef PP_OUTPUT_H
 #define PP_OUTPUT_H
 
@@ -15,5 +16,10 @@ int pp_output_prepare(const char *dir, char *err, size_t errlen);
  * link pointed to before is deleted. path_out receives the new file's path. */
 int pp_output_write(const char *dir, time_t end, const char *text, size_t len, bool rotate,
                     char *path_out, size_t plen, char *err, size_t errlen);
+
+/* Writes text as the .html of the profile col_path (same name, ".html" for ".col") in DIR and
+ * updates last_flamegraph.html, like pp_output_write. */
+int pp_output_write_html(const char *dir, const char *col_path, const char *text, size_t len,
+                         bool rotate, char *path_out, size_t plen, char *err, size_t errlen);
 
 #endif

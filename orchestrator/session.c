@@ -15,6 +15,7 @@
 
 #include "merge/collapsed.h"
 #include "merge/header.h"
+#include "merge/html.h"
 #include "merge/profile.h"
 #include "merge/scale.h"
 #include "orchestrator/child.h"
@@ -168,6 +169,24 @@ static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *bef
     d->news_lost = now->news_lost - before->news_lost;
 }
 
+/* The .html flame graph beside the .col at col_path (--flamegraph, gProfiler's default). A
+ * failure is logged; the session's .col is already written. */
+static void write_flamegraph(const pp_config *cfg, const char *col_path, const char *text,
+                             size_t len, const pp_render_opts *ro)
+{
+    size_t hlen = 0;
+    char *html = pp_html_render(text, len, ro, &hlen);
+    char path[4096], err[512];
+    if (!html)
+        pp_error("out of memory while rendering the flame graph");
+    else if (pp_output_write_html(cfg->output_dir, col_path, html, hlen, cfg->rotating_output, path,
+                                  sizeof(path), err, sizeof(err)) < 0)
+        pp_error("%s", err);
+    else
+        pp_info("Saved flamegraph to %s", path);
+    free(html);
+}
+
 static int write_session(const pp_config *cfg, const json_t *static_md, pp_profile *prof,
                          pp_host_metrics *metrics, const json_t *counters, time_t start,
                          pp_uploader *up, double session_end)
@@ -218,6 +237,8 @@ static int write_session(const pp_config *cfg, const json_t *static_md, pp_profi
         } else {
             pp_info("Saved collapsed stacks to %s (%.0f ms after the session end)", path,
                     (mono_now() - session_end) * 1000);
+            if (cfg->flamegraph)
+                write_flamegraph(cfg, path, text, len, &ro);
         }
     }
     free(text);

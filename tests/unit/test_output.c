@@ -78,3 +78,44 @@ Test(output, rejects_a_file_and_cleans_temp_files)
     cr_assert_eq(access(tmp, F_OK), -1, "leftover temp file removed");
     pp_test_rmtree(dir);
 }
+
+static void expect_link(const char *dir, const char *link, const char *target)
+{
+    char path[PATH_MAX + 64], got[256];
+    snprintf(path, sizeof(path), "%s/%s", dir, link);
+    ssize_t n = readlink(path, got, sizeof(got) - 1);
+    cr_assert_gt(n, 0, "%s", link);
+    got[n] = '\0';
+    cr_expect_str_eq(got, target);
+}
+
+Test(output, flamegraph_beside_its_profile)
+{
+    char *dir = pp_test_mkdtemp();
+    char col[PATH_MAX], html[PATH_MAX], err[256], want[PATH_MAX + 64];
+    cr_assert_eq(pp_output_write(dir, 86400, "a", 1, true, col, sizeof(col), err, sizeof(err)), 0);
+    cr_assert_eq(
+        pp_output_write_html(dir, col, "<p>", 3, true, html, sizeof(html), err, sizeof(err)), 0,
+        "%s", err);
+    snprintf(want, sizeof(want), "%s/profile_1970-01-02T00:00:00.html", dir);
+    cr_assert_str_eq(html, want);
+    expect_link(dir, "last_flamegraph.html", "profile_1970-01-02T00:00:00.html");
+    expect_link(dir, "last_profile.col", "profile_1970-01-02T00:00:00.col");
+    /* A suffixed .col (same end second) gets the same suffix; rotation drops the old pair. */
+    cr_assert_eq(pp_output_write(dir, 86400, "b", 1, true, col, sizeof(col), err, sizeof(err)), 0);
+    cr_assert_eq(
+        pp_output_write_html(dir, col, "<q>", 3, true, html, sizeof(html), err, sizeof(err)), 0);
+    cr_assert(strstr(html, "/profile_1970-01-02T00:00:00_1.html") != NULL, "%s", html);
+    expect_link(dir, "last_flamegraph.html", "profile_1970-01-02T00:00:00_1.html");
+    cr_expect_eq(access(want, F_OK), -1, "rotated away");
+    cr_expect_eq(count_entries(dir), 4, "two files, two links, no temp file");
+    FILE *f = fopen(html, "r");
+    char buf[8] = "";
+    cr_assert_eq(fread(buf, 1, sizeof(buf), f), 3);
+    fclose(f);
+    cr_expect_str_eq(buf, "<q>");
+    /* Only a .col's name makes a flame graph name. */
+    cr_expect_eq(
+        pp_output_write_html(dir, "/x/notes.txt", "x", 1, false, NULL, 0, err, sizeof(err)), -1);
+    pp_test_rmtree(dir);
+}
