@@ -168,6 +168,9 @@ def test_continuous_mode_and_last_profile_link(appdir, start_app, outdir):
     assert newest == files[-1]
     assert second <= newest
     assert len(files) == 1, f"--rotating-output keeps only the newest: {files}"
+    pages = [x.name for x in outdir.glob("profile_*.html")]
+    assert pages == [newest[:-4] + ".html"], f"the newest flame graph only: {pages}"
+    assert os.readlink(outdir / "last_flamegraph.html") == pages[0]
     assert last_profile(outdir).for_comm("pp_hot_c")
     assert not temp_leftovers(outdir)
 
