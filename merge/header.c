@@ -15,6 +15,8 @@ json_t *pp_header_build(const pp_header_info *h)
     json_t *md = h->metadata ? json_deep_copy(h->metadata) : json_object();
     char now[32];
     pp_iso_time(h->current_time, now, sizeof(now));
+    if (h->external_metadata)
+        json_object_set_new(md, "external_metadata", json_deep_copy(h->external_metadata));
     json_object_set_new(md, "current_time", json_string(now));
     json_object_set_new(md, "profiling_mode", json_string(h->profiling_mode));
     json_object_set_new(md, "sampling_event", json_string("cpu-time"));

@@ -17,6 +17,8 @@ typedef struct pp_header_info {
     int frequency;
     time_t current_time;    /* session end, UTC */
     const json_t *polyprof; /* polyprof's counters (copied), or NULL */
+    /* metadata.external_metadata for this session (copied), or NULL to keep the metadata's */
+    const json_t *external_metadata;
 } pp_header_info;
 
 /* New reference; "containers" and "application_metadata" are placeholders that

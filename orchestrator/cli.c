@@ -19,6 +19,7 @@
 #include "orchestrator/log.h"
 
 const char *pp_cli_default_config_path = "/etc/polyprof/config.ini";
+const char *pp_cli_gprofiler_config_path = "/etc/gprofiler/config.ini";
 
 enum { LVL_DEFAULT = 0, LVL_CONFIG, LVL_GENV, LVL_PENV, LVL_CMDLINE };
 
@@ -727,7 +728,8 @@ static int parse_all(ctx *c, int argc, char **argv, char **envp, FILE *out)
         return usage(c, "unrecognized arguments: %s; see --help", list);
     }
 
-    /* config file: --config, POLYPROF_CONFIG, GPROFILER_CONFIG, else the default if present */
+    /* config file: --config, POLYPROF_CONFIG, GPROFILER_CONFIG, else the default if present,
+     * else gProfiler's default if present */
     const char *config = NULL;
     size_t config_row = row_of("config");
     for (size_t i = 0; i < c->nitems; i++)
@@ -739,6 +741,8 @@ static int parse_all(ctx *c, int argc, char **argv, char **envp, FILE *out)
         rc = apply_config(c, config, true);
     else if (pp_cli_default_config_path && access(pp_cli_default_config_path, F_OK) == 0)
         rc = apply_config(c, pp_cli_default_config_path, false);
+    else if (pp_cli_gprofiler_config_path && access(pp_cli_gprofiler_config_path, F_OK) == 0)
+        rc = apply_config(c, pp_cli_gprofiler_config_path, false);
     if (rc)
         return rc;
 

@@ -1,6 +1,6 @@
 /* Command line, config file and environment, compatible with gProfiler's agent. Precedence: command
  * line > environment (POLYPROF_<OPTION>, then GPROFILER_<OPTION>) > config file (--config, default
- * /etc/polyprof/config.ini) > defaults. */
+ * /etc/polyprof/config.ini, else /etc/gprofiler/config.ini) > defaults. */
 #ifndef PP_CLI_H
 #define PP_CLI_H
 
@@ -114,9 +114,10 @@ typedef struct pp_config {
     size_t nnoop_options;
 } pp_config;
 
-/* Default config file read when --config is not given and the file exists. Tests may point it
- * elsewhere. */
+/* Default config file read when --config is not given and the file exists; else gProfiler's
+ * default config file when it exists. Tests may point them elsewhere. */
 extern const char *pp_cli_default_config_path;
+extern const char *pp_cli_gprofiler_config_path;
 
 enum {
     PP_CLI_OK = 0,        /* proceed with *cfg */

@@ -119,7 +119,8 @@ const pp_opt pp_opts[] = {
      .off = OFF(pids),
      .cnt_off = OFF(npids),
      .metavar = "PID[,PID...]",
-     .help = "profile only these processes (repeatable, extends the list)"},
+     .help = "profile only these processes (repeatable, extends the list); those that do not "
+             "exist are dropped with a warning, and when none exists polyprof exits 1"},
     /* ---- discovery regexes (polyprof) ---- */
     STR("java-maps-regex", maps_regex[1], NULL, "REGEX",
         "PCRE2 matched per executable file mapping to detect Java (default: ^.+/libjvm\\.so; "
@@ -142,13 +143,16 @@ const pp_opt pp_opts[] = {
      .max = INT_MAX,
      .metavar = "SECONDS",
      .help = "skip processes younger than this (0: profile all)"},
-    FLAG("insert-dso-name", insert_dso_name, NULL, "add the DSO name to native frames"),
+    FLAG("insert-dso-name", insert_dso_name, NULL,
+         "name the file of native frames: '<symbol> (<file>)' (system sampler frames; "
+         "async-profiler's with --java-mode ap)"),
     {.name = "flamegraph",
      .neg = "no-flamegraph",
      .kind = PP_OPT_NEGFLAG,
      .off = OFF(flamegraph),
      .def_int = 1,
-     .help = "write a flamegraph .html next to each profile (--no-flamegraph: do not)"},
+     .help = "with -o, write a flame graph page beside each .col (profile_<time>.html, "
+             "last_flamegraph.html; the default; --no-flamegraph: do not)"},
     {.name = "mode",
      .kind = PP_OPT_CHOICE,
      .dest = "profiling_mode",
@@ -246,7 +250,8 @@ const pp_opt pp_opts[] = {
      .def_str = "auto",
      .choices = ruby_choices,
      .metavar = "{auto,builtin,rbspy,disabled}",
-     .help = "Ruby profiler (--no-ruby: disabled)"},
+     .help = "Ruby profiler: none yet, any mode but disabled warns at start and Ruby processes "
+             "get native frames (--no-ruby: disabled)"},
     {.name = "php-mode",
      .neg = "no-php",
      .kind = PP_OPT_CHOICE,
@@ -254,13 +259,14 @@ const pp_opt pp_opts[] = {
      .def_str = "disabled",
      .choices = php_choices,
      .metavar = "{auto,builtin,phpspy,disabled}",
-     .help = "PHP profiler (--no-php: disabled)"},
+     .help = "PHP profiler: none yet, any mode but disabled warns at start (--no-php: "
+             "disabled)"},
     {.name = "php-proc-filter",
      .kind = PP_OPT_STR,
      .off = OFF(php_proc_filter),
      .def_str = "php-fpm",
      .metavar = "NAME",
-     .help = "process name filter for PHP"},
+     .help = "process name filter for PHP (no effect until there is a PHP profiler)"},
     {.name = "dotnet-mode",
      .neg = "no-dotnet",
      .kind = PP_OPT_CHOICE,
@@ -268,7 +274,8 @@ const pp_opt pp_opts[] = {
      .def_str = "disabled",
      .choices = dotnet_choices,
      .metavar = "{auto,dotnet-trace,disabled}",
-     .help = ".NET profiler (--no-dotnet: disabled)"},
+     .help = ".NET profiler: none yet, any mode but disabled warns at start (--no-dotnet: "
+             "disabled)"},
     {.name = "nodejs-mode",
      .neg = "no-nodejs",
      .kind = PP_OPT_CHOICE,
@@ -276,7 +283,9 @@ const pp_opt pp_opts[] = {
      .def_str = "disabled",
      .choices = nodejs_choices,
      .metavar = "{auto,inspector,attach-maps,perf,disabled}",
-     .help = "NodeJS profiler (--no-nodejs: disabled)"},
+     .help = "NodeJS profiler: none yet, any mode but disabled warns at start; Node processes "
+             "get the system sampler's frames (JIT frames named from /tmp/perf-<pid>.map when "
+             "node runs with --perf-prof) (--no-nodejs: disabled)"},
 
     /* ---- identity and metadata ---- */
     {.name = "disable-container-names",
@@ -317,14 +326,18 @@ const pp_opt pp_opts[] = {
      .metavar = "{v1}",
      .help = "use the legacy v1 profile API"},
     STR("external-metadata", external_metadata, NULL, "PATH",
-        "JSON file with static and per-process metadata"),
+        "JSON file {\"static\": {...}, \"application\": {\"<pid>\": {...}}}, read at every "
+        "session: static goes to the header's metadata.external_metadata, application[<pid>] "
+        "into that process's metadata; it must have been modified in the last 5 minutes "
+        "(missing, invalid or stale at start: exit 1; later: ignored for the session)"),
     {.name = "app-id-args-filter",
      .kind = PP_OPT_STRLIST,
      .dest = "app_id_args_filters",
      .off = OFF(app_id_args_filter),
      .cnt_off = OFF(napp_id_args_filter),
      .metavar = "REGEX",
-     .help = "JVM arguments matching REGEX are added to Java appids (repeatable)"},
+     .help = "gProfiler adds matching JVM arguments to Java appids; no effect in polyprof yet "
+             "(logged at start)"},
 
     /* ---- process ---- */
     {.name = "verbose",
@@ -351,7 +364,8 @@ const pp_opt pp_opts[] = {
      .kind = PP_OPT_STR,
      .off = OFF(config_file),
      .metavar = "PATH",
-     .help = "config file (default /etc/polyprof/config.ini when it exists)"},
+     .help = "config file (default: /etc/polyprof/config.ini, else gProfiler's "
+             "/etc/gprofiler/config.ini, when it exists)"},
     {.name = "disable-pidns-check",
      .kind = PP_OPT_FLAG,
      .dest = "pid_ns_check",
@@ -368,7 +382,9 @@ const pp_opt pp_opts[] = {
      .max = INT_MAX,
      .metavar = "PID",
      .help = "in continuous mode, exit when this process exits"},
-    STR("heartbeat-file", heartbeat_file, NULL, "PATH", "touched at every continuous cycle"),
+    STR("heartbeat-file", heartbeat_file, NULL, "PATH",
+        "created if missing and touched at the end of every session, for a liveness probe "
+        "(a symbolic link there is refused, not followed)"),
     {.name = "dont-disable-core-files",
      .kind = PP_OPT_FLAG,
      .dest = "disable_core_files",
@@ -437,7 +453,8 @@ const pp_opt pp_opts[] = {
      .def_str = "https://api.granulate.io",
      .scope = PP_SCOPE_BOTH,
      .metavar = "URL",
-     .help = "server for logs and metrics"},
+     .help = "gProfiler's server for logs and heartbeats; no effect: polyprof sends no logs "
+             "(logged at start)"},
     {.name = "server-upload-timeout",
      .kind = PP_OPT_INT,
      .off = OFF(server_upload_timeout),
@@ -472,7 +489,7 @@ const pp_opt pp_opts[] = {
      .off = OFF(dont_send_logs),
      .json_inv = true,
      .scope = PP_SCOPE_BOTH,
-     .help = "do not send logs to the server"},
+     .help = "gProfiler: do not send logs to the server; no effect: polyprof never does"},
     {.name = "spool-dir",
      .kind = PP_OPT_STR,
      .off = OFF(spool_dir),

@@ -20,9 +20,12 @@
 #include "merge/scale.h"
 #include "orchestrator/child.h"
 #include "orchestrator/discovery.h"
+#include "orchestrator/extmeta.h"
+#include "orchestrator/heartbeat.h"
 #include "orchestrator/hostinfo.h"
 #include "orchestrator/identity.h"
 #include "orchestrator/log.h"
+#include "orchestrator/notices.h"
 #include "orchestrator/output.h"
 #include "orchestrator/upload.h"
 #include "runtimes/java/java.h"
@@ -187,12 +190,14 @@ static void write_flamegraph(const pp_config *cfg, const char *col_path, const c
     free(html);
 }
 
-static int write_session(const pp_config *cfg, const json_t *static_md, pp_profile *prof,
-                         pp_host_metrics *metrics, const json_t *counters, time_t start,
-                         pp_uploader *up, double session_end)
+static int write_session(const pp_config *cfg, const json_t *static_md, const json_t *ext,
+                         pp_profile *prof, pp_host_metrics *metrics, const json_t *counters,
+                         time_t start, pp_uploader *up, double session_end)
 {
     pp_header_info hi = {
         .metadata = static_md,
+        .external_metadata =
+            ext && !cfg->disable_metadata_collection ? json_object_get(ext, "static") : NULL,
         .metrics_enabled = !cfg->disable_metrics_collection,
         .container_names_enabled = !cfg->disable_container_names,
         .app_metadata_enabled = !cfg->disable_application_metadata,
@@ -259,12 +264,16 @@ typedef struct run_state {
     const pp_runtime_driver *drivers[PP_KIND_COUNT];
     size_t ndrivers;
     char tmpdir[PATH_MAX]; /* private temp directory of the runtime profilers, "" if none */
+    int *pids;             /* the --pids that exist at start */
+    size_t npids;
+    bool heartbeat_warned;
 } run_state;
 
 static void run_teardown(run_state *rs)
 {
     pp_java_perfmaps_cleanup();
     json_decref(rs->static_md);
+    free(rs->pids);
     if (rs->tmpdir[0])
         pp_rmtree(rs->tmpdir);
     pp_sampler_stop(rs->sampler);
@@ -289,10 +298,73 @@ static void pick_drivers(run_state *rs)
     }
 }
 
+/* The --pids that exist now, as gProfiler: the others are dropped with a warning; none left is
+ * fatal (-1). */
+static int keep_live_pids(run_state *rs, const pp_config *cfg)
+{
+    if (!cfg->npids)
+        return 0;
+    rs->pids = calloc(cfg->npids, sizeof(int));
+    if (!rs->pids) {
+        pp_critical("out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < cfg->npids; i++) {
+        if (pp_pid_gone(cfg->pids[i]))
+            pp_warn("--pids: process %d does not exist; it is not profiled", cfg->pids[i]);
+        else
+            rs->pids[rs->npids++] = cfg->pids[i];
+    }
+    if (!rs->npids) {
+        pp_critical("--pids: none of the given processes exist; nothing to profile");
+        return -1;
+    }
+    return 0;
+}
+
+/* A heartbeat at the end of every session (--heartbeat-file), for a liveness probe. */
+static void heartbeat(run_state *rs)
+{
+    char err[512];
+    if (!rs->cfg->heartbeat_file ||
+        pp_heartbeat_touch(rs->cfg->heartbeat_file, err, sizeof(err)) == 0)
+        return;
+    if (!rs->heartbeat_warned)
+        pp_warn("%s (logged once)", err);
+    rs->heartbeat_warned = true;
+}
+
+/* --external-metadata, read again for this session; a file that became unreadable or stale is
+ * ignored for the session, with a warning. NULL without the option. */
+static json_t *session_extmeta(const pp_config *cfg)
+{
+    char err[512];
+    if (!cfg->external_metadata)
+        return NULL;
+    json_t *ext = pp_extmeta_load(cfg->external_metadata, time(NULL), err, sizeof(err));
+    if (ext)
+        return ext;
+    pp_warn("--external-metadata: %s; ignored for this session", err);
+    return json_pack("{s:{},s:{}}", "static", "application");
+}
+
 static int run_init(run_state *rs, const pp_config *cfg)
 {
     memset(rs, 0, sizeof(*rs));
     rs->cfg = cfg;
+    rs->sfd = -1;
+    char err[512];
+    if (cfg->external_metadata) {
+        json_t *ext = pp_extmeta_load(cfg->external_metadata, time(NULL), err, sizeof(err));
+        if (!ext) {
+            pp_critical("--external-metadata: %s", err);
+            return -1;
+        }
+        json_decref(ext);
+    }
+    if (keep_live_pids(rs, cfg) < 0)
+        return -1;
+    pp_log_startup_notices(cfg);
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGINT);
@@ -302,13 +374,12 @@ static int run_init(run_state *rs, const pp_config *cfg)
         pp_critical("cannot create a signalfd: %s", strerror(errno));
         return -1;
     }
-    char err[512];
     if (pp_uploader_start(cfg, &rs->up, err, sizeof(err)) < 0) {
         pp_critical("%s", err);
         return -1;
     }
-    pp_discovery_opts dopts = {.pids = cfg->pids,
-                               .npids = cfg->npids,
+    pp_discovery_opts dopts = {.pids = rs->pids,
+                               .npids = rs->npids,
                                .min_duration = cfg->min_duration,
                                .self_pid = getpid()};
     for (int k = 0; k < PP_KIND_COUNT; k++)
@@ -320,6 +391,7 @@ static int run_init(run_state *rs, const pp_config *cfg)
         pp_critical("cannot initialize: %s", rs->disc ? "out of memory" : err);
         return -1;
     }
+    pp_symbolizer_set_dso_names(rs->sym, cfg->insert_dso_name);
     pick_drivers(rs);
     if (rs->ndrivers && pp_session_tmpdir(rs->tmpdir, sizeof(rs->tmpdir), err, sizeof(err)) < 0) {
         pp_critical("cannot create a temporary directory for the runtime profilers: %s", err);
@@ -329,8 +401,8 @@ static int run_init(run_state *rs, const pp_config *cfg)
         pp_sampler_opts so = {
             .kind = cfg->perf_mode == PP_PERF_EVENT ? PP_SAMPLER_PERF_EVENT : PP_SAMPLER_AUTO,
             .frequency = cfg->frequency,
-            .pids = cfg->pids,
-            .npids = cfg->npids,
+            .pids = rs->pids,
+            .npids = rs->npids,
         };
         rs->sampler = pp_sampler_start(&so, rs->sym, err, sizeof(err));
         if (!rs->sampler) {
@@ -430,13 +502,18 @@ static int run_session(run_state *rs, bool *stop)
     }
     double t_merged = mono_now();
     pp_identity_annotate(rs->ident, prof, rs->disc);
+    json_t *ext = session_extmeta(cfg);
+    pp_extmeta_apply(ext, prof);
     pp_debug("session end: drain and merge %.1f ms, identity %.1f ms", (t_merged - t_end) * 1000,
              (mono_now() - t_merged) * 1000);
     json_t *counters =
         own_counters(&delta, rs->sampler ? pp_sampler_kind_name(rs->sampler) : "none",
                      cpu_seconds() - cpu0, disc_ms, rss_kb());
-    int rc = write_session(cfg, rs->static_md, prof, &metrics, counters, wall_start, rs->up, end);
+    int rc =
+        write_session(cfg, rs->static_md, ext, prof, &metrics, counters, wall_start, rs->up, end);
     json_decref(counters);
+    json_decref(ext);
+    heartbeat(rs);
     pp_profile_free(prof);
     pp_proc_list_free(&procs);
     return rc;

@@ -88,7 +88,8 @@ struct pp_symbolizer {
     uint64_t vdso_len;
     int vdso_state; /* 0 not tried, 1 ok, -1 unavailable */
     pp_roots roots;
-    int no_query; /* the kernel has no PROCMAP_QUERY: maps are read as text */
+    int no_query;   /* the kernel has no PROCMAP_QUERY: maps are read as text */
+    bool dso_names; /* --insert-dso-name: "<symbol> (<dso>)" */
     pp_symbolizer_stats stats;
 };
 
@@ -717,6 +718,22 @@ static size_t unnamed(pp_symbolizer *s, char *buf, size_t bufsz, const char *dso
     return pp_frame_write(buf, bufsz, tmp, NULL);
 }
 
+/* A named frame: the symbol, with " (<dso>)" after it under --insert-dso-name. */
+static size_t named(const pp_symbolizer *s, char *buf, size_t bufsz, const char *sym,
+                    const char *dso)
+{
+    char tmp[PATH_MAX + 8];
+    if (!s->dso_names)
+        return pp_frame_write(buf, bufsz, sym, NULL);
+    snprintf(tmp, sizeof(tmp), " (%s)", dso);
+    return pp_frame_write(buf, bufsz, sym, tmp);
+}
+
+void pp_symbolizer_set_dso_names(pp_symbolizer *s, bool on)
+{
+    s->dso_names = on;
+}
+
 size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size_t bufsz)
 {
     pp_proc *p = s ? get_proc(s, pid) : NULL;
@@ -745,10 +762,10 @@ size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size
     case PP_MAP_ANON: {
         perfmap_refresh(s, p);
         const pp_sym *sym = p->perfmap_present ? pp_symtab_find(&p->perfmap, ip) : NULL;
-        if (sym)
-            return pp_frame_write(buf, bufsz, pp_symtab_name(&p->perfmap, sym), NULL);
         char dso[64];
         snprintf(dso, sizeof(dso), "/tmp/perf-%d.map", pid);
+        if (sym)
+            return named(s, buf, bufsz, pp_symtab_name(&p->perfmap, sym), dso);
         return unnamed(s, buf, bufsz, dso);
     }
     case PP_MAP_VDSO: {
@@ -760,7 +777,7 @@ size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size
             pp_elf_offset_to_vaddr(&s->vdso_meta, ip - m->start, &va) == 0)
             sym = pp_symtab_find(&s->vdso, va);
         if (sym)
-            return pp_frame_write(buf, bufsz, pp_symtab_name(&s->vdso, sym), NULL);
+            return named(s, buf, bufsz, pp_symtab_name(&s->vdso, sym), "vdso");
         return unnamed(s, buf, bufsz, "vdso");
     }
     case PP_MAP_OTHER: {
@@ -786,5 +803,5 @@ size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size
     const pp_sym *sym = pp_symtab_find(&b->tab, va);
     if (!sym)
         return unnamed(s, buf, bufsz, m->path);
-    return pp_frame_write(buf, bufsz, pp_symtab_display_name(&b->tab, sym), NULL);
+    return named(s, buf, bufsz, pp_symtab_display_name(&b->tab, sym), m->path);
 }

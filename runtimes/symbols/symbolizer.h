@@ -1,7 +1,8 @@
 /* Symbolizer: turns sampled instruction pointers into frame names, the way gProfiler's perf
  * pipeline names them.
  *
- * User frames:   "<symbol>"              (demangled C++/Rust, as perf shows them)
+ * User frames:   "<symbol>"              (demangled C++/Rust, as perf shows them;
+ *                                         "<symbol> (<dso>)" with --insert-dso-name)
  *                "(<dso path>)"          address inside a mapped file with no symbol for it
  *                "(/tmp/perf-<pid>.map)" anonymous executable memory with no perf-map entry
  *                "(vdso)"                unresolved [vdso] address
@@ -17,6 +18,7 @@
 #ifndef PP_SYMBOLIZER_H
 #define PP_SYMBOLIZER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,5 +70,11 @@ void pp_symbolizer_note_pid(pp_symbolizer *s, int pid);
 void pp_symbolizer_forget_pid(pp_symbolizer *s, int pid);
 
 void pp_symbolizer_get_stats(const pp_symbolizer *s, pp_symbolizer_stats *out);
+
+/* gProfiler's --insert-dso-name: named user frames become "<symbol> (<dso>)", the dso being the
+ * mapped file's path as the process sees it, "vdso" or "/tmp/perf-<pid>.map" (as gProfiler's perf
+ * frames). Unnamed and kernel frames do not change. Set it before the first symbolization: frames
+ * already named are not renamed. */
+void pp_symbolizer_set_dso_names(pp_symbolizer *s, bool on);
 
 #endif

@@ -17,6 +17,7 @@ static void setup(void)
 {
     pp_test_quiet_log();
     pp_cli_default_config_path = "/nonexistent/polyprof-test/config.ini";
+    pp_cli_gprofiler_config_path = "/nonexistent/polyprof-test/gprofiler.ini";
     memset(&cfg, 0, sizeof(cfg));
     err[0] = '\0';
     outbuf = NULL;
@@ -458,6 +459,33 @@ Test(cli, config_file_and_precedence)
     cr_assert_eq(PARSE(NULL), PP_CLI_OK, "%s", err);
     cr_expect_str_eq(cfg.output_dir, "/from/config");
     cr_expect_null(cfg.config_file);
+    pp_test_rmtree(dir);
+}
+
+/* gProfiler's default config file is read when polyprof's is absent, never as well. */
+Test(cli, gprofiler_config_file_fallback)
+{
+    char *dir = pp_test_mkdtemp();
+    char gp[256], pp[256];
+    snprintf(gp, sizeof(gp), "%s/gprofiler.ini", dir);
+    snprintf(pp, sizeof(pp), "%s/polyprof.ini", dir);
+    const char *gtext = "[gprofiler]\noutput-dir = /from/gprofiler\nprofiling-frequency = 7\n";
+    pp_test_write_file(gp, gtext, strlen(gtext));
+    pp_cli_gprofiler_config_path = gp;
+    cr_assert_eq(PARSE(NULL), PP_CLI_OK, "%s", err);
+    cr_expect_str_eq(cfg.output_dir, "/from/gprofiler");
+    cr_expect_eq(cfg.frequency, 7);
+    pp_config_free(&cfg);
+    const char *ptext = "output-dir = /from/polyprof\n";
+    pp_test_write_file(pp, ptext, strlen(ptext));
+    pp_cli_default_config_path = pp;
+    cr_assert_eq(PARSE(NULL), PP_CLI_OK, "%s", err);
+    cr_expect_str_eq(cfg.output_dir, "/from/polyprof");
+    cr_expect_eq(cfg.frequency, 11, "gProfiler's file not read when polyprof's exists");
+    pp_config_free(&cfg);
+    /* --config wins over both */
+    cr_assert_eq(PARSE("--config", gp), PP_CLI_OK, "%s", err);
+    cr_expect_str_eq(cfg.output_dir, "/from/gprofiler");
     pp_test_rmtree(dir);
 }
 

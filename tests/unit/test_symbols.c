@@ -671,6 +671,31 @@ Test(symbols, live_symtab_process)
     pp_symbolizer_free(s);
 }
 
+Test(symbols, insert_dso_name)
+{
+    char p[512], want[700], map[128], content[128];
+    fixpath(p, sizeof(p), "fix");
+    child c = spawn(p, NULL);
+    cr_assert(c.nv >= 4 && c.v[3] != 0);
+    snprintf(map, sizeof(map), "/tmp/perf-%d.map", c.pid);
+    int n = snprintf(content, sizeof(content), "%lx 100 jit_one\n", (unsigned long)c.v[3]);
+    pp_test_write_file(map, content, (size_t)n);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    pp_symbolizer_set_dso_names(s, true);
+    /* gProfiler's perf frames with --insert-dso-name: "<symbol> (<dso>)" */
+    snprintf(want, sizeof(want), "pp_fixture_alpha (%s)", p);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[0] + 1), want);
+    snprintf(want, sizeof(want), "jit_one (%s)", map);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[3] + 0x10), want);
+    /* unnamed frames keep their form */
+    cr_assert_str_eq(sym_user(s, c.pid, 0x10), "[unknown]");
+    snprintf(want, sizeof(want), "(%s)", map);
+    cr_assert_str_eq(sym_user(s, c.pid, c.v[3] + 0x200), want);
+    unlink(map);
+    reap(&c);
+    pp_symbolizer_free(s);
+}
+
 Test(symbols, live_stripped_debuglink_minidebuginfo)
 {
     char p[512];
