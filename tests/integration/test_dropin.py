@@ -173,3 +173,15 @@ def test_unimplemented_modes_and_log_shipping_said_once(tmp_path):
                      "--no-nodejs")
     assert not log_lines(r.stderr, "WARNING"), r.stderr
     assert "does not send its logs" not in r.stderr
+
+
+# ---- license ----
+
+def test_license_matches_the_bpf_programs():
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "LICENSE").read_text()
+    assert "GNU GENERAL PUBLIC LICENSE" in text and "Version 2, June 1991" in text
+    for src in (root / "bpf").glob("*.bpf.c"):
+        code = src.read_text()
+        assert "SPDX-License-Identifier: GPL-2.0" in code, src
+        assert re.search(r'SEC\("license"\)\s*=\s*"GPL"', code), src
