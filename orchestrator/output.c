@@ -78,12 +78,13 @@ static int write_all(int fd, const char *p, size_t len)
 
 /* Writes text as DIR/name (temp file, fsync, rename), then points the link DIR/lname at it (a
  * relative symlink replaced by a rename). With rotate, the file the link pointed to before is
- * deleted. */
+ * deleted. path_out (may be NULL) receives the file's path. */
 static int write_linked(const char *dir, const char *name, const char *lname, const char *text,
-                        size_t len, bool rotate, char *path, size_t plen, char *err, size_t errlen)
+                        size_t len, bool rotate, char *path_out, size_t plen, char *err,
+                        size_t errlen)
 {
-    char tmp[PATH_MAX], link[PATH_MAX], ltmp[PATH_MAX];
-    if (snprintf(path, plen, "%s/%s", dir, name) >= (int)plen ||
+    char path[PATH_MAX], tmp[PATH_MAX], link[PATH_MAX], ltmp[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
         snprintf(tmp, sizeof(tmp), "%s/" TMP_PREFIX "%d-%s", dir, (int)getpid(), name) >=
             (int)sizeof(tmp) ||
         snprintf(link, sizeof(link), "%s/%s", dir, lname) >= (int)sizeof(link) ||
@@ -127,13 +128,15 @@ static int write_linked(const char *dir, const char *name, const char *lname, co
         if (snprintf(oldpath, sizeof(oldpath), "%s/%s", dir, old) < (int)sizeof(oldpath))
             unlink(oldpath);
     }
+    if (path_out)
+        snprintf(path_out, plen, "%s", path);
     return 0;
 }
 
 int pp_output_write(const char *dir, time_t end, const char *text, size_t len, bool rotate,
                     char *path_out, size_t plen, char *err, size_t errlen)
 {
-    char ts[32], name[64], path[PATH_MAX];
+    char ts[32], name[64];
     pp_iso_time(end, ts, sizeof(ts));
     snprintf(name, sizeof(name), "profile_%s.col", ts);
     /* Two sessions ending in the same second (a short last session cut by a signal) must not
@@ -145,12 +148,8 @@ int pp_output_write(const char *dir, time_t end, const char *text, size_t len, b
             break;
         snprintf(name, sizeof(name), "profile_%s_%d.col", ts, n);
     }
-    if (write_linked(dir, name, "last_profile.col", text, len, rotate, path, sizeof(path), err,
-                     errlen) < 0)
-        return -1;
-    if (path_out)
-        snprintf(path_out, plen, "%s", path);
-    return 0;
+    return write_linked(dir, name, "last_profile.col", text, len, rotate, path_out, plen, err,
+                        errlen);
 }
 
 int pp_output_write_html(const char *dir, const char *col_path, const char *text, size_t len,
@@ -159,16 +158,12 @@ int pp_output_write_html(const char *dir, const char *col_path, const char *text
     const char *base = strrchr(col_path, '/');
     base = base ? base + 1 : col_path;
     size_t bl = strlen(base);
-    char name[NAME_MAX + 1], path[PATH_MAX];
+    char name[NAME_MAX + 1];
     if (bl < 4 || strcmp(base + bl - 4, ".col") != 0 || bl + 1 > sizeof(name)) {
         snprintf(err, errlen, "not a profile file name: %s", col_path);
         return -1;
     }
     snprintf(name, sizeof(name), "%.*s.html", (int)(bl - 4), base);
-    if (write_linked(dir, name, "last_flamegraph.html", text, len, rotate, path, sizeof(path), err,
-                     errlen) < 0)
-        return -1;
-    if (path_out)
-        snprintf(path_out, plen, "%s", path);
-    return 0;
+    return write_linked(dir, name, "last_flamegraph.html", text, len, rotate, path_out, plen, err,
+                        errlen);
 }
