@@ -97,8 +97,7 @@ int main(int argc, char **argv)
                 stale);
     pp_info("polyprof %s starting", PP_VERSION);
     exit_code = pp_run_sessions(&cfg);
-    if (cfg.pid_file && *cfg.pid_file)
-        unlink(cfg.pid_file);
+    pp_remove_pid_file(&cfg);
 out:
     pp_log_close();
     pp_config_free(&cfg);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "orchestrator/log.h"
+#include "orchestrator/safefile.h"
 
 int pp_check_root(const pp_config *cfg)
 {
@@ -105,6 +107,25 @@ int pp_grab_lock(const char *name)
     return -1;
 }
 
+/* The pid file written by pp_process_setup, to remove it only if it is still ours. */
+static dev_t pid_file_dev;
+static ino_t pid_file_ino;
+static bool pid_file_written;
+
+/* Opens the directory of path (its last component in *base). */
+static int open_parent(const char *path, char *dir, size_t dirlen, const char **base)
+{
+    const char *slash = strrchr(path, '/');
+    *base = slash ? slash + 1 : path;
+    if (!slash)
+        snprintf(dir, dirlen, ".");
+    else if (slash == path)
+        snprintf(dir, dirlen, "/");
+    else
+        snprintf(dir, dirlen, "%.*s", (int)(slash - path), path);
+    return **base ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+}
+
 void pp_process_setup(const pp_config *cfg)
 {
     umask(022);
@@ -113,12 +134,38 @@ void pp_process_setup(const pp_config *cfg)
         setrlimit(RLIMIT_CORE, &r);
     }
     if (cfg->pid_file && *cfg->pid_file) {
-        FILE *f = fopen(cfg->pid_file, "we");
-        if (!f) {
+        /* A new file renamed over the name: a link or file planted there is replaced, never
+         * written through or truncated. */
+        char dir[4096], text[32];
+        const char *base;
+        int dfd = open_parent(cfg->pid_file, dir, sizeof(dir), &base);
+        int n = snprintf(text, sizeof(text), "%d", (int)getpid());
+        struct stat st;
+        if (dfd < 0 || pp_replace_file_at(dfd, base, text, (size_t)n, 0644) < 0 ||
+            fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
             pp_debug("cannot write pid file %s: %s", cfg->pid_file, strerror(errno));
-            return;
+        } else {
+            pid_file_dev = st.st_dev;
+            pid_file_ino = st.st_ino;
+            pid_file_written = true;
         }
-        fprintf(f, "%d", (int)getpid());
-        fclose(f);
+        if (dfd >= 0)
+            close(dfd);
     }
+}
+
+void pp_remove_pid_file(const pp_config *cfg)
+{
+    if (!pid_file_written || !cfg->pid_file)
+        return;
+    char dir[4096];
+    const char *base;
+    int dfd = open_parent(cfg->pid_file, dir, sizeof(dir), &base);
+    struct stat st;
+    if (dfd >= 0 && fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        st.st_dev == pid_file_dev && st.st_ino == pid_file_ino)
+        unlinkat(dfd, base, 0);
+    if (dfd >= 0)
+        close(dfd);
+    pid_file_written = false;
 }

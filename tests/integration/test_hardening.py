@@ -1,0 +1,120 @@
+"""Hardening (issue 10): nothing another user plants on the host can make polyprof (root) write
+through a link, stop starting, hang or grow without bound; signals end a run cleanly; leftovers
+of a killed polyprof are recognised. Another user is uid 65534 (nobody), in a forked child."""
+import datetime
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import POLYPROF, Profile, last_profile, temp_leftovers, wait_for
+
+NOBODY = 65534
+SYS_PYTHON = "/usr/bin/python3"  # readable by nobody (the test's own python may not be)
+
+
+def as_nobody(code):
+    """Runs Python code as uid/gid 65534 with no supplementary groups."""
+    subprocess.run([SYS_PYTHON, "-c", code], user=NOBODY, group=NOBODY, extra_groups=[],
+                   check=True, timeout=30, cwd="/")
+
+
+class Background:
+    """polyprof in the background; its stderr collected line by line."""
+
+    def __init__(self, *args, env=None):
+        self.proc = subprocess.Popen([str(POLYPROF), *map(str, args)], stderr=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, text=True, env=env)
+        self.lines = []
+        self._t = threading.Thread(target=lambda: self.lines.extend(self.proc.stderr),
+                                   daemon=True)
+        self._t.start()
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def wait_line(self, needle, timeout=30):
+        wait_for(lambda: any(needle in x for x in self.lines), timeout, f"{needle!r} logged")
+
+    def finish(self, timeout=60):
+        self.proc.wait(timeout)
+        self._t.join(5)
+        self.stderr = "".join(self.lines)
+        return self.proc.returncode
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.finish()
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory every user can write in (0777, not sticky), like a careless output dir."""
+    d = Path(tempfile.mkdtemp(prefix="pp_it_shared_", dir="/tmp"))
+    d.chmod(0o777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def victim(tmp_path):
+    """A root-owned file in a root-only directory: what a planted link would make polyprof
+    overwrite."""
+    v = tmp_path / "victim"
+    v.write_text("precious\n")
+    return v
+
+
+def iso(t):
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+# ---- 1: files polyprof creates ----
+
+def test_links_planted_in_the_output_dir_are_never_followed(shared_dir, victim):
+    """The old temp file was .polyprof-tmp-<pid>-profile_<end second>.col, opened with
+    O_CREAT|O_TRUNC: links planted under the next seconds' names made root write the profile
+    into any file. Also the pid file."""
+    pidfile = shared_dir / "pp.pid"
+    run = Background("-d", 3, "-o", shared_dir, "--pid-file", pidfile, "--no-java",
+                     "--no-python", "--no-ruby")
+    try:
+        run.wait_line("polyprof 0.1.0 starting")  # the output dir's leftovers are cleaned by then
+        now = int(time.time())
+        names = [f".polyprof-tmp-{run.pid}-last_profile.col"]
+        for t in range(now - 1, now + 30):
+            names += [f".polyprof-tmp-{run.pid}-profile_{iso(t)}.col",
+                      f".polyprof-tmp-{run.pid}-profile_{iso(t)}_1.col"]
+        as_nobody(f"import os\n"
+                  f"for n in {names!r}:\n"
+                  f"    os.symlink({str(victim)!r}, os.path.join({str(shared_dir)!r}, n))\n")
+        assert run.finish() == 0, run.stderr[-3000:]
+    finally:
+        run.kill()
+    assert victim.read_text() == "precious\n", "a planted link was written through"
+    prof = last_profile(shared_dir)  # the profile is still written, complete
+    assert prof.header and prof.stacks
+    assert not pidfile.exists(), "the pid file is removed at exit"
+
+
+def test_pid_file_link_is_replaced_not_written_through(shared_dir, victim):
+    pidfile = shared_dir / "pp.pid"
+    as_nobody(f"import os; os.symlink({str(victim)!r}, {str(pidfile)!r})")
+    run = Background("-d", 2, "-o", shared_dir / "out", "--pid-file", pidfile, "--no-java",
+                     "--no-python", "--no-ruby")
+    try:
+        wait_for(lambda: not pidfile.is_symlink() and pidfile.exists(), 20, "the pid file")
+        assert pidfile.read_text() == str(run.pid)
+        assert pidfile.stat().st_uid == 0
+        assert run.finish() == 0, run.stderr[-3000:]
+    finally:
+        run.kill()
+    assert victim.read_text() == "precious\n"
