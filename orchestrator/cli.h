@@ -80,14 +80,16 @@ typedef struct pp_config {
     size_t napp_id_args_filter;
 
     /* process */
-    int verbose;              /* -v/--verbose */
-    char *log_file;           /* --log-file, default /var/log/polyprof/polyprof.log */
-    char *pid_file;           /* --pid-file, default /var/run/polyprof.pid */
-    char *config_file;        /* --config, NULL if none given */
-    bool disable_pidns_check; /* --disable-pidns-check */
-    bool rootless;            /* --rootless */
-    int controller_pid;       /* --controller-pid, 0 if none */
-    char *heartbeat_file;     /* --heartbeat-file */
+    int verbose;                 /* -v/--verbose */
+    char *log_file;              /* --log-file, default /var/log/polyprof/polyprof.log */
+    int log_rotate_max_size;     /* --log-rotate-max-size, bytes, default 5 MiB */
+    int log_rotate_backup_count; /* --log-rotate-backup-count, default 1 */
+    char *pid_file;              /* --pid-file, default /var/run/polyprof.pid */
+    char *config_file;           /* --config, NULL if none given */
+    bool disable_pidns_check;    /* --disable-pidns-check */
+    bool rootless;               /* --rootless */
+    int controller_pid;          /* --controller-pid, 0 if none */
+    char *heartbeat_file;        /* --heartbeat-file */
     bool dont_disable_core_files;
 
     /* uploads (issue 6 wires these) */

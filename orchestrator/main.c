@@ -57,9 +57,11 @@ int main(int argc, char **argv)
         return rc == PP_CLI_USAGE ? 2 : 1;
     }
 
-    if (pp_log_init(cfg.verbose, cfg.log_file) < 0)
-        fprintf(stderr, "polyprof: warning: cannot open log file %s (%s); logging to stderr only\n",
-                cfg.log_file, strerror(errno));
+    pp_log_rotation rot = {(unsigned long long)cfg.log_rotate_max_size,
+                           cfg.log_rotate_backup_count};
+    if (pp_log_init(cfg.verbose, cfg.log_file, &rot, err, sizeof(err)) < 0)
+        fprintf(stderr, "polyprof: warning: cannot use log file %s: %s; logging to stderr only\n",
+                cfg.log_file, err);
 
     int exit_code = 1;
     if (strcmp(cfg.profiling_mode, "none") == 0 ||

@@ -118,3 +118,40 @@ def test_pid_file_link_is_replaced_not_written_through(shared_dir, victim):
     finally:
         run.kill()
     assert victim.read_text() == "precious\n"
+
+
+# ---- 5: the log file ----
+
+def test_log_file_link_is_not_followed(shared_dir, victim):
+    log = shared_dir / "pp.log"
+    as_nobody(f"import os; os.symlink({str(victim)!r}, {str(log)!r})")
+    r = subprocess.run([str(POLYPROF), "-d", "1", "-o", shared_dir / "out", "--log-file", log,
+                        "--no-java", "--no-python", "--no-ruby"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert victim.read_text() == "precious\n", "the log was written through a planted link"
+    assert f"cannot use log file {log}: it is a symbolic link" in r.stderr, r.stderr
+
+
+def test_log_file_fifo_does_not_block_start_up(tmp_path):
+    log = tmp_path / "pp.log"
+    os.mkfifo(log)
+    r = subprocess.run([str(POLYPROF), "-d", "1", "-o", tmp_path / "out", "--log-file", log,
+                        "--no-java", "--no-python", "--no-ruby"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "cannot use log file" in r.stderr and "FIFO" in r.stderr, r.stderr
+
+
+def test_log_file_rotates(tmp_path):
+    log = tmp_path / "pp.log"
+    r = subprocess.run([str(POLYPROF), "-d", "2", "-o", tmp_path / "out", "--log-file", log,
+                        "--log-rotate-max-size", "500", "--log-rotate-backup-count", "2"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("pp.log"))
+    assert names == ["pp.log", "pp.log.1", "pp.log.2"], names
+    for n in names:  # a file is rotated before a line would take it to 500 bytes
+        text = (tmp_path / n).read_text()
+        assert 0 < len(text) < 500 or text.count("\n") == 1, (n, len(text))
+    assert "Saved collapsed stacks" in log.read_text()  # the newest lines are in the file itself

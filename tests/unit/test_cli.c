@@ -461,6 +461,20 @@ Test(cli, config_file_and_precedence)
     pp_test_rmtree(dir);
 }
 
+/* Log rotation options are real (gProfiler's defaults: 5 MiB, 1 backup). */
+Test(cli, log_rotation_options)
+{
+    cr_assert_eq(PARSE("-o", "o"), PP_CLI_OK, "%s", err);
+    cr_expect_eq(cfg.log_rotate_max_size, 5 * 1024 * 1024);
+    cr_expect_eq(cfg.log_rotate_backup_count, 1);
+    cr_assert_eq(PARSE("-o", "o", "--log-rotate-max-size", "100", "--log-rotate-backup-count", "3"),
+                 PP_CLI_OK, "%s", err);
+    cr_expect_eq(cfg.log_rotate_max_size, 100);
+    cr_expect_eq(cfg.log_rotate_backup_count, 3);
+    cr_expect_eq(cfg.nnoop_options, 0);
+    cr_expect_eq(PARSE("-o", "o", "--log-rotate-backup-count", "0"), PP_CLI_USAGE);
+}
+
 Test(cli, config_file_errors)
 {
     char *dir = pp_test_mkdtemp();
@@ -677,10 +691,9 @@ Test(cli, accepted_noop_options)
     cr_assert_eq(PARSE("-o", "o", "--perf-dwarf-stack-size", "8192", "--perf-no-memory-restart",
                        "--java-async-profiler-mode=cpu", "--java-safemode",
                        "--python-pyspy-process", "1", "--max-processes-runtime-profiler", "3",
-                       "--diagnostics", "--log-rotate-max-size", "100", "--log-rotate-backup-count",
-                       "2", "--curlify-requests"),
+                       "--diagnostics", "--curlify-requests"),
                  PP_CLI_OK, "%s", err);
-    cr_expect_eq(cfg.nnoop_options, 10);
+    cr_expect_eq(cfg.nnoop_options, 8);
     int found = 0;
     for (size_t i = 0; i < cfg.nnoop_options; i++) {
         if (strcmp(cfg.noop_options[i].name, "perf-dwarf-stack-size") == 0) {
@@ -723,7 +736,7 @@ Test(cli, notices_logged_and_token_never_logged)
     char *dir = pp_test_mkdtemp();
     char path[256];
     snprintf(path, sizeof(path), "%s/log", dir);
-    cr_assert_eq(pp_log_init(0, path), 0);
+    cr_assert_eq(pp_log_init(0, path, NULL, err, sizeof(err)), 0, "%s", err);
     pp_test_quiet_log();
     cr_assert_eq(PARSE("-u", "--token", "SUPERSECRET", "--service-name", "s", "--perf-mode", "fp",
                        "--python-mode", "pyperf", "--diagnostics", "--curlify-requests"),
