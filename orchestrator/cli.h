@@ -116,6 +116,11 @@ typedef struct pp_config {
     size_t nnoop_options;
 } pp_config;
 
+/* Input file caps (docs/security.md): the config file, and files holding a secret (--token-file,
+ * --pyroscope-basic-auth-file). Larger files are refused (exit 2). */
+#define PP_CLI_MAX_CONFIG (1u << 20)
+#define PP_CLI_MAX_SECRET_FILE (64u << 10)
+
 /* Default config file read when --config is not given and the file exists. Tests may point it
  * elsewhere. */
 extern const char *pp_cli_default_config_path;

@@ -21,6 +21,7 @@
 #include "orchestrator/http.h"
 #include "orchestrator/log.h"
 #include "orchestrator/pyroscope.h"
+#include "orchestrator/safefile.h"
 #include "orchestrator/spool.h"
 #include "orchestrator/studio.h"
 #include "orchestrator/upload_item.h"
@@ -529,49 +530,16 @@ void pp_uploader_stop(pp_uploader *u)
 
 /* ---- upload-file ---- */
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 65536 + 1 > cap) {
-            cap = cap ? cap * 2 : 1 << 20;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                errno = ENOMEM;
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        errno = EIO;
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 int pp_upload_file(const pp_config *cfg)
 {
     size_t len = 0;
-    char *raw = read_file(cfg->file_path, &len);
+    char why[1024];
+    bool bad_kind;
+    char *raw = pp_read_input_file(cfg->file_path, PP_UPLOAD_MAX_FILE, "--file-path", &len,
+                                   &bad_kind, why, sizeof(why));
     if (!raw) {
-        pp_critical("cannot read --file-path %s: %s", cfg->file_path, strerror(errno));
-        return 1;
+        pp_critical("%s", why);
+        return bad_kind ? 2 : 1;
     }
     time_t now = time(NULL), start = now, end = now;
     json_t *md = pp_host_metadata(cfg, now);

@@ -120,6 +120,43 @@ def test_pid_file_link_is_replaced_not_written_through(shared_dir, victim):
     assert victim.read_text() == "precious\n"
 
 
+# ---- 3: unbounded inputs ----
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "dev-zero", "too-large", "binary"])
+def test_config_file_is_a_bounded_regular_file(kind, tmp_path):
+    """--config /dev/zero grew to gigabytes, a FIFO hung start-up, a directory was ignored, a
+    binary file's bytes were echoed to the terminal."""
+    path = {"dir": tmp_path, "dev-zero": Path("/dev/zero")}.get(kind, tmp_path / "config.ini")
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "too-large":
+        with open(path, "wb") as f:
+            f.truncate(2 << 20)
+    elif kind == "binary":
+        path.write_bytes(b"\x1b]0;pwned\x07\x1b[2J\xff = 1\n")
+    r = subprocess.run([str(POLYPROF), "-o", tmp_path / "out", "-d", "1", "--config", path],
+                       capture_output=True, timeout=20)
+    err = r.stderr.decode("latin-1")
+    assert r.returncode == 2, err
+    assert str(path) in err or kind == "binary", err
+    want = {"fifo": "is a FIFO", "dir": "is a directory", "dev-zero": "is a character device",
+            "too-large": "too large", "binary": "\\x1b]0;pwned\\x07\\x1b[2J\\xff"}[kind]
+    assert want in err, err
+    assert all(0x20 <= b < 0x7f or b == 0x0a for b in r.stderr), "raw bytes on the terminal"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_upload_file_input_is_a_bounded_regular_file(kind, tmp_path):
+    path = Path("/dev/zero") if kind == "dev-zero" else tmp_path / "fifo"
+    if kind == "fifo":
+        os.mkfifo(path)
+    r = subprocess.run([str(POLYPROF), "upload-file", "--file-path", path, "--token", "t",
+                        "--service-name", "s", "--server-host", "http://127.0.0.1:9"],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 2, r.stderr
+    assert "give a regular file" in r.stderr and str(path) in r.stderr, r.stderr
+
+
 # ---- 5: the log file ----
 
 def test_log_file_link_is_not_followed(shared_dir, victim):

@@ -475,6 +475,39 @@ Test(cli, log_rotation_options)
     cr_expect_eq(PARSE("-o", "o", "--log-rotate-backup-count", "0"), PP_CLI_USAGE);
 }
 
+/* A config or token file that is not a regular file, or too large, is a usage error (exit 2)
+ * with a message naming it; a FIFO never blocks; binary bytes are never echoed raw. */
+Test(cli, input_files_are_bounded_regular_files, .timeout = 20)
+{
+    char *dir = pp_test_mkdtemp();
+    char fifo[256], big[256], bin[256];
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    cr_expect_eq(PARSE("-o", "o", "--config", fifo), PP_CLI_USAGE);
+    cr_expect(strstr(err, "is a FIFO") && strstr(err, fifo), "%s", err);
+    cr_expect_eq(PARSE("-o", "o", "--config", dir), PP_CLI_USAGE);
+    cr_expect(strstr(err, "is a directory"), "%s", err);
+    cr_expect_eq(PARSE("-o", "o", "--config", "/dev/zero"), PP_CLI_USAGE);
+    cr_expect(strstr(err, "is a character device"), "%s", err);
+    snprintf(big, sizeof(big), "%s/big.ini", dir);
+    int fd = open(big, O_WRONLY | O_CREAT, 0600);
+    cr_assert(fd >= 0 && ftruncate(fd, (off_t)PP_CLI_MAX_CONFIG + 1) == 0);
+    close(fd);
+    cr_expect_eq(PARSE("-o", "o", "--config", big), PP_CLI_USAGE);
+    cr_expect(strstr(err, "too large") && strstr(err, "the limit is 1 MiB"), "%s", err);
+    /* a binary file: its bytes are escaped in the message */
+    snprintf(bin, sizeof(bin), "%s/bin.ini", dir);
+    pp_test_write_file(bin, "\x1b[2J\x7f\xff=1\n", 8);
+    cr_expect_eq(PARSE("-o", "o", "--config", bin), PP_CLI_USAGE);
+    cr_expect(strstr(err, "\\x1b[2J\\x7f\\xff"), "%s", err);
+    for (const char *p = err; *p; p++)
+        cr_assert((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f, "raw byte in %s", err);
+    cr_expect_eq(PARSE("-u", "--service-name", "s", "--token-file", fifo), PP_CLI_USAGE);
+    cr_expect(strstr(err, "--token-file") && strstr(err, "is a FIFO"), "%s", err);
+    cr_expect_eq(PARSE("-u", "--service-name", "s", "--token-file", "/dev/zero"), PP_CLI_USAGE);
+    pp_test_rmtree(dir);
+}
+
 Test(cli, config_file_errors)
 {
     char *dir = pp_test_mkdtemp();
