@@ -133,7 +133,7 @@ static bool controller_gone(const pp_config *cfg)
 
 /* polyprof's own counters for the header's "polyprof" object. */
 static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double cpu,
-                            double discovery_ms, long rss)
+                            double discovery_ms, long rss, uint64_t perfmap_dropped)
 {
     json_t *o = json_object();
     json_object_set_new(o, "version", json_string(PP_VERSION));
@@ -150,6 +150,7 @@ static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double 
     json_object_set_new(o, "cpu_seconds", json_real(cpu));
     json_object_set_new(o, "rss_kb", json_integer(rss));
     json_object_set_new(o, "discovery_ms", json_real(discovery_ms));
+    json_object_set_new(o, "perf_map_entries_dropped", json_integer((json_int_t)perfmap_dropped));
     return o;
 }
 
@@ -235,6 +236,7 @@ typedef struct run_state {
     pp_identity *ident;
     json_t *static_md;
     pp_sampler_stats prev;
+    uint64_t perfmap_dropped_prev; /* symbolizer's perfmap_entries_dropped at the last session */
     const pp_runtime_driver *drivers[PP_KIND_COUNT];
     size_t ndrivers;
     char tmpdir[PATH_MAX]; /* private temp directory of the runtime profilers, "" if none */
@@ -411,9 +413,12 @@ static int run_session(run_state *rs, bool *stop)
     pp_identity_annotate(rs->ident, prof, rs->disc);
     pp_debug("session end: drain and merge %.1f ms, identity %.1f ms", (t_merged - t_end) * 1000,
              (mono_now() - t_merged) * 1000);
-    json_t *counters =
-        own_counters(&delta, rs->sampler ? pp_sampler_kind_name(rs->sampler) : "none",
-                     cpu_seconds() - cpu0, disc_ms, rss_kb());
+    pp_symbolizer_stats ss;
+    pp_symbolizer_get_stats(rs->sym, &ss);
+    json_t *counters = own_counters(
+        &delta, rs->sampler ? pp_sampler_kind_name(rs->sampler) : "none", cpu_seconds() - cpu0,
+        disc_ms, rss_kb(), ss.perfmap_entries_dropped - rs->perfmap_dropped_prev);
+    rs->perfmap_dropped_prev = ss.perfmap_entries_dropped;
     int rc = write_session(cfg, rs->static_md, prof, &metrics, counters, wall_start, rs->up, end);
     json_decref(counters);
     pp_profile_free(prof);

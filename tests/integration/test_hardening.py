@@ -157,6 +157,42 @@ def test_upload_file_input_is_a_bounded_regular_file(kind, tmp_path):
     assert "give a regular file" in r.stderr and str(path) in r.stderr, r.stderr
 
 
+def test_huge_perf_map_costs_bounded_memory(tmp_path, start_app):
+    """A 200 MB /tmp/perf-<pid>.map (its owner writes what it wants) made polyprof hold 477 MB.
+    Now at most 16 MiB per process is kept, the newest entries (the one naming the running code
+    is the last line), and the dropped entries are counted in the header."""
+    exe = tmp_path / "pp_jit"
+    subprocess.run(["gcc", "-O1", "-o", exe, Path(__file__).parent / "apps" / "jit.c"],
+                   check=True)
+    app = start_app(exe)
+    code = int(app.first_line.split()[2], 16)
+    perfmap = Path(f"/tmp/perf-{app.pid}.map")
+    try:
+        with open(perfmap, "w") as f:
+            line = "LazyCompile:~a_function_with_a_long_name /srv/app/node_modules/x/y.js:10:20\n"
+            for k in range(250):  # 2.5 million entries at distinct addresses, ~200 MB
+                f.write("".join(f"{0x10000000 + (k * 10000 + i) * 0x40:x} 40 {line}"
+                                for i in range(10000)))
+            f.write(f"{code:x} 10 jit_spin_loop\n")
+        assert perfmap.stat().st_size > 200e6
+        out = tmp_path / "out"
+        p = subprocess.Popen([str(POLYPROF), "-d", "3", "-f", "99", "-o", out, "--pids", str(app.pid),
+                              "--no-java", "--no-python", "--no-ruby"],
+                             stderr=subprocess.PIPE, text=True)
+        err = p.stderr.read()
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        p.stderr.close()
+    finally:
+        perfmap.unlink(missing_ok=True)
+    assert p.returncode == 0, err[-3000:]
+    assert usage.ru_maxrss < 150 * 1024, f"polyprof's peak RSS {usage.ru_maxrss >> 10} MiB"
+    prof = last_profile(out)
+    frames = [f for f, _ in prof.for_comm("pp_jit")]
+    assert any("jit_spin_loop" in f for f in frames), frames[:5]
+    assert prof.header["polyprof"]["perf_map_entries_dropped"] > 2_000_000
+
+
 # ---- 5: the log file ----
 
 def test_log_file_link_is_not_followed(shared_dir, victim):
