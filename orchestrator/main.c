@@ -78,6 +78,9 @@ int main(int argc, char **argv)
         exit_code = pp_upload_file(&cfg);
         goto out;
     }
+    /* From here a signal ends the run cleanly (read through a signalfd in the session loop), or
+     * is ignored; before, nothing needs cleaning up. */
+    pp_session_signals_setup();
     if (pp_check_root(&cfg) < 0 || pp_check_pidns(&cfg) < 0 || pp_grab_lock("polyprof_lock") < 0)
         goto out;
     if (cfg.output_dir && pp_output_prepare(cfg.output_dir, err, sizeof(err)) < 0) {
@@ -85,13 +88,6 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    /* Signals are read through a signalfd in the session loop. */
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    signal(SIGPIPE, SIG_IGN);
     pp_process_setup(&cfg);
     int stale = pp_tmp_cleanup_stale();
     if (stale > 0)

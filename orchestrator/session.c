@@ -60,6 +60,25 @@ static long rss_kb(void)
     return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+void pp_session_stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGQUIT);
+}
+
+void pp_session_signals_setup(void)
+{
+    sigset_t mask;
+    pp_session_stop_signals(&mask);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    const int ignored[] = {SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM};
+    for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+        signal(ignored[i], SIG_IGN);
+}
+
 /* Waits up to ms for a termination signal (returns true when one arrived); meanwhile reads the
  * mappings of processes the sampler announces as first sampled (news_fd, -1 for none). */
 static bool wait_signal(int sfd, pp_sampler *sampler, int ms)
@@ -75,7 +94,8 @@ static bool wait_signal(int sfd, pp_sampler *sampler, int ms)
         if (r > 0 && (p[0].revents & POLLIN)) {
             struct signalfd_siginfo si;
             if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                pp_info("received signal %u, finishing the current session", si.ssi_signo);
+                pp_info("received signal %u (%s), finishing the current session", si.ssi_signo,
+                        strsignal((int)si.ssi_signo));
                 return true;
             }
         }
@@ -275,9 +295,7 @@ static int run_init(run_state *rs, const pp_config *cfg)
     memset(rs, 0, sizeof(*rs));
     rs->cfg = cfg;
     sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
+    pp_session_stop_signals(&mask);
     rs->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (rs->sfd < 0) {
         pp_critical("cannot create a signalfd: %s", strerror(errno));

@@ -120,6 +120,43 @@ def test_pid_file_link_is_replaced_not_written_through(shared_dir, victim):
     assert victim.read_text() == "precious\n"
 
 
+# ---- 6: signals ----
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT])
+def test_terminating_signals_finish_the_session_like_sigterm(sig, outdir):
+    run = Background("-v", "-d", 60, "-f", 49, "-o", outdir, "--no-java", "--no-python",
+                     "--no-ruby")
+    try:
+        run.wait_line("drained:")  # samples are in the session's profile
+        t0 = time.monotonic()
+        run.proc.send_signal(sig)
+        assert run.finish(timeout=20) == 0, run.stderr[-3000:]
+        assert time.monotonic() - t0 < 10
+    finally:
+        run.kill()
+    assert f"received signal {int(sig)}" in run.stderr
+    files = list(outdir.glob("profile_*.col"))
+    assert len(files) == 1, files
+    assert Profile(files[0]).stacks  # complete, parses
+    assert not temp_leftovers(outdir)
+
+
+def test_other_signals_are_ignored(outdir):
+    """SIGUSR1, SIGUSR2, SIGALRM and SIGPIPE killed polyprof at once (default action)."""
+    run = Background("-v", "-d", 3, "-f", 49, "-o", outdir, "--no-java", "--no-python",
+                     "--no-ruby")
+    try:
+        run.wait_line("profiling session started")
+        for sig in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGPIPE):
+            run.proc.send_signal(sig)
+        # the session runs to its end and is written as usual
+        assert run.finish(timeout=30) == 0, run.stderr[-3000:]
+    finally:
+        run.kill()
+    assert "received signal" not in run.stderr
+    assert Profile(outdir / "last_profile.col").stacks
+
+
 # ---- 3: unbounded inputs ----
 
 @pytest.mark.parametrize("kind", ["fifo", "dir", "dev-zero", "too-large", "binary"])
