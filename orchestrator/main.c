@@ -15,6 +15,7 @@
 #include "orchestrator/precond.h"
 #include "orchestrator/session.h"
 #include "orchestrator/upload.h"
+#include "runtimes/java/asprof.h"
 
 extern char **environ;
 
@@ -24,6 +25,15 @@ static bool all_runtimes_disabled(const pp_config *cfg)
         if (cfg->runtime_mode[i] && strcmp(cfg->runtime_mode[i], "disabled") != 0)
             return false;
     return true;
+}
+
+/* Whether the Java driver would run async-profiler (--java-mode ap, or auto with asprof found). */
+static bool uses_async_profiler(const pp_config *cfg)
+{
+    const char *mode = cfg->runtime_mode[PP_RT_JAVA];
+    char asprof[4096];
+    return mode && (strcmp(mode, "ap") == 0 ||
+                    (strcmp(mode, "auto") == 0 && pp_asprof_find(asprof, sizeof(asprof)) == 0));
 }
 
 /* A --<rt>-maps-regex that does not compile is a usage error. */
@@ -81,8 +91,21 @@ int main(int argc, char **argv)
     /* From here a signal ends the run cleanly (read through a signalfd in the session loop), or
      * is ignored; before, nothing needs cleaning up. */
     pp_session_signals_setup();
-    if (pp_check_root(&cfg) < 0 || pp_check_pidns(&cfg) < 0 || pp_grab_lock("polyprof_lock") < 0)
+    if (pp_check_root(&cfg) < 0 || pp_check_pidns(&cfg) < 0 ||
+        pp_grab_lock("polyprof_lock", "polyprof.lock") < 0)
         goto out;
+    if (pp_gprofiler_running()) {
+        /* docs/decisions.md: async-profiler cannot run twice in one JVM, and each would stop the
+         * other's; everything else only costs twice */
+        if (uses_async_profiler(&cfg)) {
+            pp_critical("gProfiler is running on this host (it holds gprofiler_lock) and would "
+                        "drive async-profiler in the same JVMs as polyprof; stop gProfiler, or "
+                        "run polyprof with --java-mode jfr or --no-java");
+            goto out;
+        }
+        pp_warn("gProfiler is also running on this host (it holds gprofiler_lock): both profile "
+                "every process, at twice the cost");
+    }
     if (cfg.output_dir && pp_output_prepare(cfg.output_dir, err, sizeof(err)) < 0) {
         pp_critical("%s", err);
         goto out;

@@ -4,6 +4,7 @@ of a killed polyprof are recognised. Another user is uid 65534 (nobody), in a fo
 import datetime
 import os
 import shutil
+import socket
 import signal
 import subprocess
 import tempfile
@@ -265,3 +266,51 @@ def test_log_file_rotates(tmp_path):
         text = (tmp_path / n).read_text()
         assert 0 < len(text) < 500 or text.count("\n") == 1, (n, len(text))
     assert "Saved collapsed stacks" in log.read_text()  # the newest lines are in the file itself
+
+
+# ---- 2: the single-instance lock ----
+
+def test_second_instance_in_another_network_namespace_is_refused(tmp_path):
+    """The abstract socket is bound in PID 1's network namespace only where that namespace can be
+    entered (not on this host): two instances in different namespaces both ran."""
+    first = Background("-d", 60, "-o", tmp_path / "a", "--no-java", "--no-python", "--no-ruby")
+    try:
+        first.wait_line("profiling session started")
+        r = subprocess.run(["unshare", "-n", str(POLYPROF), "-d", "1", "-o", tmp_path / "b",
+                            "--no-java", "--no-python", "--no-ruby"],
+                           capture_output=True, text=True, timeout=60)
+        first.proc.send_signal(signal.SIGTERM)
+        assert first.finish() == 0, first.stderr[-3000:]
+    finally:
+        first.kill()
+    assert r.returncode == 1, r.stderr
+    assert "Could not acquire polyprof's lock: another polyprof holds /run/polyprof.lock" \
+        in r.stderr, r.stderr
+    assert not list((tmp_path / "b").glob("*.col"))
+    try:
+        os.close(os.open("/proc/1/ns/net", os.O_RDONLY))
+        entered = True
+    except OSError:
+        entered = False
+    if not entered:  # only the file lock is known to be host-wide: said at warning level
+        assert "WARNING: polyprof: single-instance lock:" in first.stderr, first.stderr
+
+
+@pytest.fixture
+def gprofiler_lock():
+    """What a running gProfiler holds: the abstract socket gprofiler_lock."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind("\0gprofiler_lock")
+    yield
+    s.close()
+
+
+def test_beside_gprofiler_only_without_async_profiler(gprofiler_lock, tmp_path):
+    r = subprocess.run([str(POLYPROF), "-d", "1", "-o", tmp_path / "a", "--java-mode", "ap"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert "gProfiler is running on this host" in r.stderr and "--java-mode jfr" in r.stderr
+    r = subprocess.run([str(POLYPROF), "-d", "1", "-o", tmp_path / "b", "--java-mode", "jfr"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "WARNING: polyprof: gProfiler is also running on this host" in r.stderr
