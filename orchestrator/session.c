@@ -259,7 +259,8 @@ typedef struct run_state {
     uint64_t perfmap_dropped_prev; /* symbolizer's perfmap_entries_dropped at the last session */
     const pp_runtime_driver *drivers[PP_KIND_COUNT];
     size_t ndrivers;
-    char tmpdir[PATH_MAX]; /* private temp directory of the runtime profilers, "" if none */
+    char tmpdir[PATH_MAX];        /* private temp directory of the runtime profilers, "" if none */
+    char target_tmpdir[PATH_MAX]; /* pp_target_tmpdir, "" if none */
 } run_state;
 
 static void run_teardown(run_state *rs)
@@ -324,6 +325,11 @@ static int run_init(run_state *rs, const pp_config *cfg)
         pp_critical("cannot create a temporary directory for the runtime profilers: %s", err);
         return -1;
     }
+    if (rs->ndrivers &&
+        pp_target_tmpdir(rs->target_tmpdir, sizeof(rs->target_tmpdir), err, sizeof(err)) < 0) {
+        pp_critical("cannot choose the directory for files the profiled processes read: %s", err);
+        return -1;
+    }
     if (cfg->perf_mode != PP_PERF_DISABLED) {
         pp_sampler_opts so = {
             .kind = cfg->perf_mode == PP_PERF_EVENT ? PP_SAMPLER_PERF_EVENT : PP_SAMPLER_AUTO,
@@ -376,7 +382,9 @@ static int run_session(run_state *rs, bool *stop)
     double disc_ms = (mono_now() - t0) * 1000;
     pp_identity_set_procs(rs->ident, &procs);
     pp_java_perfmaps_refresh(&procs); /* JIT symbols for the sampler */
-    pp_runtime_ctx ctx = {.cfg = cfg, .tmpdir = rs->tmpdir[0] ? rs->tmpdir : NULL};
+    pp_runtime_ctx ctx = {.cfg = cfg,
+                          .tmpdir = rs->tmpdir[0] ? rs->tmpdir : NULL,
+                          .target_tmpdir = rs->target_tmpdir[0] ? rs->target_tmpdir : NULL};
     pp_runner *runner =
         rs->ndrivers ? pp_runner_start(rs->drivers, rs->ndrivers, &ctx, &procs, deadline) : NULL;
     pp_info("profiling session started (%d s, %zu processes classified in %.1f ms)", cfg->duration,

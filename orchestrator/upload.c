@@ -17,6 +17,7 @@
 
 #include "merge/header.h"
 #include "orchestrator/hostinfo.h"
+#include "orchestrator/child.h"
 #include "orchestrator/curl_api.h"
 #include "orchestrator/http.h"
 #include "orchestrator/log.h"
@@ -361,9 +362,16 @@ static pp_spool *open_spool(const pp_config *cfg, const char *sub, const char *l
                     label, n, bytes >> 10, dir);
         return sp;
     }
-    snprintf(dir, sizeof(dir), "/tmp/polyprof-spool-%d-%s", (int)getpid(), sub);
-    pp_warn("%s; keeping pending uploads in %s instead (they will not be resent after a "
-            "restart); set --spool-dir to a writable directory",
+    /* the private scratch space (root-owned /run/polyprof): never a predictable name in a
+     * directory others can write */
+    char why[512];
+    if (pp_tmp_ensure_base(why, sizeof(why)) < 0) {
+        pp_error("%s; %s", err, why);
+        return NULL;
+    }
+    snprintf(dir, sizeof(dir), "%s/spool-%s", pp_tmp_base(), sub);
+    pp_warn("%s; keeping pending uploads in %s instead (they are lost at reboot); set "
+            "--spool-dir to a writable directory",
             err, dir);
     return pp_spool_open(dir, label, NULL, err, sizeof(err));
 }

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import POLYPROF, Profile, last_profile, temp_leftovers, wait_for
+# the JVM fixtures (names only: importing a test function would run it twice)
+from test_java import STANDIN_ASPROF, hot_classes, jdk, launchers, warm  # noqa: F401
 
 NOBODY = 65534
 SYS_PYTHON = "/usr/bin/python3"  # readable by nobody (the test's own python may not be)
@@ -314,3 +316,101 @@ def test_beside_gprofiler_only_without_async_profiler(gprofiler_lock, tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "WARNING: polyprof: gProfiler is also running on this host" in r.stderr
+
+
+# ---- 4: scratch space and files targets read ----
+
+@pytest.fixture
+def old_scratch():
+    """/tmp/polyprof_tmp, where polyprof kept its scratch space before (older builds on this
+    host may still use it): moved aside for the test, put back after."""
+    p = Path("/tmp/polyprof_tmp")
+    aside = None
+    if p.exists() or p.is_symlink():
+        aside = Path(tempfile.mkdtemp(prefix="pp_it_aside_", dir="/tmp"))
+        os.rename(p, aside / "polyprof_tmp")
+    yield p
+    if p.is_symlink() or p.is_file():
+        p.unlink()
+    elif p.exists():
+        shutil.rmtree(p)
+    if aside:
+        os.rename(aside / "polyprof_tmp", p)
+        aside.rmdir()
+
+
+@pytest.mark.parametrize("plant", ["file", "symlink"])
+def test_scratch_space_cannot_be_hijacked(plant, old_scratch, outdir):
+    """`touch /tmp/polyprof_tmp` or a symlink to /etc there, by any user, made polyprof refuse
+    to start (CRITICAL, exit 1)."""
+    etc_before = sorted(os.listdir("/etc"))
+    if plant == "file":
+        as_nobody(f"open({str(old_scratch)!r}, 'w').close()")
+    else:
+        as_nobody(f"import os; os.symlink('/etc', {str(old_scratch)!r})")
+    r = subprocess.run([str(POLYPROF), "-d", "1", "-o", outdir],  # runtime profilers enabled
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert last_profile(outdir).stacks
+    st = old_scratch.lstat()
+    assert st.st_uid == NOBODY, "the planted entry is left alone"
+    assert sorted(os.listdir("/etc")) == etc_before
+    scratch = Path("/run/polyprof").lstat()
+    assert scratch.st_uid == 0 and (scratch.st_mode & 0o7777) == 0o700
+
+
+def test_planted_target_dir_fails_only_that_jvm(hot_classes, launchers, start_app, outdir,
+                                                tmp_path):
+    """Files a JVM must read (async-profiler's library and output) go to a root-owned directory
+    with a random name in the JVM's own /tmp. A user who learned the name and planted a link
+    there, in a JVM's private mount namespace, costs that JVM a [Profiling error: ...] stack and
+    nothing else; the link is never followed."""
+    if not STANDIN_ASPROF.exists():
+        pytest.skip("no async-profiler stand-in")
+    java = jdk("17") / "bin" / "java"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shutil.copy(STANDIN_ASPROF, bindir / "asprof")
+    (bindir / "libasyncProfiler.so").write_bytes(b"\x7fELF stand-in library\n")
+    (bindir / "async-profiler-version").write_text("v3.0-standin\n")
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+    record = Path("/run/polyprof/target-dir")
+    if not record.exists():  # the name is chosen by the first run that has runtime profilers
+        subprocess.run([str(POLYPROF), "-d", "1", "-o", tmp_path / "first", "--no-python",
+                        "--no-ruby"], check=True, capture_output=True, timeout=60)
+    name = record.read_text()
+    # the private /tmp of the second JVM: world-writable like any /tmp, the attacker's links in it
+    nstmp = Path(tempfile.mkdtemp(prefix="pp_it_nstmp_", dir="/var/tmp"))
+    shutil.copytree(hot_classes, nstmp, dirs_exist_ok=True)
+    nstmp.chmod(0o1777)  # after the copy, which gives it the source's mode
+    as_nobody(f"import os\n"
+              f"for n in ({name!r}, 'polyprof_tmp'):\n"
+              f"    os.symlink('/etc', os.path.join({str(nstmp)!r}, n))\n")
+    etc_before = sorted(os.listdir("/etc"))
+    host = start_app(launchers / "pp_java17", "-cp", hot_classes, "Hot")
+    sh = subprocess.Popen(["unshare", "--mount", "--fork", "--kill-child", "sh", "-c",
+                           f"mount --bind {nstmp} /tmp && exec {java} -cp /tmp Hot"],
+                          stdout=subprocess.PIPE, text=True)
+    try:
+        nspid = int(sh.stdout.readline().split()[1])
+        warm(host.pid)
+        warm(nspid)
+        p = subprocess.run([str(POLYPROF), "-d", "3", "-f", "99", "--java-mode", "ap", "-o", outdir,
+                            "-v", "--no-python", "--no-ruby"], env=env, capture_output=True,
+                           text=True, timeout=90)
+    finally:
+        sh.kill()  # --kill-child: the JVM gets SIGKILL with it
+        sh.wait()
+        sh.stdout.close()
+    try:
+        assert p.returncode == 0, p.stderr[-3000:]
+        prof = last_profile(outdir)
+        ns_frames = [x for f, _ in prof.stacks if f[2] == "java" for x in f]
+        assert any(x.startswith("[Profiling error:") for x in ns_frames), p.stderr[-3000:]
+        host_frames = [x for f, _ in prof.for_comm("pp_java17") for x in f]
+        assert host_frames and not any(x.startswith("[Profiling") for x in host_frames)
+        assert sorted(os.listdir("/etc")) == etc_before
+        assert (nstmp / name).is_symlink()
+    finally:
+        shutil.rmtree(nstmp, ignore_errors=True)
+        shutil.rmtree(Path("/tmp") / name / "async-profiler-v3.0-standin", ignore_errors=True)
