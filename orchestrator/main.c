@@ -16,6 +16,7 @@
 #include "orchestrator/session.h"
 #include "orchestrator/upload.h"
 #include "runtimes/java/asprof.h"
+#include "runtimes/java/java.h"
 
 extern char **environ;
 
@@ -115,6 +116,11 @@ int main(int argc, char **argv)
     int stale = pp_tmp_cleanup_stale();
     if (stale > 0)
         pp_info("removed %d temporary directories left by a polyprof that did not exit cleanly",
+                stale);
+    stale = pp_java_perfmaps_cleanup_stale();
+    if (stale > 0)
+        pp_info("removed %d JIT perf maps left by a polyprof that did not exit cleanly (their JVMs "
+                "are gone)",
                 stale);
     pp_info("polyprof %s starting", PP_VERSION);
     exit_code = pp_run_sessions(&cfg);

@@ -414,3 +414,67 @@ def test_planted_target_dir_fails_only_that_jvm(hot_classes, launchers, start_ap
     finally:
         shutil.rmtree(nstmp, ignore_errors=True)
         shutil.rmtree(Path("/tmp") / name / "async-profiler-v3.0-standin", ignore_errors=True)
+
+
+# ---- 7: leftovers of a killed polyprof ----
+
+def test_perf_map_left_by_a_killed_polyprof_is_removed(hot_classes, launchers, start_app,
+                                                        tmp_path):
+    """A /tmp/perf-<pid>.map made for a killed polyprof was taken for the JVM's own by every later
+    run and never removed (one outlived its JVM)."""
+    jdk("17")
+    app = start_app(launchers / "pp_java17", "-cp", hot_classes, "Hot")
+    warm(app.pid)
+    perfmap = Path(f"/tmp/perf-{app.pid}.map")
+    assert not perfmap.exists()
+    args = ["--java-mode", "disabled", "--no-python", "--no-ruby"]  # perf maps are still made
+
+    def killed_mid_run(out):
+        run = Background("-d", 60, "-o", tmp_path / out, *args)
+        try:
+            run.wait_line("profiling session started")  # Compiler.perfmap has run
+            assert perfmap.exists()
+        finally:
+            run.kill()
+        assert run.proc.returncode == -signal.SIGKILL
+        assert perfmap.exists(), "nothing can clean up after SIGKILL"
+
+    try:
+        killed_mid_run("a")
+        # the JVM still runs: the next run treats the map as its own and removes it at its end
+        r = subprocess.run([str(POLYPROF), "-d", "1", "-o", tmp_path / "b", *args],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert not perfmap.exists(), "the leftover map was taken for the JVM's own"
+        # killed again, then the JVM exits: the next run removes the map at start-up
+        killed_mid_run("c")
+        app.stop()
+        r = subprocess.run([str(POLYPROF), "-d", "1", "-o", tmp_path / "d", *args],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert not perfmap.exists(), "the map outlived its JVM"
+        assert "removed 1 JIT perf maps left by a polyprof" in r.stderr
+    finally:
+        perfmap.unlink(missing_ok=True)
+
+
+def test_perf_map_the_jvm_made_itself_is_kept(hot_classes, launchers, start_app, tmp_path):
+    """A map that existed before polyprof asked for one belongs to someone else: never removed,
+    also after a killed run."""
+    jdk("17")
+    app = start_app(launchers / "pp_java17", "-cp", hot_classes, "Hot")
+    perfmap = Path(f"/tmp/perf-{app.pid}.map")
+    perfmap.write_text("")  # e.g. the JVM runs with -XX:+DumpPerfMapAtExit and a tool made one
+    try:
+        warm(app.pid)
+        run = Background("-d", 60, "-o", tmp_path / "a", "--java-mode", "disabled")
+        try:
+            run.wait_line("profiling session started")
+        finally:
+            run.kill()
+        r = subprocess.run([str(POLYPROF), "-d", "1", "-o", tmp_path / "b", "--java-mode",
+                            "disabled"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert perfmap.exists()
+    finally:
+        perfmap.unlink(missing_ok=True)
