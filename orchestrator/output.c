@@ -67,21 +67,6 @@ int pp_output_prepare(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Renames dfd/from to dfd/to unless an entry named to exists: 0, -1 with EEXIST when it does,
  * -1 with another errno on failure. Where the file system has no RENAME_NOREPLACE, the check
  * and the rename are two steps; a rename never writes through a link at the destination. */
@@ -126,7 +111,7 @@ int pp_output_write(const char *dir, time_t end, const char *text, size_t len, b
         close(dfd);
         return -1;
     }
-    if (write_all(fd, text, len) < 0 || fchmod(fd, 0644) < 0 || fsync(fd) < 0) {
+    if (pp_write_all(fd, text, len) < 0 || fchmod(fd, 0644) < 0 || fsync(fd) < 0) {
         snprintf(err, errlen, "cannot write %s/%s: %s (disk full?)", dir, tmp, strerror(errno));
         close(fd);
         unlinkat(dfd, tmp, 0);

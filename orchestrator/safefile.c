@@ -60,8 +60,9 @@ int pp_create_unique_at(int dfd, const char *prefix, const char *suffix, int fla
     return -1;
 }
 
-static int write_all(int fd, const char *p, size_t len)
+int pp_write_all(int fd, const void *data, size_t len)
 {
+    const char *p = data;
     while (len) {
         ssize_t w = write(fd, p, len);
         if (w < 0) {
@@ -81,7 +82,7 @@ int pp_replace_file_at(int dfd, const char *name, const void *data, size_t len, 
     int fd = pp_create_unique_at(dfd, ".polyprof-tmp-", NULL, O_WRONLY, mode, tmp, sizeof(tmp));
     if (fd < 0)
         return -1;
-    int rc = write_all(fd, data, len) < 0 || fchmod(fd, mode) < 0 || fsync(fd) < 0 ? -1 : 0;
+    int rc = pp_write_all(fd, data, len) < 0 || fchmod(fd, mode) < 0 || fsync(fd) < 0 ? -1 : 0;
     int e = errno;
     if (close(fd) < 0 && !rc) {
         rc = -1;

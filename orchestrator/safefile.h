@@ -21,6 +21,9 @@ void pp_random_chars(char *out, size_t n);
 int pp_create_unique_at(int dfd, const char *prefix, const char *suffix, int flags, mode_t mode,
                         char *name, size_t namelen);
 
+/* Writes all of data (retrying short writes and EINTR). 0, or -1 with errno. */
+int pp_write_all(int fd, const void *data, size_t len);
+
 /* Replaces dfd/name with a new file holding data (unique temporary file, fsync, renameat): an
  * existing entry under that name (a link included) is replaced, never written through. 0, or -1
  * with errno. */

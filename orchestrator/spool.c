@@ -269,22 +269,6 @@ void pp_spool_enforce(pp_spool *sp, long long now)
     pp_spool_names_free(names, n);
 }
 
-static int write_all(int fd, const void *p, size_t len)
-{
-    const char *c = p;
-    while (len) {
-        ssize_t w = write(fd, c, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        c += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 int pp_spool_put(pp_spool *sp, const json_t *meta, const char *data, size_t len, char *err,
                  size_t errlen)
 {
@@ -305,8 +289,8 @@ int pp_spool_put(pp_spool *sp, const json_t *meta, const char *data, size_t len,
         free(js);
         return -1;
     }
-    int rc = write_all(fd, MAGIC, strlen(MAGIC)) || write_all(fd, js, strlen(js)) ||
-             write_all(fd, "\n", 1) || write_all(fd, data, len) || fsync(fd);
+    int rc = pp_write_all(fd, MAGIC, strlen(MAGIC)) || pp_write_all(fd, js, strlen(js)) ||
+             pp_write_all(fd, "\n", 1) || pp_write_all(fd, data, len) || fsync(fd);
     int saved = errno;
     free(js);
     if (close(fd) < 0 && !rc) {

@@ -16,7 +16,8 @@ import pytest
 
 from conftest import POLYPROF, Profile, last_profile, temp_leftovers, wait_for
 # the JVM fixtures (names only: importing a test function would run it twice)
-from test_java import STANDIN_ASPROF, hot_classes, jdk, launchers, warm  # noqa: F401
+from test_java import (STANDIN_ASPROF, hot_classes, jdk, launchers,  # noqa: F401
+                       standin_asprof_env, warm)
 
 NOBODY = 65534
 SYS_PYTHON = "/usr/bin/python3"  # readable by nobody (the test's own python may not be)
@@ -368,12 +369,7 @@ def test_planted_target_dir_fails_only_that_jvm(hot_classes, launchers, start_ap
     if not STANDIN_ASPROF.exists():
         pytest.skip("no async-profiler stand-in")
     java = jdk("17") / "bin" / "java"
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    shutil.copy(STANDIN_ASPROF, bindir / "asprof")
-    (bindir / "libasyncProfiler.so").write_bytes(b"\x7fELF stand-in library\n")
-    (bindir / "async-profiler-version").write_text("v3.0-standin\n")
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+    env = standin_asprof_env(tmp_path)
     record = Path("/run/polyprof/target-dir")
     if not record.exists():  # the name is chosen by the first run that has runtime profilers
         subprocess.run([str(POLYPROF), "-d", "1", "-o", tmp_path / "first", "--no-python",
