@@ -377,28 +377,28 @@ def test_planted_target_dir_fails_only_that_jvm(hot_classes, launchers, start_ap
     name = record.read_text()
     # the private /tmp of the second JVM: world-writable like any /tmp, the attacker's links in it
     nstmp = Path(tempfile.mkdtemp(prefix="pp_it_nstmp_", dir="/var/tmp"))
-    shutil.copytree(hot_classes, nstmp, dirs_exist_ok=True)
-    nstmp.chmod(0o1777)  # after the copy, which gives it the source's mode
-    as_nobody(f"import os\n"
-              f"for n in ({name!r}, 'polyprof_tmp'):\n"
-              f"    os.symlink('/etc', os.path.join({str(nstmp)!r}, n))\n")
-    etc_before = sorted(os.listdir("/etc"))
-    host = start_app(launchers / "pp_java17", "-cp", hot_classes, "Hot")
-    sh = subprocess.Popen(["unshare", "--mount", "--fork", "--kill-child", "sh", "-c",
-                           f"mount --bind {nstmp} /tmp && exec {java} -cp /tmp Hot"],
-                          stdout=subprocess.PIPE, text=True)
     try:
-        nspid = int(sh.stdout.readline().split()[1])
-        warm(host.pid)
-        warm(nspid)
-        p = subprocess.run([str(POLYPROF), "-d", "3", "-f", "99", "--java-mode", "ap", "-o", outdir,
-                            "-v", "--no-python", "--no-ruby"], env=env, capture_output=True,
-                           text=True, timeout=90)
-    finally:
-        sh.kill()  # --kill-child: the JVM gets SIGKILL with it
-        sh.wait()
-        sh.stdout.close()
-    try:
+        shutil.copytree(hot_classes, nstmp, dirs_exist_ok=True)
+        nstmp.chmod(0o1777)  # after the copy, which gives it the source's mode
+        as_nobody(f"import os\n"
+                  f"for n in ({name!r}, 'polyprof_tmp'):\n"
+                  f"    os.symlink('/etc', os.path.join({str(nstmp)!r}, n))\n")
+        etc_before = sorted(os.listdir("/etc"))
+        host = start_app(launchers / "pp_java17", "-cp", hot_classes, "Hot")
+        sh = subprocess.Popen(["unshare", "--mount", "--fork", "--kill-child", "sh", "-c",
+                               f"mount --bind {nstmp} /tmp && exec {java} -cp /tmp Hot"],
+                              stdout=subprocess.PIPE, text=True)
+        try:
+            nspid = int(sh.stdout.readline().split()[1])
+            warm(host.pid)
+            warm(nspid)
+            p = subprocess.run([str(POLYPROF), "-d", "3", "-f", "99", "--java-mode", "ap", "-o",
+                                outdir, "-v", "--no-python", "--no-ruby"], env=env,
+                               capture_output=True, text=True, timeout=90)
+        finally:
+            sh.kill()  # --kill-child: the JVM gets SIGKILL with it
+            sh.wait()
+            sh.stdout.close()
         assert p.returncode == 0, p.stderr[-3000:]
         prof = last_profile(outdir)
         ns_frames = [x for f, _ in prof.stacks if f[2] == "java" for x in f]
