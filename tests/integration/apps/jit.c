@@ -6,8 +6,8 @@
 
 int main(void)
 {
-    unsigned char *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
-                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *code =
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (code == MAP_FAILED)
         return 1;
     code[0] = 0xeb; /* jmp . */
