@@ -8,13 +8,12 @@ import socket
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import POLYPROF, Profile, last_profile, temp_leftovers, wait_for
+from conftest import POLYPROF, LineReader, Profile, last_profile, temp_leftovers, wait_for
 # the JVM fixtures (names only: importing a test function would run it twice)
 from test_java import (STANDIN_ASPROF, hot_classes, jdk, launchers,  # noqa: F401
                        standin_asprof_env, warm)
@@ -30,33 +29,30 @@ def as_nobody(code):
 
 
 class Background:
-    """polyprof in the background; its stderr collected line by line."""
+    """polyprof in the background; its stderr read on a thread (conftest.LineReader)."""
 
     def __init__(self, *args, env=None):
         self.proc = subprocess.Popen([str(POLYPROF), *map(str, args)], stderr=subprocess.PIPE,
                                      stdout=subprocess.DEVNULL, text=True, env=env)
-        self.lines = []
-        self._t = threading.Thread(target=lambda: self.lines.extend(self.proc.stderr),
-                                   daemon=True)
-        self._t.start()
+        self.err = LineReader(self.proc.stderr)
 
     @property
     def pid(self):
         return self.proc.pid
 
     def wait_line(self, needle, timeout=30):
-        wait_for(lambda: any(needle in x for x in self.lines), timeout, f"{needle!r} logged")
+        self.err.wait_line(lambda x: needle in x, timeout, f"{needle!r} logged")
 
     def finish(self, timeout=60):
         self.proc.wait(timeout)
-        self._t.join(5)
-        self.stderr = "".join(self.lines)
+        self.stderr = self.err.text()
         return self.proc.returncode
 
     def kill(self):
         if self.proc.poll() is None:
             self.proc.kill()
         self.finish()
+        self.proc.stderr.close()
 
 
 @pytest.fixture
@@ -385,20 +381,18 @@ def test_planted_target_dir_fails_only_that_jvm(hot_classes, launchers, start_ap
                   f"    os.symlink('/etc', os.path.join({str(nstmp)!r}, n))\n")
         etc_before = sorted(os.listdir("/etc"))
         host = start_app(launchers / "pp_java17", "-cp", hot_classes, "Hot")
-        sh = subprocess.Popen(["unshare", "--mount", "--fork", "--kill-child", "sh", "-c",
-                               f"mount --bind {nstmp} /tmp && exec {java} -cp /tmp Hot"],
-                              stdout=subprocess.PIPE, text=True)
+        # --kill-child: the JVM dies with unshare when the test stops it
+        ns = start_app("unshare", "--mount", "--fork", "--kill-child", "sh", "-c",
+                       f"mount --bind {nstmp} /tmp && exec {java} -cp /tmp Hot")
         try:
-            nspid = int(sh.stdout.readline().split()[1])
+            nspid = int(ns.first_line.split()[1])
             warm(host.pid)
             warm(nspid)
             p = subprocess.run([str(POLYPROF), "-d", "3", "-f", "99", "--java-mode", "ap", "-o",
                                 outdir, "-v", "--no-python", "--no-ruby"], env=env,
                                capture_output=True, text=True, timeout=90)
         finally:
-            sh.kill()  # --kill-child: the JVM gets SIGKILL with it
-            sh.wait()
-            sh.stdout.close()
+            ns.stop()
         assert p.returncode == 0, p.stderr[-3000:]
         prof = last_profile(outdir)
         ns_frames = [x for f, _ in prof.stacks if f[2] == "java" for x in f]
