@@ -1,7 +1,7 @@
 /* Supervision of external profiler processes: launched with execve and an argv list (never a
  * shell), in their own session, killed if polyprof dies (PR_SET_PDEATHSIG), stdout/stderr
  * captured, bounded by a deadline, reaped always. Per-session private temp directories under
- * /tmp/polyprof_tmp, removed at the end.
+ * /run/polyprof, removed at the end.
  *
  * Rules for callers:
  * - PR_SET_PDEATHSIG fires when the *thread* that called pp_child_start exits, not only when
@@ -86,11 +86,22 @@ bool pp_child_log_failure(const pp_child_result *res, int level, const char *wha
  * Not async-signal-safe (takes a mutex); crashes are covered by PR_SET_PDEATHSIG. */
 void pp_child_kill_all(void);
 
-/* Creates /tmp/polyprof_tmp (root-owned, 0755, symlinks refused, re-created if not root-owned)
- * and a private 0700 directory in it; path written to out. The parent of the base must be a
- * directory (root-owned when we are root). When not root, the base must be ours. The session
- * directory is named "sess-<polyprof pid>-XXXXXX" so pp_tmp_cleanup_stale can find orphans. */
+/* polyprof's private scratch space (docs/security.md): /run/polyprof as root (root-owned,
+ * 0700, symlinks refused, re-created if not root-owned), $XDG_RUNTIME_DIR/polyprof or
+ * /tmp/polyprof-<uid> rootless (must be ours). Creates a private 0700 directory in it for one
+ * run's external profilers; path written to out. The parent of the base must be a directory
+ * (root-owned when we are root). The session directory is named "sess-<polyprof pid>-XXXXXX"
+ * so pp_tmp_cleanup_stale can find orphans. Nothing a target process reads lives here. */
 int pp_session_tmpdir(char *out, size_t len, char *err, size_t errlen);
+/* The directory, as seen inside each target's root, for files a target must read or write
+ * (async-profiler's library and output): "/tmp/polyprof-<12 random characters>", chosen once per
+ * boot and remembered in the scratch space (so a restarted polyprof uses the same library path
+ * in a JVM that already loaded it). Its users create it in each target's root themselves, root-
+ * owned, without following links (runtimes/java/asprof_fs.c). */
+int pp_target_tmpdir(char *out, size_t len, char *err, size_t errlen);
+/* The scratch space's path (see pp_session_tmpdir), and its creation and checks alone. */
+const char *pp_tmp_base(void);
+int pp_tmp_ensure_base(char *err, size_t errlen);
 /* Removes a directory tree created by pp_session_tmpdir (never follows symlinks, does not cross
  * into other file systems). A symlink given as path is removed itself. */
 void pp_rmtree(const char *path);
@@ -99,7 +110,7 @@ void pp_rmtree(const char *path);
  * kept). Other entries are left alone. Returns the number removed, -1 if the base cannot be
  * read (0 when it does not exist). Call once at start-up. */
 int pp_tmp_cleanup_stale(void);
-/* For tests only: replaces the base directory "/tmp/polyprof_tmp" (NULL restores it). The
+/* For tests only: replaces the base directory (NULL restores the default). The
  * string must outlive its use. Production code never calls this. */
 void pp_tmp_set_base(const char *base);
 

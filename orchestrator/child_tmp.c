@@ -1,5 +1,6 @@
-/* Private temporary directories under /tmp/polyprof_tmp (see child.h). Never follows symlinks:
- * every removal goes through openat/unlinkat with O_NOFOLLOW. */
+/* polyprof's private scratch space, /run/polyprof (see child.h), and the name of the directory
+ * for files targets read. Never follows symlinks: every removal goes through openat/unlinkat
+ * with O_NOFOLLOW. */
 #include "orchestrator/child.h"
 
 #include <dirent.h>
@@ -11,11 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "orchestrator/log.h"
+#include "orchestrator/safefile.h"
+#include "runtimes/procfiles.h"
 
 __attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt,
                                                           ...)
@@ -28,11 +30,39 @@ __attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errl
     va_end(ap);
 }
 
-static const char *tmp_base = "/tmp/polyprof_tmp";
+#define BASE_MODE 0700
+#define TARGET_DIR_FILE "target-dir"
+
+static const char *tmp_base; /* set by tests; NULL: the default */
+static char default_path[PATH_MAX];
+
+/* As root /run/polyprof (root-owned /run: nobody else can create or replace it); rootless
+ * $XDG_RUNTIME_DIR/polyprof (the user's own), else /tmp/polyprof-<uid> (refused when someone
+ * else made it). */
+static const char *base_path(void)
+{
+    if (tmp_base)
+        return tmp_base;
+    if (!default_path[0]) {
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        if (geteuid() == 0)
+            snprintf(default_path, sizeof(default_path), "/run/polyprof");
+        else if (xdg && xdg[0] == '/')
+            snprintf(default_path, sizeof(default_path), "%s/polyprof", xdg);
+        else
+            snprintf(default_path, sizeof(default_path), "/tmp/polyprof-%u", (unsigned)geteuid());
+    }
+    return default_path;
+}
 
 void pp_tmp_set_base(const char *base)
 {
-    tmp_base = base ? base : "/tmp/polyprof_tmp";
+    tmp_base = base;
+}
+
+const char *pp_tmp_base(void)
+{
+    return base_path();
 }
 
 /* Empties the directory open at fd (consumed). Stays on device dev; depth-limited. */
@@ -93,10 +123,10 @@ void pp_rmtree(const char *path)
         pp_debug("cannot remove %s: %s", path, strerror(errno));
 }
 
-/* Makes sure the base exists, is a real directory owned by us (root), mode 0755. */
+/* Makes sure the base exists, is a real directory owned by us (root), mode 0700. */
 static int ensure_base(char *err, size_t errlen)
 {
-    const char *base = tmp_base;
+    const char *base = base_path();
     char parent[PATH_MAX];
     snprintf(parent, sizeof(parent), "%s", base);
     char *slash = strrchr(parent, '/');
@@ -124,7 +154,7 @@ static int ensure_base(char *err, size_t errlen)
                 set_err(err, errlen, "cannot use %s: %s", base, strerror(errno));
                 return -1;
             }
-            if (mkdir(base, 0755) < 0 && errno != EEXIST) {
+            if (mkdir(base, BASE_MODE) < 0 && errno != EEXIST) {
                 set_err(err, errlen, "cannot create %s: %s", base, strerror(errno));
                 return -1;
             }
@@ -151,7 +181,7 @@ static int ensure_base(char *err, size_t errlen)
             }
             continue;
         }
-        if ((st.st_mode & 07777) != 0755 && chmod(base, 0755) < 0) {
+        if ((st.st_mode & 07777) != BASE_MODE && chmod(base, BASE_MODE) < 0) {
             set_err(err, errlen, "cannot chmod %s: %s", base, strerror(errno));
             return -1;
         }
@@ -161,37 +191,34 @@ static int ensure_base(char *err, size_t errlen)
     return -1;
 }
 
+int pp_tmp_ensure_base(char *err, size_t errlen)
+{
+    return ensure_base(err, errlen);
+}
+
 int pp_session_tmpdir(char *out, size_t len, char *err, size_t errlen)
 {
     if (ensure_base(err, errlen) < 0)
         return -1;
-    int bfd = open(tmp_base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int bfd = open(base_path(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (bfd < 0 || fstat(bfd, &st) < 0 || st.st_uid != geteuid()) {
-        set_err(err, errlen, "cannot open %s: %s", tmp_base,
+        set_err(err, errlen, "cannot open %s: %s", base_path(),
                 bfd < 0 ? strerror(errno) : "owner changed");
         if (bfd >= 0)
             close(bfd);
         return -1;
     }
-    static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     char name[64];
     for (int tries = 0; tries < 100; tries++) {
-        unsigned char rnd[6];
-        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-            uint64_t x = (uint64_t)(pp_mono_now() * 1e9) ^ ((uint64_t)tries << 40);
-            memcpy(rnd, &x, sizeof(rnd));
-        }
         int n = snprintf(name, sizeof(name), "sess-%d-", (int)getpid());
-        for (int i = 0; i < 6; i++)
-            name[n + i] = al[rnd[i] % (sizeof(al) - 1)];
-        name[n + 6] = '\0';
+        pp_random_chars(name + n, 6);
         if (mkdirat(bfd, name, 0700) == 0) {
             fchmodat(bfd, name, 0700, 0);
             close(bfd);
-            if ((size_t)snprintf(out, len, "%s/%s", tmp_base, name) >= len) {
+            if ((size_t)snprintf(out, len, "%s/%s", base_path(), name) >= len) {
                 char full[PATH_MAX];
-                snprintf(full, sizeof(full), "%s/%s", tmp_base, name);
+                snprintf(full, sizeof(full), "%s/%s", base_path(), name);
                 pp_rmtree(full);
                 set_err(err, errlen, "temporary directory path too long");
                 return -1;
@@ -201,9 +228,58 @@ int pp_session_tmpdir(char *out, size_t len, char *err, size_t errlen)
         if (errno != EEXIST)
             break;
     }
-    set_err(err, errlen, "cannot create a directory in %s: %s", tmp_base, strerror(errno));
+    set_err(err, errlen, "cannot create a directory in %s: %s", base_path(), strerror(errno));
     close(bfd);
     return -1;
+}
+
+/* "polyprof-" and 12 characters [A-Za-z0-9]: a name pp_target_tmpdir made. */
+static bool valid_target_name(const char *s)
+{
+    if (strncmp(s, "polyprof-", 9) != 0 || strlen(s) != 9 + 12)
+        return false;
+    for (const char *p = s + 9; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            return false;
+    return true;
+}
+
+int pp_target_tmpdir(char *out, size_t len, char *err, size_t errlen)
+{
+    if (ensure_base(err, errlen) < 0)
+        return -1;
+    int bfd = open(base_path(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (bfd < 0) {
+        set_err(err, errlen, "cannot open %s: %s", base_path(), strerror(errno));
+        return -1;
+    }
+    /* chosen once per boot (the base is on /run) and kept, so that a JVM keeps the one copy of
+     * async-profiler it loaded when polyprof restarts */
+    char name[64] = "";
+    int fd = openat(bfd, TARGET_DIR_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+        size_t n = 0;
+        char *text = pp_read_fd(fd, 63, 0, &n);
+        close(fd);
+        if (text && valid_target_name(text))
+            snprintf(name, sizeof(name), "%s", text);
+        free(text);
+    }
+    int rc = 0;
+    if (!name[0]) {
+        snprintf(name, sizeof(name), "polyprof-");
+        pp_random_chars(name + 9, 12);
+        rc = pp_replace_file_at(bfd, TARGET_DIR_FILE, name, strlen(name), 0600);
+        if (rc < 0)
+            set_err(err, errlen, "cannot write %s/%s: %s", base_path(), TARGET_DIR_FILE,
+                    strerror(errno));
+    }
+    close(bfd);
+    if (rc == 0 && (size_t)snprintf(out, len, "/tmp/%s", name) >= len) {
+        set_err(err, errlen, "path too long");
+        rc = -1;
+    }
+    return rc;
 }
 
 /* true when pid is a running process whose comm equals ours. */
@@ -239,7 +315,7 @@ static bool is_live_polyprof(pid_t pid)
 
 int pp_tmp_cleanup_stale(void)
 {
-    int bfd = open(tmp_base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int bfd = open(base_path(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (bfd < 0)
         return errno == ENOENT ? 0 : -1;
     DIR *d = fdopendir(bfd);
@@ -260,7 +336,7 @@ int pp_tmp_cleanup_stale(void)
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
             continue;
         if (rmtree_at(dirfd(d), de->d_name) == 0) {
-            pp_debug("removed stale %s/%s", tmp_base, de->d_name);
+            pp_debug("removed stale %s/%s", base_path(), de->d_name);
             removed++;
         }
     }

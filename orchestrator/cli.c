@@ -17,6 +17,7 @@
 
 #include "orchestrator/cli_opts.h"
 #include "orchestrator/log.h"
+#include "orchestrator/safefile.h"
 
 const char *pp_cli_default_config_path = "/etc/polyprof/config.ini";
 const char *pp_cli_gprofiler_config_path = "/etc/gprofiler/config.ini";
@@ -71,16 +72,27 @@ static void *xrealloc(void *p, size_t n)
     return r;
 }
 
+/* Messages quote values from the command line, the environment and files: every byte that is
+ * not printable ASCII is written as \xNN, so a binary file named by --config cannot send raw
+ * bytes (terminal escapes) to the terminal. */
+static int message(ctx *c, int rc, bool with_src, const char *fmt, va_list ap)
+{
+    char raw[4096];
+    int n = vsnprintf(raw, sizeof(raw), fmt, ap);
+    if (with_src && c->src[0] && n >= 0 && (size_t)n < sizeof(raw))
+        snprintf(raw + n, sizeof(raw) - (size_t)n, " (%s)", c->src);
+    pp_escape_text(raw, c->err, c->errlen);
+    return rc;
+}
+
 static int usage(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int usage(ctx *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(c->err, c->errlen, fmt, ap);
+    int rc = message(c, PP_CLI_USAGE, true, fmt, ap);
     va_end(ap);
-    if (c->src[0] && n >= 0 && (size_t)n < c->errlen)
-        snprintf(c->err + n, c->errlen - n, " (%s)", c->src);
-    return PP_CLI_USAGE;
+    return rc;
 }
 
 static int fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -88,9 +100,9 @@ static int fail(ctx *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->err, c->errlen, fmt, ap);
+    int rc = message(c, PP_CLI_FAIL, false, fmt, ap);
     va_end(ap);
-    return PP_CLI_FAIL;
+    return rc;
 }
 
 static void *field(ctx *c, const pp_opt *o)
@@ -458,17 +470,25 @@ static int apply_env(ctx *c, char **envp, const char *prefix, int level)
 
 static int apply_config(ctx *c, const char *path, bool explicit)
 {
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        if (!explicit && errno == ENOENT)
+    char why[1024];
+    bool bad_kind;
+    size_t len;
+    char *text = pp_read_input_file(path, PP_CLI_MAX_CONFIG, "config file", &len, &bad_kind, why,
+                                    sizeof(why));
+    if (!text) {
+        if (!explicit && errno == ENOENT && !bad_kind)
             return PP_CLI_OK;
-        return fail(c, "cannot read config file %s: %s; check the path given to --config", path,
-                    strerror(errno));
+        if (bad_kind)
+            return usage(c, "%s; check the path given to --config", why);
+        return fail(c, "%s; check the path given to --config", why);
     }
-    char *line = NULL;
-    size_t cap = 0;
     int lineno = 0, rc = PP_CLI_OK;
-    while (rc == PP_CLI_OK && getline(&line, &cap, f) >= 0) {
+    for (char *next = text, *line; rc == PP_CLI_OK && next < text + len;) {
+        line = next;
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        if (nl)
+            *nl = '\0';
+        next = nl ? nl + 1 : text + len;
         lineno++;
         char *s = trim(line);
         if (!*s || *s == '#' || *s == ';' || *s == '[')
@@ -506,8 +526,7 @@ static int apply_config(ctx *c, const char *path, bool explicit)
             continue; /* no nested config files */
         rc = apply_text(c, v, val, LVL_CONFIG);
     }
-    free(line);
-    fclose(f);
+    free(text);
     if (rc == PP_CLI_OK)
         c->src[0] = '\0';
     return rc;
@@ -638,19 +657,19 @@ static int parse_argv(ctx *c, int argc, char **argv, unsigned scope, FILE *out, 
 static int read_token_file(ctx *c)
 {
     pp_config *cfg = c->cfg;
-    FILE *f = fopen(cfg->token_file, "re");
-    if (!f)
-        return fail(c, "cannot read --token-file %s: %s; check the path and its permissions",
-                    cfg->token_file, strerror(errno));
-    char buf[8192];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    int err = ferror(f);
-    fclose(f);
-    if (err)
-        return fail(c, "cannot read --token-file %s: read error", cfg->token_file);
-    buf[n] = '\0';
+    char why[1024];
+    bool bad_kind;
+    size_t len;
+    char *buf = pp_read_input_file(cfg->token_file, PP_CLI_MAX_SECRET_FILE, "--token-file", &len,
+                                   &bad_kind, why, sizeof(why));
+    if (!buf) {
+        if (bad_kind)
+            return usage(c, "%s", why);
+        return fail(c, "%s; check the path and its permissions", why);
+    }
     set_str(&cfg->token, trim(buf));
-    memset(buf, 0, sizeof(buf));
+    memset(buf, 0, len);
+    free(buf);
     return PP_CLI_OK;
 }
 

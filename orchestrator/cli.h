@@ -80,14 +80,16 @@ typedef struct pp_config {
     size_t napp_id_args_filter;
 
     /* process */
-    int verbose;              /* -v/--verbose */
-    char *log_file;           /* --log-file, default /var/log/polyprof/polyprof.log */
-    char *pid_file;           /* --pid-file, default /var/run/polyprof.pid */
-    char *config_file;        /* --config, NULL if none given */
-    bool disable_pidns_check; /* --disable-pidns-check */
-    bool rootless;            /* --rootless */
-    int controller_pid;       /* --controller-pid, 0 if none */
-    char *heartbeat_file;     /* --heartbeat-file */
+    int verbose;                 /* -v/--verbose */
+    char *log_file;              /* --log-file, default /var/log/polyprof/polyprof.log */
+    int log_rotate_max_size;     /* --log-rotate-max-size, bytes, default 5 MiB */
+    int log_rotate_backup_count; /* --log-rotate-backup-count, default 1 */
+    char *pid_file;              /* --pid-file, default /var/run/polyprof.pid */
+    char *config_file;           /* --config, NULL if none given */
+    bool disable_pidns_check;    /* --disable-pidns-check */
+    bool rootless;               /* --rootless */
+    int controller_pid;          /* --controller-pid, 0 if none */
+    char *heartbeat_file;        /* --heartbeat-file */
     bool dont_disable_core_files;
 
     /* uploads (issue 6 wires these) */
@@ -113,6 +115,11 @@ typedef struct pp_config {
     pp_cli_noop *noop_options;
     size_t nnoop_options;
 } pp_config;
+
+/* Input file caps (docs/security.md): the config file, and files holding a secret (--token-file,
+ * --pyroscope-basic-auth-file). Larger files are refused (exit 2). */
+#define PP_CLI_MAX_CONFIG (1u << 20)
+#define PP_CLI_MAX_SECRET_FILE (64u << 10)
 
 /* Default config file read when --config is not given and the file exists; else gProfiler's
  * default config file when it exists. Tests may point them elsewhere. */

@@ -1,5 +1,8 @@
 #include "orchestrator/log.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,44 +10,89 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "orchestrator/safefile.h"
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static pp_log_level stderr_level = PP_LOG_INFO;
-static FILE *log_file;
+/* The log file: its descriptor, the directory holding it (for rotation, by name relative to
+ * it), its name there, the bytes it holds, and the rotation settings. */
+static int log_fd = -1, log_dfd = -1;
+static char log_name[NAME_MAX + 1], log_path[PATH_MAX];
+static unsigned long long log_size, log_max;
+static int log_backups;
 
 static const char *const level_names[] = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"};
 
-int pp_log_init(int verbose, const char *path)
+static void close_file(void)
+{
+    if (log_fd >= 0)
+        close(log_fd);
+    if (log_dfd >= 0)
+        close(log_dfd);
+    log_fd = log_dfd = -1;
+}
+
+/* Opens log_name in log_dfd as a file polyprof owns (see pp_open_owned_append). */
+static int open_log(char *err, size_t errlen)
+{
+    int fd = pp_open_owned_append(log_dfd, log_name, 0644, err, errlen);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0)
+        log_size = (unsigned long long)st.st_size;
+    return fd;
+}
+
+int pp_log_init(int verbose, const char *path, const pp_log_rotation *rot, char *err, size_t errlen)
 {
     stderr_level = verbose ? PP_LOG_DEBUG : PP_LOG_INFO;
     if (!path || !*path)
         return 0;
     /* Create the log file's directory (one level, like /var/log/polyprof). */
-    char dir[4096];
+    char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", path);
     char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-        *slash = '\0';
-        mkdir(dir, 0755);
+    const char *base = path;
+    if (slash) {
+        base = path + (slash - dir) + 1;
+        if (slash != dir) {
+            *slash = '\0';
+            mkdir(dir, 0755);
+        } else {
+            slash[1] = '\0';
+        }
+    } else {
+        snprintf(dir, sizeof(dir), ".");
     }
-    FILE *f = fopen(path, "ae");
-    if (!f)
+    if (!*base || strlen(base) > NAME_MAX) {
+        snprintf(err, errlen, "not a file name");
         return -1;
-    setvbuf(f, NULL, _IOLBF, 0);
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        snprintf(err, errlen, "cannot open its directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
     pthread_mutex_lock(&log_lock);
-    if (log_file)
-        fclose(log_file);
-    log_file = f;
+    close_file();
+    log_dfd = dfd;
+    snprintf(log_name, sizeof(log_name), "%s", base);
+    snprintf(log_path, sizeof(log_path), "%s", path);
+    log_max = rot ? rot->max_bytes : 0;
+    log_backups = rot ? rot->backups : 0;
+    log_fd = open_log(err, errlen);
+    int rc = log_fd >= 0 ? 0 : -1;
+    if (rc < 0)
+        close_file();
     pthread_mutex_unlock(&log_lock);
-    return 0;
+    return rc;
 }
 
 void pp_log_close(void)
 {
     pthread_mutex_lock(&log_lock);
-    if (log_file)
-        fclose(log_file);
-    log_file = NULL;
+    close_file();
     pthread_mutex_unlock(&log_lock);
 }
 
@@ -53,9 +101,56 @@ void pp_log_set_stderr_level(pp_log_level level)
     stderr_level = level;
 }
 
+/* Rotation as Python's RotatingFileHandler (what gProfiler uses): NAME.(k) -> NAME.(k+1) for k
+ * from backups-1 down to 1, NAME -> NAME.1, then a new NAME. Called with log_lock held. */
+static void rotate(void)
+{
+    char from[NAME_MAX + 16], to[NAME_MAX + 16];
+    for (int k = log_backups - 1; k >= 1; k--) {
+        snprintf(from, sizeof(from), "%s.%d", log_name, k);
+        snprintf(to, sizeof(to), "%s.%d", log_name, k + 1);
+        renameat(log_dfd, from, log_dfd, to); /* a missing one is fine */
+    }
+    snprintf(to, sizeof(to), "%s.1", log_name);
+    int rc = renameat(log_dfd, log_name, log_dfd, to);
+    char err[256];
+    int fd = rc == 0 ? open_log(err, sizeof(err)) : -1;
+    if (fd < 0) {
+        /* keep writing the old file rather than lose messages; say so once per attempt */
+        if (rc < 0)
+            snprintf(err, sizeof(err), "%s", strerror(errno));
+        fprintf(stderr, "polyprof: warning: cannot rotate the log file %s: %s\n", log_path, err);
+        if (rc == 0) { /* renamed but not re-created: the old descriptor still writes NAME.1 */
+            log_size = 0;
+            log_max = 0;
+        }
+        return;
+    }
+    close(log_fd);
+    log_fd = fd;
+}
+
+static void write_file(const char *line, size_t len)
+{
+    if (log_max && log_backups > 0 && log_size > 0 && log_size + len >= log_max)
+        rotate();
+    const char *p = line;
+    size_t left = len;
+    while (left) {
+        ssize_t w = write(log_fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        p += w;
+        left -= (size_t)w;
+    }
+    log_size += len - left;
+}
+
 void pp_log(pp_log_level level, const char *fmt, ...)
 {
-    if (level < stderr_level && !log_file)
+    if (level < stderr_level && log_fd < 0)
         return;
     char msg[4096];
     va_list ap;
@@ -69,13 +164,17 @@ void pp_log(pp_log_level level, const char *fmt, ...)
     gmtime_r(&tv.tv_sec, &tm);
     char ts[32];
     strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
+    char line[4096 + 128];
+    int n = snprintf(line, sizeof(line), "[%s,%03ld] %s: polyprof: %s\n", ts,
+                     (long)tv.tv_usec / 1000, level_names[level], msg);
+    if (n < 0)
+        return;
+    size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
 
     pthread_mutex_lock(&log_lock);
     if (level >= stderr_level)
-        fprintf(stderr, "[%s,%03ld] %s: polyprof: %s\n", ts, (long)tv.tv_usec / 1000,
-                level_names[level], msg);
-    if (log_file)
-        fprintf(log_file, "[%s,%03ld] %s: polyprof: %s\n", ts, (long)tv.tv_usec / 1000,
-                level_names[level], msg);
+        fwrite(line, 1, len, stderr);
+    if (log_fd >= 0)
+        write_file(line, len);
     pthread_mutex_unlock(&log_lock);
 }

@@ -15,6 +15,8 @@
 #include "orchestrator/precond.h"
 #include "orchestrator/session.h"
 #include "orchestrator/upload.h"
+#include "runtimes/java/asprof.h"
+#include "runtimes/java/java.h"
 
 extern char **environ;
 
@@ -24,6 +26,15 @@ static bool all_runtimes_disabled(const pp_config *cfg)
         if (cfg->runtime_mode[i] && strcmp(cfg->runtime_mode[i], "disabled") != 0)
             return false;
     return true;
+}
+
+/* Whether the Java driver would run async-profiler (--java-mode ap, or auto with asprof found). */
+static bool uses_async_profiler(const pp_config *cfg)
+{
+    const char *mode = cfg->runtime_mode[PP_RT_JAVA];
+    char asprof[4096];
+    return mode && (strcmp(mode, "ap") == 0 ||
+                    (strcmp(mode, "auto") == 0 && pp_asprof_find(asprof, sizeof(asprof)) == 0));
 }
 
 /* A --<rt>-maps-regex that does not compile is a usage error. */
@@ -57,9 +68,11 @@ int main(int argc, char **argv)
         return rc == PP_CLI_USAGE ? 2 : 1;
     }
 
-    if (pp_log_init(cfg.verbose, cfg.log_file) < 0)
-        fprintf(stderr, "polyprof: warning: cannot open log file %s (%s); logging to stderr only\n",
-                cfg.log_file, strerror(errno));
+    pp_log_rotation rot = {(unsigned long long)cfg.log_rotate_max_size,
+                           cfg.log_rotate_backup_count};
+    if (pp_log_init(cfg.verbose, cfg.log_file, &rot, err, sizeof(err)) < 0)
+        fprintf(stderr, "polyprof: warning: cannot use log file %s: %s; logging to stderr only\n",
+                cfg.log_file, err);
 
     int exit_code = 1;
     if (strcmp(cfg.profiling_mode, "none") == 0 ||
@@ -76,29 +89,42 @@ int main(int argc, char **argv)
         exit_code = pp_upload_file(&cfg);
         goto out;
     }
-    if (pp_check_root(&cfg) < 0 || pp_check_pidns(&cfg) < 0 || pp_grab_lock("polyprof_lock") < 0)
+    /* From here a signal ends the run cleanly (read through a signalfd in the session loop), or
+     * is ignored; before, nothing needs cleaning up. */
+    pp_session_signals_setup();
+    if (pp_check_root(&cfg) < 0 || pp_check_pidns(&cfg) < 0 ||
+        pp_grab_lock("polyprof_lock", "polyprof.lock") < 0)
         goto out;
+    if (pp_gprofiler_running()) {
+        /* docs/decisions.md: async-profiler cannot run twice in one JVM, and each would stop the
+         * other's; everything else only costs twice */
+        if (uses_async_profiler(&cfg)) {
+            pp_critical("gProfiler is running on this host (it holds gprofiler_lock) and would "
+                        "drive async-profiler in the same JVMs as polyprof; stop gProfiler, or "
+                        "run polyprof with --java-mode jfr or --no-java");
+            goto out;
+        }
+        pp_warn("gProfiler is also running on this host (it holds gprofiler_lock): both profile "
+                "every process, at twice the cost");
+    }
     if (cfg.output_dir && pp_output_prepare(cfg.output_dir, err, sizeof(err)) < 0) {
         pp_critical("%s", err);
         goto out;
     }
 
-    /* Signals are read through a signalfd in the session loop. */
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    signal(SIGPIPE, SIG_IGN);
     pp_process_setup(&cfg);
     int stale = pp_tmp_cleanup_stale();
     if (stale > 0)
         pp_info("removed %d temporary directories left by a polyprof that did not exit cleanly",
                 stale);
+    stale = pp_java_perfmaps_cleanup_stale();
+    if (stale > 0)
+        pp_info("removed %d JIT perf maps left by a polyprof that did not exit cleanly (their JVMs "
+                "are gone)",
+                stale);
     pp_info("polyprof %s starting", PP_VERSION);
     exit_code = pp_run_sessions(&cfg);
-    if (cfg.pid_file && *cfg.pid_file)
-        unlink(cfg.pid_file);
+    pp_remove_pid_file(&cfg);
 out:
     pp_log_close();
     pp_config_free(&cfg);

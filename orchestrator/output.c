@@ -8,11 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "merge/header.h"
+#include "orchestrator/safefile.h"
 
 #define TMP_PREFIX ".polyprof-tmp-"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
 
 static int mkdir_p(const char *dir)
 {
@@ -55,101 +61,125 @@ int pp_output_prepare(const char *dir, char *err, size_t errlen)
         struct dirent *e;
         while ((e = readdir(d)))
             if (strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0)
-                unlinkat(dirfd(d), e->d_name, 0);
+                unlinkat(dirfd(d), e->d_name, 0); /* a link itself, never its target */
         closedir(d);
     }
     return 0;
 }
 
-static int write_all(int fd, const char *p, size_t len)
+/* Renames dfd/from to dfd/to unless an entry named to exists: 0, -1 with EEXIST when it does,
+ * -1 with another errno on failure. Where the file system has no RENAME_NOREPLACE, the check
+ * and the rename are two steps; a rename never writes through a link at the destination. */
+static int rename_noreplace(int dfd, const char *from, const char *to)
 {
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        len -= (size_t)w;
+    if (syscall(SYS_renameat2, dfd, from, dfd, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != EPERM)
+        return -1;
+    struct stat st;
+    if (fstatat(dfd, to, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        errno = EEXIST;
+        return -1;
     }
-    return 0;
+    return renameat(dfd, from, dfd, to);
 }
 
-/* Writes text as DIR/name (temp file, fsync, rename), then points the link DIR/lname at it (a
- * relative symlink replaced by a rename). With rotate, the file the link pointed to before is
- * deleted. path_out (may be NULL) receives the file's path. */
-static int write_linked(const char *dir, const char *name, const char *lname, const char *text,
-                        size_t len, bool rotate, char *path_out, size_t plen, char *err,
-                        size_t errlen)
+/* A name this module gives profiles: "profile_*<ext>" with no '/'. */
+static bool is_profile_name(const char *s, const char *ext)
 {
-    char path[PATH_MAX], tmp[PATH_MAX], link[PATH_MAX], ltmp[PATH_MAX];
-    if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
-        snprintf(tmp, sizeof(tmp), "%s/" TMP_PREFIX "%d-%s", dir, (int)getpid(), name) >=
-            (int)sizeof(tmp) ||
-        snprintf(link, sizeof(link), "%s/%s", dir, lname) >= (int)sizeof(link) ||
-        snprintf(ltmp, sizeof(ltmp), "%s/" TMP_PREFIX "%d-%s", dir, (int)getpid(), lname) >=
-            (int)sizeof(ltmp)) {
-        snprintf(err, errlen, "output directory path too long: %s", dir);
+    size_t n = strlen(s), el = strlen(ext);
+    return strncmp(s, "profile_", 8) == 0 && n > 8 + el && strcmp(s + n - el, ext) == 0 &&
+           !strchr(s, '/');
+}
+
+/* Writes text as DIR/<stem><ext> (DIR/<stem>_<n><ext> when that name is taken), then points
+ * the link DIR/<lname> at it; with rotate, the profile file the link pointed to before is
+ * deleted. Every name is used relative to the directory held open: the temp file gets an
+ * unpredictable name and O_EXCL|O_NOFOLLOW, the final names are reached by rename only (a link
+ * planted under any of them is replaced or skipped, never written through). path_out (may be
+ * NULL) receives the file's path. */
+static int write_linked(const char *dir, const char *stem, const char *ext, const char *lname,
+                        const char *text, size_t len, bool rotate, char *path_out, size_t plen,
+                        char *err, size_t errlen)
+{
+    char name[NAME_MAX + 1], tmp[128], ltmp[128];
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        snprintf(err, errlen, "cannot open output directory %s: %s", dir, strerror(errno));
         return -1;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = pp_create_unique_at(dfd, TMP_PREFIX, ext, O_WRONLY, 0644, tmp, sizeof(tmp));
     if (fd < 0) {
-        snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+        snprintf(err, errlen, "cannot create a file in %s: %s", dir, strerror(errno));
+        close(dfd);
         return -1;
     }
-    if (write_all(fd, text, len) < 0 || fsync(fd) < 0) {
-        snprintf(err, errlen, "cannot write %s: %s (disk full?)", tmp, strerror(errno));
+    if (pp_write_all(fd, text, len) < 0 || fchmod(fd, 0644) < 0 || fsync(fd) < 0) {
+        snprintf(err, errlen, "cannot write %s/%s: %s (disk full?)", dir, tmp, strerror(errno));
         close(fd);
-        unlink(tmp);
+        unlinkat(dfd, tmp, 0);
+        close(dfd);
         return -1;
     }
     close(fd);
-    if (rename(tmp, path) < 0) {
-        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-        unlink(tmp);
+    /* Two sessions ending in the same second (a short last session cut by a signal) must not
+     * overwrite each other: the later one gets a _<n> suffix. */
+    int rc = -1;
+    for (int n = 0; n < 100; n++) {
+        if (n)
+            snprintf(name, sizeof(name), "%s_%d%s", stem, n, ext);
+        else
+            snprintf(name, sizeof(name), "%s%s", stem, ext);
+        if ((rc = rename_noreplace(dfd, tmp, name)) == 0 || errno != EEXIST)
+            break;
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot rename %s/%s to %s: %s", dir, tmp, name, strerror(errno));
+        unlinkat(dfd, tmp, 0);
+        close(dfd);
         return -1;
     }
 
     /* The previous target, for rotation. */
     char old[PATH_MAX] = "";
-    ssize_t ol = readlink(link, old, sizeof(old) - 1);
+    ssize_t ol = readlinkat(dfd, lname, old, sizeof(old) - 1);
     old[ol > 0 ? ol : 0] = '\0';
 
-    unlink(ltmp);
-    if (symlink(name, ltmp) < 0 || rename(ltmp, link) < 0) {
-        snprintf(err, errlen, "cannot update %s: %s", link, strerror(errno));
-        unlink(ltmp);
+    rc = -1;
+    for (int tries = 0; tries < 100 && rc < 0; tries++) {
+        char rnd[13];
+        pp_random_chars(rnd, 12);
+        snprintf(ltmp, sizeof(ltmp), TMP_PREFIX "%s-last", rnd);
+        rc = symlinkat(name, dfd, ltmp); /* fails with EEXIST on any existing entry */
+        if (rc < 0 && errno != EEXIST)
+            break;
+    }
+    if (rc < 0 || renameat(dfd, ltmp, dfd, lname) < 0) {
+        snprintf(err, errlen, "cannot update %s/%s: %s", dir, lname, strerror(errno));
+        if (rc == 0)
+            unlinkat(dfd, ltmp, 0);
+        close(dfd);
         return -1;
     }
-    if (rotate && old[0] && !strchr(old, '/') && strcmp(old, name) != 0 &&
-        strcmp(old, lname) != 0) {
-        char oldpath[PATH_MAX];
-        if (snprintf(oldpath, sizeof(oldpath), "%s/%s", dir, old) < (int)sizeof(oldpath))
-            unlink(oldpath);
-    }
+    /* Only a profile file this module named: the link may have been replaced by anyone who can
+     * write in the directory. */
+    if (rotate && is_profile_name(old, ext) && strcmp(old, name) != 0)
+        unlinkat(dfd, old, 0);
+    fsync(dfd);
+    close(dfd);
     if (path_out)
-        snprintf(path_out, plen, "%s", path);
+        snprintf(path_out, plen, "%s/%s", dir, name);
     return 0;
 }
 
 int pp_output_write(const char *dir, time_t end, const char *text, size_t len, bool rotate,
                     char *path_out, size_t plen, char *err, size_t errlen)
 {
-    char ts[32], name[64];
+    char ts[32], stem[64];
     pp_iso_time(end, ts, sizeof(ts));
-    snprintf(name, sizeof(name), "profile_%s.col", ts);
-    /* Two sessions ending in the same second (a short last session cut by a signal) must not
-     * overwrite each other: the later one gets a _<n> suffix. */
-    for (int n = 1; n < 100; n++) {
-        char probe[PATH_MAX];
-        if (snprintf(probe, sizeof(probe), "%s/%s", dir, name) >= (int)sizeof(probe) ||
-            access(probe, F_OK) != 0)
-            break;
-        snprintf(name, sizeof(name), "profile_%s_%d.col", ts, n);
-    }
-    return write_linked(dir, name, "last_profile.col", text, len, rotate, path_out, plen, err,
-                        errlen);
+    snprintf(stem, sizeof(stem), "profile_%s", ts);
+    return write_linked(dir, stem, ".col", "last_profile.col", text, len, rotate, path_out, plen,
+                        err, errlen);
 }
 
 int pp_output_write_html(const char *dir, const char *col_path, const char *text, size_t len,
@@ -158,12 +188,12 @@ int pp_output_write_html(const char *dir, const char *col_path, const char *text
     const char *base = strrchr(col_path, '/');
     base = base ? base + 1 : col_path;
     size_t bl = strlen(base);
-    char name[NAME_MAX + 1];
-    if (bl < 4 || strcmp(base + bl - 4, ".col") != 0 || bl + 1 > sizeof(name)) {
+    char stem[NAME_MAX + 1];
+    if (bl < 4 || strcmp(base + bl - 4, ".col") != 0 || bl - 4 + 6 > sizeof(stem)) {
         snprintf(err, errlen, "not a profile file name: %s", col_path);
         return -1;
     }
-    snprintf(name, sizeof(name), "%.*s.html", (int)(bl - 4), base);
-    return write_linked(dir, name, "last_flamegraph.html", text, len, rotate, path_out, plen, err,
-                        errlen);
+    snprintf(stem, sizeof(stem), "%.*s", (int)(bl - 4), base);
+    return write_linked(dir, stem, ".html", "last_flamegraph.html", text, len, rotate, path_out,
+                        plen, err, errlen);
 }

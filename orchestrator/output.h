@@ -1,6 +1,9 @@
 /* Local output: DIR/profile_<UTC end time>.col written atomically (temp file, fsync, rename),
  * DIR/last_profile.col symlink replaced atomically, optional rotation; the flame graph
- * DIR/profile_<UTC end time>.html and DIR/last_flamegraph.html the same way. */
+ * DIR/profile_<UTC end time>.html and DIR/last_flamegraph.html the same way. DIR may be writable by
+ * other users: every name is used relative to the directory held open, temp files have
+ * unpredictable names and are created with O_EXCL|O_NOFOLLOW, final names are only reached by
+ * rename (docs/security.md). */
 #ifndef PP_OUTPUT_H
 #define PP_OUTPUT_H
 

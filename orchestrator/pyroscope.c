@@ -14,6 +14,7 @@
 #include "merge/linecount.h"
 #include "orchestrator/http.h"
 #include "orchestrator/log.h"
+#include "orchestrator/safefile.h"
 
 enum { RT_NATIVE = 0, RT_JAVA, RT_PYTHON, RT_RUBY, RT_PHP, RT_DOTNET, RT_NODEJS, RT_N };
 static const char *const rt_names[RT_N] = {"native", "java",   "python", "ruby",
@@ -46,26 +47,27 @@ pp_pyroscope *pp_pyroscope_new(const pp_config *cfg, const atomic_int *abort, ch
         return NULL;
     }
     if (cfg->pyroscope_auth_file && *cfg->pyroscope_auth_file) {
-        FILE *f = fopen(cfg->pyroscope_auth_file, "re");
-        char buf[4096];
-        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-        if (f)
-            fclose(f);
-        buf[n] = '\0';
-        char *t = trim(buf), *colon = strchr(t, ':');
-        if (!f || !colon) {
-            snprintf(err, errlen,
-                     "cannot use --pyroscope-basic-auth-file %s: %s; it must hold "
-                     "\"user:password\" on one line",
-                     cfg->pyroscope_auth_file, !f ? strerror(errno) : "no ':' in it");
-            memset(buf, 0, sizeof(buf));
+        char why[1024];
+        bool bad_kind;
+        size_t n = 0;
+        char *buf =
+            pp_read_input_file(cfg->pyroscope_auth_file, PP_CLI_MAX_SECRET_FILE,
+                               "--pyroscope-basic-auth-file", &n, &bad_kind, why, sizeof(why));
+        char *t = buf ? trim(buf) : NULL, *colon = t ? strchr(t, ':') : NULL;
+        if (!colon) {
+            snprintf(err, errlen, "%s; it must hold \"user:password\" on one line",
+                     buf ? "--pyroscope-basic-auth-file has no ':' in it" : why);
+            if (buf)
+                memset(buf, 0, n);
+            free(buf);
             free(p);
             return NULL;
         }
         *colon = '\0';
         p->user = strdup(t);
         p->password = strdup(colon + 1);
-        memset(buf, 0, sizeof(buf));
+        memset(buf, 0, n);
+        free(buf);
     }
     size_t sl = strlen(cfg->pyroscope_server);
     while (sl && cfg->pyroscope_server[sl - 1] == '/')

@@ -64,6 +64,25 @@ static long rss_kb(void)
     return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+void pp_session_stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGQUIT);
+}
+
+void pp_session_signals_setup(void)
+{
+    sigset_t mask;
+    pp_session_stop_signals(&mask);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    const int ignored[] = {SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM};
+    for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+        signal(ignored[i], SIG_IGN);
+}
+
 /* Waits up to ms for a termination signal (returns true when one arrived); meanwhile reads the
  * mappings of processes the sampler announces as first sampled (news_fd, -1 for none). */
 static bool wait_signal(int sfd, pp_sampler *sampler, int ms)
@@ -79,7 +98,8 @@ static bool wait_signal(int sfd, pp_sampler *sampler, int ms)
         if (r > 0 && (p[0].revents & POLLIN)) {
             struct signalfd_siginfo si;
             if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                pp_info("received signal %u, finishing the current session", si.ssi_signo);
+                pp_info("received signal %u (%s), finishing the current session", si.ssi_signo,
+                        strsignal((int)si.ssi_signo));
                 return true;
             }
         }
@@ -137,7 +157,7 @@ static bool controller_gone(const pp_config *cfg)
 
 /* polyprof's own counters for the header's "polyprof" object. */
 static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double cpu,
-                            double discovery_ms, long rss)
+                            double discovery_ms, long rss, uint64_t perfmap_dropped)
 {
     json_t *o = json_object();
     json_object_set_new(o, "version", json_string(PP_VERSION));
@@ -154,6 +174,7 @@ static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double 
     json_object_set_new(o, "cpu_seconds", json_real(cpu));
     json_object_set_new(o, "rss_kb", json_integer(rss));
     json_object_set_new(o, "discovery_ms", json_real(discovery_ms));
+    json_object_set_new(o, "perf_map_entries_dropped", json_integer((json_int_t)perfmap_dropped));
     return o;
 }
 
@@ -261,10 +282,12 @@ typedef struct run_state {
     pp_identity *ident;
     json_t *static_md;
     pp_sampler_stats prev;
+    uint64_t perfmap_dropped_prev; /* symbolizer's perfmap_entries_dropped at the last session */
     const pp_runtime_driver *drivers[PP_KIND_COUNT];
     size_t ndrivers;
-    char tmpdir[PATH_MAX]; /* private temp directory of the runtime profilers, "" if none */
-    int *pids;             /* the --pids that exist at start */
+    char tmpdir[PATH_MAX];        /* private temp directory of the runtime profilers, "" if none */
+    char target_tmpdir[PATH_MAX]; /* pp_target_tmpdir, "" if none */
+    int *pids;                    /* the --pids that exist at start */
     size_t npids;
     bool heartbeat_warned;
 } run_state;
@@ -366,9 +389,7 @@ static int run_init(run_state *rs, const pp_config *cfg)
         return -1;
     pp_log_startup_notices(cfg);
     sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
+    pp_session_stop_signals(&mask);
     rs->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (rs->sfd < 0) {
         pp_critical("cannot create a signalfd: %s", strerror(errno));
@@ -395,6 +416,11 @@ static int run_init(run_state *rs, const pp_config *cfg)
     pick_drivers(rs);
     if (rs->ndrivers && pp_session_tmpdir(rs->tmpdir, sizeof(rs->tmpdir), err, sizeof(err)) < 0) {
         pp_critical("cannot create a temporary directory for the runtime profilers: %s", err);
+        return -1;
+    }
+    if (rs->ndrivers &&
+        pp_target_tmpdir(rs->target_tmpdir, sizeof(rs->target_tmpdir), err, sizeof(err)) < 0) {
+        pp_critical("cannot choose the directory for files the profiled processes read: %s", err);
         return -1;
     }
     if (cfg->perf_mode != PP_PERF_DISABLED) {
@@ -449,7 +475,9 @@ static int run_session(run_state *rs, bool *stop)
     double disc_ms = (mono_now() - t0) * 1000;
     pp_identity_set_procs(rs->ident, &procs);
     pp_java_perfmaps_refresh(&procs); /* JIT symbols for the sampler */
-    pp_runtime_ctx ctx = {.cfg = cfg, .tmpdir = rs->tmpdir[0] ? rs->tmpdir : NULL};
+    pp_runtime_ctx ctx = {.cfg = cfg,
+                          .tmpdir = rs->tmpdir[0] ? rs->tmpdir : NULL,
+                          .target_tmpdir = rs->target_tmpdir[0] ? rs->target_tmpdir : NULL};
     pp_runner *runner =
         rs->ndrivers ? pp_runner_start(rs->drivers, rs->ndrivers, &ctx, &procs, deadline) : NULL;
     pp_info("profiling session started (%d s, %zu processes classified in %.1f ms)", cfg->duration,
@@ -506,9 +534,12 @@ static int run_session(run_state *rs, bool *stop)
     pp_extmeta_apply(ext, prof);
     pp_debug("session end: drain and merge %.1f ms, identity %.1f ms", (t_merged - t_end) * 1000,
              (mono_now() - t_merged) * 1000);
-    json_t *counters =
-        own_counters(&delta, rs->sampler ? pp_sampler_kind_name(rs->sampler) : "none",
-                     cpu_seconds() - cpu0, disc_ms, rss_kb());
+    pp_symbolizer_stats ss;
+    pp_symbolizer_get_stats(rs->sym, &ss);
+    json_t *counters = own_counters(
+        &delta, rs->sampler ? pp_sampler_kind_name(rs->sampler) : "none", cpu_seconds() - cpu0,
+        disc_ms, rss_kb(), ss.perfmap_entries_dropped - rs->perfmap_dropped_prev);
+    rs->perfmap_dropped_prev = ss.perfmap_entries_dropped;
     int rc =
         write_session(cfg, rs->static_md, ext, prof, &metrics, counters, wall_start, rs->up, end);
     json_decref(counters);

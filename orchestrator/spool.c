@@ -12,6 +12,8 @@
 
 #include "merge/header.h"
 #include "orchestrator/log.h"
+#include "orchestrator/safefile.h"
+#include "runtimes/procfiles.h"
 
 #define MAGIC "PPSPOOL1 "
 #define SUFFIX ".spool"
@@ -19,6 +21,7 @@
 
 struct pp_spool {
     char *dir;
+    int dfd; /* the directory, held open: every entry is reached relative to it */
     char *label;
     pp_spool_limits lim;
     long long last_ns;
@@ -49,8 +52,8 @@ static long long now_ns(void)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* mkdir -p: parents 0755, the last component with mode. */
-static int mkdirs(const char *dir, mode_t mode)
+/* mkdir -p of the parents of dir (0755); the last component is pp_open_private_dir's. */
+static int mkdir_parents(const char *dir)
 {
     char *p = strdup(dir);
     if (!p)
@@ -66,15 +69,6 @@ static int mkdirs(const char *dir, mode_t mode)
         *s = '/';
     }
     free(p);
-    if (mkdir(dir, mode) < 0 && errno != EEXIST)
-        return -1;
-    struct stat st;
-    if (stat(dir, &st) < 0)
-        return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
     return 0;
 }
 
@@ -93,31 +87,50 @@ static bool is_entry(const char *name)
     return n > s && strcmp(name + n - s, SUFFIX) == 0 && pp_spool_entry_time(name) > 0;
 }
 
+/* A listing of the spool directory (through its descriptor). */
+static DIR *open_dir(pp_spool *sp)
+{
+    int fd = openat(sp->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d && fd >= 0)
+        close(fd);
+    return d;
+}
+
 pp_spool *pp_spool_open(const char *dir, const char *label, const pp_spool_limits *lim, char *err,
                         size_t errlen)
 {
-    if (mkdirs(dir, 0700) < 0) {
+    if (mkdir_parents(dir) < 0) {
         snprintf(err, errlen, "cannot create the upload spool %s: %s", dir, strerror(errno));
         return NULL;
     }
-    if (access(dir, W_OK | X_OK) < 0) {
-        snprintf(err, errlen, "cannot write to the upload spool %s: %s", dir, strerror(errno));
+    /* the spool itself: a directory of ours, 0700, never reached through a symlink */
+    char why[512];
+    int dfd = pp_open_private_dir(dir, 0700, why, sizeof(why));
+    if (dfd < 0) {
+        snprintf(err, errlen, "cannot create the upload spool: %s", why);
         return NULL;
     }
-    chmod(dir, 0700);
+    if (faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) < 0) {
+        snprintf(err, errlen, "cannot write to the upload spool %s: %s", dir, strerror(errno));
+        close(dfd);
+        return NULL;
+    }
     pp_spool *sp = calloc(1, sizeof(*sp));
     if (!sp || !(sp->dir = strdup(dir)) || !(sp->label = strdup(label))) {
         if (sp)
             free(sp->dir);
         free(sp);
+        close(dfd);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    sp->dfd = dfd;
     if (lim)
         sp->lim = *lim;
     else
         pp_spool_default_limits(&sp->lim);
-    DIR *d = opendir(dir);
+    DIR *d = open_dir(sp);
     if (d) {
         struct dirent *de;
         while ((de = readdir(d)))
@@ -133,6 +146,7 @@ void pp_spool_close(pp_spool *sp)
 {
     if (!sp)
         return;
+    close(sp->dfd);
     free(sp->dir);
     free(sp->label);
     free(sp);
@@ -151,7 +165,7 @@ static int cmp_names(const void *a, const void *b)
 size_t pp_spool_list(pp_spool *sp, char ***names)
 {
     *names = NULL;
-    DIR *d = opendir(sp->dir);
+    DIR *d = open_dir(sp);
     if (!d)
         return 0;
     size_t n = 0, cap = 0;
@@ -187,10 +201,8 @@ void pp_spool_names_free(char **names, size_t n)
 
 static long long entry_size(pp_spool *sp, const char *name)
 {
-    char path[4096];
     struct stat st;
-    snprintf(path, sizeof(path), "%s/%s", sp->dir, name);
-    return stat(path, &st) == 0 ? (long long)st.st_size : 0;
+    return fstatat(sp->dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? (long long)st.st_size : 0;
 }
 
 size_t pp_spool_count(pp_spool *sp, unsigned long long *bytes)
@@ -208,9 +220,7 @@ size_t pp_spool_count(pp_spool *sp, unsigned long long *bytes)
 
 void pp_spool_remove(pp_spool *sp, const char *name)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", sp->dir, name);
-    unlink(path);
+    unlinkat(sp->dfd, name, 0);
 }
 
 void pp_spool_enforce(pp_spool *sp, long long now)
@@ -259,22 +269,6 @@ void pp_spool_enforce(pp_spool *sp, long long now)
     pp_spool_names_free(names, n);
 }
 
-static int write_all(int fd, const void *p, size_t len)
-{
-    const char *c = p;
-    while (len) {
-        ssize_t w = write(fd, c, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        c += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 int pp_spool_put(pp_spool *sp, const json_t *meta, const char *data, size_t len, char *err,
                  size_t errlen)
 {
@@ -282,41 +276,35 @@ int pp_spool_put(pp_spool *sp, const json_t *meta, const char *data, size_t len,
     if (ns <= sp->last_ns)
         ns = sp->last_ns + 1;
     sp->last_ns = ns;
-    char name[96], tmp[4096], path[4096];
+    char name[96], tmp[128];
     snprintf(name, sizeof(name), "%019lld-%06u%s", ns, sp->seq++ % 1000000, SUFFIX);
-    snprintf(tmp, sizeof(tmp), "%s/" TMP_PREFIX "%s", sp->dir, name);
-    snprintf(path, sizeof(path), "%s/%s", sp->dir, name);
     char *js = json_dumps(meta, JSON_COMPACT);
     if (!js) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = pp_create_unique_at(sp->dfd, TMP_PREFIX, NULL, O_WRONLY, 0600, tmp, sizeof(tmp));
     if (fd < 0) {
         snprintf(err, errlen, "cannot write to the upload spool %s: %s", sp->dir, strerror(errno));
         free(js);
         return -1;
     }
-    int rc = write_all(fd, MAGIC, strlen(MAGIC)) || write_all(fd, js, strlen(js)) ||
-             write_all(fd, "\n", 1) || write_all(fd, data, len) || fsync(fd);
+    int rc = pp_write_all(fd, MAGIC, strlen(MAGIC)) || pp_write_all(fd, js, strlen(js)) ||
+             pp_write_all(fd, "\n", 1) || pp_write_all(fd, data, len) || fsync(fd);
     int saved = errno;
     free(js);
     if (close(fd) < 0 && !rc) {
         rc = -1;
         saved = errno;
     }
-    if (rc || rename(tmp, path) < 0) {
+    if (rc || renameat(sp->dfd, tmp, sp->dfd, name) < 0) {
         if (!rc)
             saved = errno;
-        unlink(tmp);
+        unlinkat(sp->dfd, tmp, 0);
         snprintf(err, errlen, "cannot write to the upload spool %s: %s", sp->dir, strerror(saved));
         return -1;
     }
-    int dfd = open(sp->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+    fsync(sp->dfd);
     pp_spool_enforce(sp, now_ns());
     return 0;
 }
@@ -326,25 +314,17 @@ int pp_spool_read(pp_spool *sp, const char *name, json_t **meta, char **data, si
     *meta = NULL;
     *data = NULL;
     *len = 0;
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", sp->dir, name);
-    FILE *f = fopen(path, "re");
-    if (!f)
+    int fd = openat(sp->dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return -1;
-    struct stat st;
-    if (fstat(fileno(f), &st) < 0 || st.st_size < (off_t)strlen(MAGIC)) {
-        fclose(f);
-        return -1;
-    }
-    size_t size = (size_t)st.st_size;
-    char *buf = malloc(size + 1);
-    if (!buf || fread(buf, 1, size, f) != size) {
+    /* a regular file no larger than the whole spool may be */
+    size_t size = 0;
+    char *buf = pp_read_fd(fd, (size_t)sp->lim.max_bytes, 0, &size);
+    close(fd);
+    if (!buf || size < strlen(MAGIC)) {
         free(buf);
-        fclose(f);
         return -1;
     }
-    fclose(f);
-    buf[size] = '\0';
     char *nl = memchr(buf, '\n', size);
     if (memcmp(buf, MAGIC, strlen(MAGIC)) != 0 || !nl) {
         free(buf);

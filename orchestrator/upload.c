@@ -17,10 +17,12 @@
 
 #include "merge/header.h"
 #include "orchestrator/hostinfo.h"
+#include "orchestrator/child.h"
 #include "orchestrator/curl_api.h"
 #include "orchestrator/http.h"
 #include "orchestrator/log.h"
 #include "orchestrator/pyroscope.h"
+#include "orchestrator/safefile.h"
 #include "orchestrator/spool.h"
 #include "orchestrator/studio.h"
 #include "orchestrator/upload_item.h"
@@ -360,9 +362,16 @@ static pp_spool *open_spool(const pp_config *cfg, const char *sub, const char *l
                     label, n, bytes >> 10, dir);
         return sp;
     }
-    snprintf(dir, sizeof(dir), "/tmp/polyprof-spool-%d-%s", (int)getpid(), sub);
-    pp_warn("%s; keeping pending uploads in %s instead (they will not be resent after a "
-            "restart); set --spool-dir to a writable directory",
+    /* the private scratch space (root-owned /run/polyprof): never a predictable name in a
+     * directory others can write */
+    char why[512];
+    if (pp_tmp_ensure_base(why, sizeof(why)) < 0) {
+        pp_error("%s; %s", err, why);
+        return NULL;
+    }
+    snprintf(dir, sizeof(dir), "%s/spool-%s", pp_tmp_base(), sub);
+    pp_warn("%s; keeping pending uploads in %s instead (they are lost at reboot); set "
+            "--spool-dir to a writable directory",
             err, dir);
     return pp_spool_open(dir, label, NULL, err, sizeof(err));
 }
@@ -529,49 +538,16 @@ void pp_uploader_stop(pp_uploader *u)
 
 /* ---- upload-file ---- */
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 65536 + 1 > cap) {
-            cap = cap ? cap * 2 : 1 << 20;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                errno = ENOMEM;
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        errno = EIO;
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 int pp_upload_file(const pp_config *cfg)
 {
     size_t len = 0;
-    char *raw = read_file(cfg->file_path, &len);
+    char why[1024];
+    bool bad_kind;
+    char *raw = pp_read_input_file(cfg->file_path, PP_UPLOAD_MAX_FILE, "--file-path", &len,
+                                   &bad_kind, why, sizeof(why));
     if (!raw) {
-        pp_critical("cannot read --file-path %s: %s", cfg->file_path, strerror(errno));
-        return 1;
+        pp_critical("%s", why);
+        return bad_kind ? 2 : 1;
     }
     time_t now = time(NULL), start = now, end = now;
     json_t *md = pp_host_metadata(cfg, now);

@@ -30,7 +30,11 @@ void pp_uploader_submit(pp_uploader *u, const pp_session_result *r);
  * sent stays in the spool for the next run. */
 void pp_uploader_stop(pp_uploader *u);
 
-/* `polyprof upload-file --file-path X`: uploads an existing .col. Returns the exit code. */
+/* Largest file upload-file reads (a larger one is refused with exit code 2). */
+#define PP_UPLOAD_MAX_FILE (256u << 20)
+
+/* `polyprof upload-file --file-path X`: uploads an existing .col. Returns the exit code (2 when
+ * X is not a regular file or is too large). */
 int pp_upload_file(const pp_config *cfg);
 
 #endif

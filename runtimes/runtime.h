@@ -16,6 +16,9 @@
 typedef struct pp_runtime_ctx {
     const pp_config *cfg;
     const char *tmpdir; /* the session's private temp directory (for external profilers) */
+    /* the directory for files a target reads, as seen inside each target's root
+     * (pp_target_tmpdir: /tmp/polyprof-<random>), created there by its users; NULL if none */
+    const char *target_tmpdir;
 } pp_runtime_ctx;
 
 typedef struct pp_runtime_driver {

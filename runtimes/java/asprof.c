@@ -5,10 +5,12 @@
  *
  * Layout: the library is found next to asprof (upstream `bin/asprof` + `lib/`, or gProfiler's
  * `resources/java/{asprof,glibc/,musl/}`) and copied to
- * `/tmp/polyprof_tmp/async-profiler-<ver>/<glibc|musl>/libasyncProfiler.so` inside the target
- * (kept, so async-profiler is loaded once per JVM). Output and log files are
- * `async-profiler-<pid>.{output,log}` in the session temp directory as seen through the target's
- * root, pre-created and owned by the JVM's user (mode 0600), removed by pp_asprof_free. */
+ * `<target dir>/async-profiler-<ver>/<glibc|musl>/libasyncProfiler.so` inside the target, where
+ * the target dir is /tmp/polyprof-<random> (pp_target_tmpdir; kept, so async-profiler is loaded
+ * once per JVM). Output and log files are `async-profiler-<pid>.{output,log}` in
+ * `<target dir>/<session dir name>` inside the target's root, pre-created and owned by the JVM's
+ * user (mode 0600), removed by pp_asprof_free. Every directory on the way must be root-owned:
+ * anything another user planted fails this JVM's start with a reason, nothing else. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -163,18 +165,30 @@ static int run_asprof(pp_asprof_session *s, const char *arg, double deadline, ch
     return code;
 }
 
+/* In the session directory (root-owned, created by polyprof, writable by root only): never a
+ * link, a regular file. */
 static int create_file(pp_asprof_session *s, const char *name, uid_t uid, gid_t gid)
 {
-    int fd = openat(s->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = openat(s->dirfd, name,
+                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
-    int rc = fchown(fd, uid, gid);
+    struct stat st;
+    int rc = fstat(fd, &st);
+    if (rc == 0 && !S_ISREG(st.st_mode)) {
+        errno = EINVAL;
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = fchown(fd, uid, gid);
+    int e = errno;
     close(fd);
+    errno = e;
     return rc;
 }
 
 /* Library in the target; fills s->lib_ns. */
-static int place_library(pp_asprof_session *s, char *err, size_t errlen)
+static int place_library(pp_asprof_session *s, const char *base, char *err, size_t errlen)
 {
     char tmp[PATH_MAX];
     bool musl = pp_find_mapping(s->pid, "ld-musl", tmp, sizeof(tmp)) == 0 &&
@@ -182,16 +196,15 @@ static int place_library(pp_asprof_session *s, char *err, size_t errlen)
     char src[PATH_MAX], ver[64], dir[PATH_MAX];
     if (pp_asprof_find_lib(s->asprof, musl, src, sizeof(src), ver, sizeof(ver), err, errlen) < 0)
         return -1;
-    snprintf(dir, sizeof(dir), "%s/async-profiler-%s/%s", pp_asprof_lib_base(), ver,
-             musl ? "musl" : "glibc");
+    snprintf(dir, sizeof(dir), "%s/async-profiler-%s/%s", base, ver, musl ? "musl" : "glibc");
     int fd = pp_asprof_open_dir(s->pid, dir, true, NULL, NULL, 0, err, errlen);
     if (fd < 0)
         return -1;
     /* gProfiler requires 250 KiB free: the library, output and log must fit */
     struct statvfs vfs;
     if (fstatvfs(fd, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < 250u * 1024) {
-        snprintf(err, errlen, "less than 250 KiB free in %s inside pid %d's mount namespace",
-                 pp_asprof_lib_base(), s->pid);
+        snprintf(err, errlen, "less than 250 KiB free in %s inside pid %d's mount namespace", base,
+                 s->pid);
         close(fd);
         return -1;
     }
@@ -249,12 +262,16 @@ pp_asprof_session *pp_asprof_start(const char *asprof, int pid, const pp_runtime
     double now = pp_mono_now();
     int duration = (int)ceil(deadline - now);
     pp_asprof_opts_init(&s->o, ctx ? ctx->cfg : NULL, duration, pp_asprof_perf_works());
-    if (!ctx || !ctx->tmpdir || ctx->tmpdir[0] != '/') {
+    const char *sess = ctx && ctx->tmpdir ? strrchr(ctx->tmpdir, '/') : NULL;
+    char files[1024]; /* /tmp/polyprof-<random>/sess-<pid>-<random> */
+    if (!sess || !sess[1] || !ctx->target_tmpdir || ctx->target_tmpdir[0] != '/' ||
+        (size_t)snprintf(files, sizeof(files), "%s%s", ctx->target_tmpdir, sess) >= sizeof(files)) {
         snprintf(err, errlen, "no session temp directory");
         pp_asprof_free(s);
         return NULL;
     }
-    if (place_library(s, err, errlen) < 0 || place_files(s, ctx->tmpdir, err, errlen) < 0) {
+    if (place_library(s, ctx->target_tmpdir, err, errlen) < 0 ||
+        place_files(s, files, err, errlen) < 0) {
         pp_asprof_free(s);
         return NULL;
     }

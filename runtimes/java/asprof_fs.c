@@ -1,7 +1,8 @@
 /* Files async-profiler needs in the target's mount namespace: the library (copied once, kept
- * across sessions like gProfiler does) and the session's output and log directory. Paths are
- * walked from /proc/<pid>/root one component at a time with O_NOFOLLOW, so a symlink planted
- * in a container can never redirect polyprof (root) to a host path. */
+ * across sessions like gProfiler does) and the session's output and log directory, both under
+ * the target directory (/tmp/polyprof-<random>, root-owned). Paths are walked from
+ * /proc/<pid>/root one component at a time with O_NOFOLLOW, so a symlink planted in a container
+ * can never redirect polyprof (root) to a host path. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -15,18 +16,6 @@
 
 #include "runtimes/java/asprof_int.h"
 #include "runtimes/procfiles.h"
-
-static const char *lib_base = "/tmp/polyprof_tmp";
-
-void pp_asprof_set_lib_base(const char *base)
-{
-    lib_base = base ? base : "/tmp/polyprof_tmp";
-}
-
-const char *pp_asprof_lib_base(void)
-{
-    return lib_base;
-}
 
 int pp_asprof_open_dir(int pid, const char *path, bool require_root, char created[][4096],
                        int *ncreated, int max, char *err, size_t errlen)

@@ -65,9 +65,4 @@ int pp_asprof_find_lib(const char *asprof, bool musl, char *lib, size_t liblen, 
 /* Effective uid/gid of pid from /proc/<pid>/status. */
 int pp_asprof_proc_ids(int pid, uid_t *uid, gid_t *gid);
 
-/* For tests only: replaces "/tmp/polyprof_tmp", where the library is placed in the target
- * (NULL restores it). The string must outlive its use. */
-void pp_asprof_set_lib_base(const char *base);
-const char *pp_asprof_lib_base(void);
-
 #endif

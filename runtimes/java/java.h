@@ -6,7 +6,10 @@
  *   /tmp/perf-<nspid>.map. It is called at the session start and shortly before the session's
  *   last drain, also when Java runtime profiling is disabled. Map files that did not exist
  *   before polyprof's first call are removed by pp_java_perfmaps_cleanup() (at exit) or when
- *   their JVM is gone; maps that existed before are left alone.
+ *   their JVM is gone; maps that existed before are left alone. Maps polyprof created are
+ *   recorded in its scratch space, so a run after a killed one recognises them:
+ *   pp_java_perfmaps_cleanup_stale() (at start-up) removes those of JVMs that are gone, and a
+ *   running JVM's recorded map counts as polyprof's.
  *
  * Safemode (gProfiler's `--java-safemode` default `profiled-oom,profiled-signaled,hserr`):
  *   once a JVM polyprof profiled dies by OOM, by a fatal signal, or leaves an hs_err file, every
@@ -22,6 +25,8 @@
 
 void pp_java_perfmaps_refresh(const pp_proc_list *procs);
 void pp_java_perfmaps_cleanup(void);
+/* Returns the number of leftover maps removed. */
+int pp_java_perfmaps_cleanup_stale(void);
 
 /* Safemode state (process-wide, thread-safe). pp_java_safemode_reason returns false while
  * profiling is allowed, else copies the reason ("profiled-oom", "profiled-signaled", "hserr"). */

@@ -1,5 +1,11 @@
 /* JIT symbols for the system sampler: `Compiler.perfmap` in every JVM, and removal of the map
- * files polyprof created (see java.h). */
+ * files polyprof created (see java.h). What polyprof created is recorded in its private scratch
+ * space (<base>/perfmaps/<pid>-<start ticks>: the JVM's namespace pid, its /tmp and the map's
+ * device and inode), so that a polyprof killed before it could clean up is recognised by the
+ * next run: the map of a JVM still running is treated as its own, the map of a JVM that is gone
+ * is removed at start-up when it is still the same file. */
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -8,7 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "orchestrator/child.h"
 #include "orchestrator/log.h"
+#include "orchestrator/safefile.h"
 #include "runtimes/inroot.h"
 #include "runtimes/java/attach.h"
 #include "runtimes/java/java.h"
@@ -24,7 +32,151 @@ typedef struct pm_entry {
     bool ours;  /* the map did not exist before polyprof's first Compiler.perfmap */
     int tmp_fd; /* O_PATH fd of the JVM's /tmp (works after the JVM is gone), -1 if none */
     bool seen;  /* listed in the current refresh */
+    unsigned long long rec_ino; /* inode of the own map last recorded, 0 if none */
 } pm_entry;
+
+#define RECORDS "perfmaps"
+
+/* The records' directory in the scratch space (created 0700), or -1. */
+static int records_dir(void)
+{
+    char err[256];
+    if (pp_tmp_ensure_base(err, sizeof(err)) < 0) {
+        pp_debug("java: perf map records: %s", err);
+        return -1;
+    }
+    int bfd = open(pp_tmp_base(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (bfd < 0)
+        return -1;
+    if (mkdirat(bfd, RECORDS, 0700) < 0 && errno != EEXIST) {
+        close(bfd);
+        return -1;
+    }
+    int fd = openat(bfd, RECORDS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(bfd);
+    return fd;
+}
+
+static void record_name(char *buf, size_t len, int pid, unsigned long long start)
+{
+    snprintf(buf, len, "%d-%llu", pid, start);
+}
+
+typedef struct pm_record {
+    int nspid;
+    unsigned long long tmp_dev, tmp_ino, map_dev, map_ino;
+} pm_record;
+
+static bool record_read(int dfd, const char *name, pm_record *r)
+{
+    char text[256];
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, text, sizeof(text) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    text[n] = '\0';
+    return sscanf(text, "%d %llu %llu %llu %llu", &r->nspid, &r->tmp_dev, &r->tmp_ino, &r->map_dev,
+                  &r->map_ino) == 5;
+}
+
+/* Records e's map as polyprof's (once it exists). */
+static void record_write(pm_entry *e)
+{
+    char name[64], text[256];
+    struct stat tst, mst;
+    snprintf(name, sizeof(name), "perf-%d.map", e->nspid);
+    if (e->tmp_fd < 0 || fstat(e->tmp_fd, &tst) < 0 ||
+        fstatat(e->tmp_fd, name, &mst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(mst.st_mode) ||
+        (unsigned long long)mst.st_ino == e->rec_ino)
+        return;
+    int dfd = records_dir();
+    if (dfd < 0)
+        return;
+    int n = snprintf(text, sizeof(text), "%d %llu %llu %llu %llu\n", e->nspid,
+                     (unsigned long long)tst.st_dev, (unsigned long long)tst.st_ino,
+                     (unsigned long long)mst.st_dev, (unsigned long long)mst.st_ino);
+    record_name(name, sizeof(name), e->pid, e->start);
+    if (pp_replace_file_at(dfd, name, text, (size_t)n, 0600) == 0)
+        e->rec_ino = (unsigned long long)mst.st_ino;
+    close(dfd);
+}
+
+static void record_remove(int pid, unsigned long long start)
+{
+    char name[64];
+    int dfd = records_dir();
+    if (dfd < 0)
+        return;
+    record_name(name, sizeof(name), pid, start);
+    unlinkat(dfd, name, 0);
+    close(dfd);
+}
+
+/* Whether a record says polyprof created this JVM's map. */
+static bool record_exists(int pid, unsigned long long start)
+{
+    char name[64];
+    int dfd = records_dir();
+    if (dfd < 0)
+        return false;
+    record_name(name, sizeof(name), pid, start);
+    pm_record r;
+    bool ok = record_read(dfd, name, &r);
+    close(dfd);
+    return ok;
+}
+
+int pp_java_perfmaps_cleanup_stale(void)
+{
+    int dfd = records_dir();
+    if (dfd < 0)
+        return 0;
+    int lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (!d) {
+        if (lfd >= 0)
+            close(lfd);
+        close(dfd);
+        return 0;
+    }
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int pid;
+        unsigned long long start;
+        pm_record r;
+        if (sscanf(de->d_name, "%d-%llu", &pid, &start) != 2 || pid <= 0)
+            continue;
+        if (pp_java_start_ticks(pid) == start)
+            continue; /* the JVM runs: its map is ours, tracked and removed as usual */
+        /* The JVM is gone. Its map can only be reached when its /tmp was polyprof's own (the
+         * host's, the usual case): removed if it is still the very file polyprof recorded. */
+        struct stat tst, mst;
+        char map[64];
+        int tmp = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (record_read(dfd, de->d_name, &r) && tmp >= 0 && fstat(tmp, &tst) == 0 &&
+            (unsigned long long)tst.st_dev == r.tmp_dev &&
+            (unsigned long long)tst.st_ino == r.tmp_ino) {
+            snprintf(map, sizeof(map), "perf-%d.map", r.nspid);
+            if (fstatat(tmp, map, &mst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(mst.st_mode) &&
+                (unsigned long long)mst.st_dev == r.map_dev &&
+                (unsigned long long)mst.st_ino == r.map_ino && unlinkat(tmp, map, 0) == 0) {
+                pp_debug("java: removed /tmp/%s left by an earlier polyprof (JVM %d is gone)", map,
+                         pid);
+                removed++;
+            }
+        }
+        if (tmp >= 0)
+            close(tmp);
+        unlinkat(dfd, de->d_name, 0);
+    }
+    closedir(d);
+    close(dfd);
+    return removed;
+}
 
 static pthread_mutex_t pm_lock = PTHREAD_MUTEX_INITIALIZER;
 static pm_entry *pm;
@@ -38,6 +190,8 @@ static void remove_map(pm_entry *e)
         if (unlinkat(e->tmp_fd, name, 0) == 0)
             pp_debug("java: removed perf map of pid %d", e->pid);
     }
+    if (e->ours)
+        record_remove(e->pid, e->start);
     if (e->tmp_fd >= 0)
         close(e->tmp_fd);
     e->tmp_fd = -1;
@@ -84,7 +238,10 @@ static pm_entry *track(const pp_proc *p)
     char name[64];
     snprintf(name, sizeof(name), "perf-%d.map", nspid);
     struct stat sb;
-    e->ours = e->tmp_fd >= 0 && fstatat(e->tmp_fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0;
+    /* ours: absent before polyprof's first Compiler.perfmap, or recorded by an earlier polyprof
+     * that was killed before it could remove it */
+    e->ours = e->tmp_fd >= 0 && (fstatat(e->tmp_fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+                                 record_exists(p->pid, p->start_ticks));
     /* First sight of this JVM in this run: what a killed polyprof left in its /tmp goes. */
     if (e->tmp_fd >= 0 && pp_jfr_cleanup_stale(e->tmp_fd) > 0)
         pp_info("java: removed directories an earlier polyprof left in the /tmp of pid %d", p->pid);
@@ -113,6 +270,8 @@ void pp_java_perfmaps_refresh(const pp_proc_list *procs)
         if (rc != 0)
             pp_debug("java: Compiler.perfmap in pid %d failed: %s", p->pid,
                      rc < 0 ? err : (out ? out : ""));
+        else if (e->ours)
+            record_write(e);
         free(out);
     }
     /* JVMs that are gone: their maps go with them. */

@@ -1,13 +1,14 @@
-/* /tmp/perf-<pid>.map parsing: one "START SIZE name" per line, hex numbers, name to end of line. */
+/* /tmp/perf-<pid>.map parsing: one "START SIZE name" per line, hex numbers, name to end of line;
+ * and a process's map in memory, bounded (see symbols_internal.h). */
 #include "runtimes/symbols/symbols_internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define PERFMAP_MAX_BYTES (256u << 20)
 
 static size_t parse_hex(const char *s, size_t len, size_t i, uint64_t *out)
 {
@@ -60,9 +61,188 @@ int pp_perfmap_parse_line(const char *line, size_t len, uint64_t *start, uint64_
     return 0;
 }
 
-long pp_perfmap_parse(const char *data, size_t len, pp_symtab *t)
+/* ---- the bounded in-memory map ---- */
+
+#define CHUNK (1u << 20)    /* bytes read from the file at a time */
+#define BATCH 65536         /* new entries merged into the map at a time */
+#define KEEP_FRACTION 3 / 4 /* an eviction leaves the map at this part of its bound */
+/* pp_pm_sym.used: the clock of its last lookup with this bit, else the clock of the read that
+ * added it; sorted from the largest, entries that named a sample come first (last used first),
+ * then the others (newest first) */
+#define USED 0x80000000u
+
+static size_t bound(const pp_perfmap *m)
 {
-    long n = 0;
+    if (m->max_bytes)
+        return m->max_bytes;
+    static size_t from_env; /* read once */
+    if (!from_env) {
+        const char *v = getenv("POLYPROF_PERFMAP_MAX_MB");
+        char *end;
+        long long mb = v && *v ? strtoll(v, &end, 10) : 0;
+        from_env = mb > 0 && mb < (1ll << 20) && !*end ? (size_t)mb << 20 : PP_PERFMAP_MAX_BYTES;
+    }
+    return from_env;
+}
+
+size_t pp_perfmap_memory(const pp_perfmap *m)
+{
+    return m->cap * sizeof(pp_pm_sym) + m->acap;
+}
+
+static void clear(pp_perfmap *m)
+{
+    free(m->syms);
+    free(m->arena);
+    m->syms = NULL;
+    m->arena = NULL;
+    m->n = m->cap = m->alen = m->acap = m->garbage = 0;
+    m->size = m->parsed = 0;
+    m->headlen = m->taillen = 0;
+}
+
+void pp_perfmap_free(pp_perfmap *m)
+{
+    if (m)
+        clear(m);
+}
+
+static const char *name_of(const pp_perfmap *m, const pp_pm_sym *e)
+{
+    return m->arena + e->name;
+}
+
+static int by_addr_then_age(const void *pa, const void *pb)
+{
+    const pp_pm_sym *a = pa, *b = pb;
+    if (a->addr != b->addr)
+        return a->addr < b->addr ? -1 : 1;
+    return a->name < b->name ? -1 : a->name > b->name; /* names are appended in file order */
+}
+
+/* Merges the new entries pend (file order) into the sorted map; at one address the newest wins. */
+static int merge(pp_perfmap *m, pp_pm_sym *pend, size_t np)
+{
+    qsort(pend, np, sizeof(*pend), by_addr_then_age);
+    size_t w = 0;
+    for (size_t i = 0; i < np; i++) {
+        if (w && pend[w - 1].addr == pend[i].addr) {
+            m->garbage += strlen(name_of(m, &pend[w - 1])) + 1;
+            pend[w - 1] = pend[i];
+        } else {
+            pend[w++] = pend[i];
+        }
+    }
+    np = w;
+    pp_pm_sym *out = malloc((m->n + np) * sizeof(*out));
+    if (!out)
+        return -1;
+    size_t i = 0, j = 0, o = 0;
+    while (i < m->n || j < np) {
+        if (j == np || (i < m->n && m->syms[i].addr < pend[j].addr)) {
+            out[o++] = m->syms[i++];
+        } else {
+            if (i < m->n && m->syms[i].addr == pend[j].addr)
+                m->garbage += strlen(name_of(m, &m->syms[i++])) + 1;
+            out[o++] = pend[j++];
+        }
+    }
+    free(m->syms);
+    m->syms = out;
+    m->n = m->cap = o;
+    return 0;
+}
+
+static int by_use(const void *pa, const void *pb, void *arg)
+{
+    const pp_pm_sym *s = arg;
+    const pp_pm_sym *a = &s[*(const size_t *)pa], *b = &s[*(const size_t *)pb];
+    if (a->used != b->used)
+        return a->used > b->used ? -1 : 1;
+    return a->name > b->name ? -1 : a->name < b->name; /* newer first */
+}
+
+/* Keeps the entries whose keep[i] is set, with a fresh arena holding only their names. */
+static int compact(pp_perfmap *m, const unsigned char *keep)
+{
+    size_t n = 0, bytes = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (!keep || keep[i]) {
+            n++;
+            bytes += strlen(name_of(m, &m->syms[i])) + 1;
+        }
+    pp_pm_sym *syms = malloc((n ? n : 1) * sizeof(*syms));
+    char *arena = malloc(bytes ? bytes : 1);
+    if (!syms || !arena) {
+        free(syms);
+        free(arena);
+        return -1;
+    }
+    size_t o = 0, a = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        if (keep && !keep[i])
+            continue;
+        size_t l = strlen(name_of(m, &m->syms[i])) + 1;
+        memcpy(arena + a, name_of(m, &m->syms[i]), l);
+        syms[o] = m->syms[i];
+        syms[o++].name = (uint32_t)a;
+        a += l;
+    }
+    m->dropped += m->n - n;
+    free(m->syms);
+    free(m->arena);
+    m->syms = syms;
+    m->arena = arena;
+    m->n = m->cap = n;
+    m->alen = m->acap = bytes;
+    m->garbage = 0;
+    return 0;
+}
+
+/* Applies the bound: over it, keeps up to KEEP_FRACTION of it, entries that named a sample first
+ * (the most recently used first), then the newest others; names nobody uses any more are dropped
+ * when they are most of the arena. */
+static void enforce(pp_perfmap *m)
+{
+    size_t limit = bound(m);
+    if (pp_perfmap_memory(m) <= limit) {
+        if (m->garbage > (1u << 20) && m->garbage > m->alen / 2)
+            compact(m, NULL);
+        return;
+    }
+    size_t *order = malloc((m->n ? m->n : 1) * sizeof(*order));
+    unsigned char *keep = calloc(m->n ? m->n : 1, 1);
+    if (order && keep) {
+        for (size_t i = 0; i < m->n; i++)
+            order[i] = i;
+        qsort_r(order, m->n, sizeof(*order), by_use, m->syms);
+        size_t target = limit * KEEP_FRACTION, total = 0;
+        for (size_t k = 0; k < m->n; k++) {
+            size_t cost = sizeof(pp_pm_sym) + strlen(name_of(m, &m->syms[order[k]])) + 1;
+            if (total + cost > target)
+                break;
+            total += cost;
+            keep[order[k]] = 1;
+        }
+        free(order);
+        order = NULL;
+        if (compact(m, keep) == 0) {
+            free(keep);
+            return;
+        }
+    }
+    free(order);
+    free(keep);
+    m->dropped += m->n; /* out of memory: start over rather than exceed the bound */
+    size_t keep_parsed = m->parsed;
+    clear(m);
+    m->parsed = keep_parsed;
+}
+
+static long add_lines(pp_perfmap *m, const char *data, size_t len, pp_pm_sym **pend, size_t *np,
+                      size_t *pcap)
+{
+    long added = 0;
     size_t pos = 0;
     while (pos < len) {
         const char *nl = memchr(data + pos, '\n', len - pos);
@@ -71,41 +251,159 @@ long pp_perfmap_parse(const char *data, size_t len, pp_symtab *t)
         const char *name;
         size_t namelen;
         if (pp_perfmap_parse_line(data + pos, ll, &start, &size, &name, &namelen) == 0) {
-            if (pp_symtab_add(t, start, size, name, namelen,
-                              PP_SYM_FUNC | PP_SYM_GLOBAL | PP_SYM_SEQ) == 0)
-                n++;
+            if (namelen > PP_SYM_MAX_NAME)
+                namelen = PP_SYM_MAX_NAME;
+            const char *nul = memchr(name, '\0', namelen);
+            if (nul)
+                namelen = (size_t)(nul - name);
+            if (m->alen + namelen + 1 > m->acap) {
+                size_t nc = m->acap ? m->acap * 2 : 65536;
+                while (nc < m->alen + namelen + 1)
+                    nc *= 2;
+                char *na = nc <= UINT32_MAX ? realloc(m->arena, nc) : NULL;
+                if (!na)
+                    break;
+                m->arena = na;
+                m->acap = nc;
+            }
+            if (*np == *pcap) {
+                size_t nc = *pcap ? *pcap * 2 : 1024;
+                pp_pm_sym *n2 = realloc(*pend, nc * sizeof(**pend));
+                if (!n2)
+                    break;
+                *pend = n2;
+                *pcap = nc;
+            }
+            memcpy(m->arena + m->alen, name, namelen);
+            m->arena[m->alen + namelen] = '\0';
+            (*pend)[(*np)++] = (pp_pm_sym){
+                .addr = start, .size = size, .name = (uint32_t)m->alen, .used = m->clock};
+            m->alen += namelen + 1;
+            added++;
+            if (*np >= BATCH) {
+                merge(m, *pend, *np);
+                *np = 0;
+                enforce(m);
+                m->clock = (m->clock + 1) & ~USED; /* later lines are newer */
+            }
         }
         pos += ll + 1;
     }
-    pp_symtab_finish(t, 1);
-    return n;
+    return added;
 }
 
-long pp_perfmap_load(const char *path, pp_symtab *t)
+long pp_perfmap_parse(pp_perfmap *m, const char *data, size_t len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
+    pp_pm_sym *pend = NULL;
+    size_t np = 0, pcap = 0;
+    long added = add_lines(m, data, len, &pend, &np, &pcap);
+    if (np)
+        merge(m, pend, np);
+    free(pend);
+    enforce(m);
+    return added;
+}
+
+const char *pp_perfmap_find(pp_perfmap *m, uint64_t addr)
+{
+    if (m->n == 0 || addr < m->syms[0].addr)
+        return NULL;
+    size_t lo = 0, hi = m->n; /* last index with addr <= addr */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->syms[mid].addr <= addr)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    /* a short entry may not reach addr while an enclosing earlier one does: look back a bit */
+    for (size_t k = 0; k < 4 && k <= lo; k++) {
+        pp_pm_sym *e = &m->syms[lo - k];
+        uint64_t end = e->size             ? e->addr + e->size
+                       : lo - k + 1 < m->n ? m->syms[lo - k + 1].addr
+                                           : e->addr + 1;
+        if (end < e->addr)
+            end = UINT64_MAX;
+        if (addr < end) {
+            e->used = m->clock | USED;
+            return name_of(m, e);
+        }
+    }
+    return NULL;
+}
+
+static bool same_bytes(int fd, uint64_t off, const char *want, size_t len)
+{
+    char buf[64];
+    return len <= sizeof(buf) && pread(fd, buf, len, (off_t)off) == (ssize_t)len &&
+           memcmp(buf, want, len) == 0;
+}
+
+long pp_perfmap_update(pp_perfmap *m, int fd)
+{
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        clear(m);
         return -1;
     }
-    size_t want = st.st_size > (off_t)PERFMAP_MAX_BYTES ? PERFMAP_MAX_BYTES : (size_t)st.st_size;
-    char *buf = malloc(want + 1);
-    if (!buf) {
-        close(fd);
+    m->clock = (m->clock + 1) & ~USED;
+    bool same = m->dev == (uint64_t)st.st_dev && m->ino == (uint64_t)st.st_ino;
+    if (same && m->size == (uint64_t)st.st_size && m->mtime_s == st.st_mtim.tv_sec &&
+        m->mtime_ns == st.st_mtim.tv_nsec)
+        return 0;
+    /* appended to (a JIT adds lines): what was read is still there, byte for byte at its ends */
+    bool grew = same && (uint64_t)st.st_size >= m->parsed &&
+                same_bytes(fd, 0, m->head, m->headlen) &&
+                same_bytes(fd, m->parsed - m->taillen, m->tail, m->taillen);
+    if (!grew)
+        clear(m);
+    m->dev = (uint64_t)st.st_dev;
+    m->ino = (uint64_t)st.st_ino;
+    m->size = (uint64_t)st.st_size;
+    m->mtime_s = st.st_mtim.tv_sec;
+    m->mtime_ns = st.st_mtim.tv_nsec;
+    char *buf = malloc(CHUNK);
+    if (!buf)
         return -1;
-    }
-    size_t got = 0;
-    while (got < want) {
-        ssize_t r = read(fd, buf + got, want - got);
-        if (r <= 0)
+    pp_pm_sym *pend = NULL;
+    size_t np = 0, pcap = 0, have = 0;
+    uint64_t off = m->parsed;
+    long added = 0;
+    for (;;) {
+        ssize_t r = pread(fd, buf + have, CHUNK - have, (off_t)(off + have));
+        if (r < 0 && errno == EINTR)
+            continue;
+        bool eof = r <= 0;
+        if (!eof)
+            have += (size_t)r;
+        /* complete lines are consumed; at the end of the file a last line without '\n' is
+         * read too, and read again next time (a JIT may be writing it) */
+        char *last = have ? memrchr(buf, '\n', have) : NULL;
+        size_t complete = last ? (size_t)(last - buf) + 1 : 0;
+        if (!complete && have == CHUNK)
+            complete = have; /* a line longer than a chunk: skipped as garbage */
+        size_t parse = eof ? have : complete;
+        if (parse)
+            added += add_lines(m, buf, parse, &pend, &np, &pcap);
+        if (complete) {
+            if (off == 0 && !m->headlen) {
+                m->headlen = complete < sizeof(m->head) ? complete : sizeof(m->head);
+                memcpy(m->head, buf, m->headlen);
+            }
+            m->parsed = off + complete;
+            m->taillen = complete < sizeof(m->tail) ? complete : sizeof(m->tail);
+            memcpy(m->tail, buf + complete - m->taillen, m->taillen);
+        }
+        if (eof)
             break;
-        got += (size_t)r;
+        memmove(buf, buf + complete, have - complete);
+        off += complete;
+        have -= complete;
     }
-    close(fd);
-    long n = pp_perfmap_parse(buf, got, t);
+    if (np)
+        merge(m, pend, np);
+    free(pend);
     free(buf);
-    return n;
+    enforce(m);
+    return added;
 }

@@ -62,11 +62,9 @@ typedef struct pp_proc {
     uint64_t used_pass; /* last pass that named one of its addresses (or announced it) */
     int dead;           /* last maps read failed (exited): dropped at the next pass */
     /* perf map */
-    pp_symtab perfmap;
+    pp_perfmap perfmap;
     int perfmap_present;
     uint64_t perfmap_pass;
-    uint64_t pm_ino, pm_size;
-    int64_t pm_mtime_s, pm_mtime_ns;
     struct pp_proc *next;
 } pp_proc;
 
@@ -88,8 +86,9 @@ struct pp_symbolizer {
     uint64_t vdso_len;
     int vdso_state; /* 0 not tried, 1 ok, -1 unavailable */
     pp_roots roots;
-    int no_query;   /* the kernel has no PROCMAP_QUERY: maps are read as text */
-    bool dso_names; /* --insert-dso-name: "<symbol> (<dso>)" */
+    int no_query;             /* the kernel has no PROCMAP_QUERY: maps are read as text */
+    bool dso_names;           /* --insert-dso-name: "<symbol> (<dso>)" */
+    uint64_t pm_dropped_gone; /* perf map entries dropped in processes no longer cached */
     pp_symbolizer_stats stats;
 };
 
@@ -145,7 +144,8 @@ static void proc_free(pp_symbolizer *s, pp_proc *p)
     pp_roots_put(&s->roots, p->root);
     p->root = -1;
     maps_free(p->maps, p->nmaps);
-    pp_symtab_free(&p->perfmap);
+    s->pm_dropped_gone += p->perfmap.dropped;
+    pp_perfmap_free(&p->perfmap);
     free(p);
 }
 
@@ -207,6 +207,10 @@ void pp_symbolizer_get_stats(const pp_symbolizer *s, pp_symbolizer_stats *out)
         return;
     }
     *out = s->stats;
+    out->perfmap_entries_dropped = s->pm_dropped_gone;
+    for (size_t b = 0; b < PID_BUCKETS; b++)
+        for (const pp_proc *p = s->buckets[b]; p; p = p->next)
+            out->perfmap_entries_dropped += p->perfmap.dropped;
 }
 
 void pp_symbolizer_set_kallsyms_path(pp_symbolizer *s, const char *path)
@@ -679,33 +683,28 @@ static void perfmap_refresh(pp_symbolizer *s, pp_proc *p)
     if (p->perfmap_pass == s->pass)
         return;
     p->perfmap_pass = s->pass;
-    char name[64], path[64];
+    char name[64];
     snprintf(name, sizeof(name), "/tmp/perf-%d.map", p->nspid);
-    struct stat st;
     int fd = open_in_root(s, p, name, O_RDONLY | O_NONBLOCK);
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        if (fd >= 0)
-            close(fd);
-        pp_symtab_free(&p->perfmap);
+    if (fd < 0) {
+        pp_perfmap_free(&p->perfmap);
         p->perfmap_present = 0;
         return;
     }
-    if (p->perfmap_present && p->pm_ino == (uint64_t)st.st_ino &&
-        p->pm_size == (uint64_t)st.st_size && p->pm_mtime_s == st.st_mtim.tv_sec &&
-        p->pm_mtime_ns == st.st_mtim.tv_nsec) {
-        close(fd);
-        return;
-    }
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd); /* the file opened in the root */
-    pp_symtab_free(&p->perfmap);
-    long n = pp_perfmap_load(path, &p->perfmap);
+    uint64_t dropped = p->perfmap.dropped;
+    long n = pp_perfmap_update(&p->perfmap, fd);
     close(fd);
     p->perfmap_present = n >= 0;
-    p->pm_ino = (uint64_t)st.st_ino;
-    p->pm_size = (uint64_t)st.st_size;
-    p->pm_mtime_s = st.st_mtim.tv_sec;
-    p->pm_mtime_ns = st.st_mtim.tv_nsec;
-    pp_debug("symbols: perf map %s of pid %d: %ld entries", name, p->pid, n);
+    if (n > 0)
+        pp_debug("symbols: perf map %s of pid %d: %ld new entries, %zu held (%zu KiB)", name,
+                 p->pid, n, p->perfmap.n, pp_perfmap_memory(&p->perfmap) >> 10);
+    if (p->perfmap.dropped > dropped && !p->perfmap.cap_logged) {
+        p->perfmap.cap_logged = 1;
+        pp_info("symbols: the perf map of pid %d needs more than its memory bound: keeping the "
+                "most recently used entries (%llu dropped so far; counted in the profile "
+                "header as perf_map_entries_dropped)",
+                p->pid, (unsigned long long)p->perfmap.dropped);
+    }
 }
 
 /* ---- user frames ---- */
@@ -761,11 +760,11 @@ size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size
     switch ((pp_map_kind)m->kind) {
     case PP_MAP_ANON: {
         perfmap_refresh(s, p);
-        const pp_sym *sym = p->perfmap_present ? pp_symtab_find(&p->perfmap, ip) : NULL;
+        const char *jit = p->perfmap_present ? pp_perfmap_find(&p->perfmap, ip) : NULL;
         char dso[64];
         snprintf(dso, sizeof(dso), "/tmp/perf-%d.map", pid);
-        if (sym)
-            return named(s, buf, bufsz, pp_symtab_name(&p->perfmap, sym), dso);
+        if (jit)
+            return named(s, buf, bufsz, jit, dso);
         return unnamed(s, buf, bufsz, dso);
     }
     case PP_MAP_VDSO: {

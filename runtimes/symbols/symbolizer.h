@@ -32,6 +32,9 @@ typedef struct pp_symbolizer_stats {
     uint64_t maps_reads;       /* /proc/<pid>/maps reads */
     uint64_t unknown_frames;   /* addresses that could not be named by symbol */
     uint64_t kernel_named;     /* kernel addresses named by the kernel namer (cache misses) */
+    /* JIT perf map entries dropped by the per-process memory bound (symbols_internal.h
+     * PP_PERFMAP_MAX_BYTES), since the symbolizer was created */
+    uint64_t perfmap_entries_dropped;
 } pp_symbolizer_stats;
 
 /* max_binaries: bound of the symbol-table cache (0 = default 256). The tables are also bounded

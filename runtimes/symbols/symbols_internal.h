@@ -134,10 +134,47 @@ int pp_kcache_put(pp_kcache *c, uint64_t ip, const char *name);
 /* Parses "START SIZE name" (hex, optional 0x). Returns 0 and sets the outputs, -1 if malformed. */
 int pp_perfmap_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *size,
                           const char **name, size_t *namelen);
-/* Parses a whole perf map buffer into t and finishes it. Returns symbols added. */
-long pp_perfmap_parse(const char *data, size_t len, pp_symtab *t);
-/* Reads a perf map file (bounded size). Returns symbols added, -1 when it cannot be read. */
-long pp_perfmap_load(const char *path, pp_symtab *t);
+
+/* A process's perf map in memory, bounded: at most max_bytes (entries and names); over it, entries
+ * that never named a sample go first (the oldest first), then the least recently used ones, and
+ * they are counted. A map that only
+ * grew (a JIT appends) is parsed from where the last read stopped; one rewritten (Java's
+ * Compiler.perfmap) or replaced is parsed again. The file is read in chunks, never whole.
+ * Zero-initialized = empty with the default cap (PP_PERFMAP_MAX_BYTES). */
+#define PP_PERFMAP_MAX_BYTES (16u << 20) /* per process; POLYPROF_PERFMAP_MAX_MB overrides */
+typedef struct pp_pm_sym {
+    uint64_t addr, size;
+    uint32_t name; /* offset into arena */
+    uint32_t used; /* clock of the last lookup (| 1 << 31), else of the read that added it */
+} pp_pm_sym;
+typedef struct pp_perfmap {
+    pp_pm_sym *syms; /* sorted by address, one per address (the newest line wins) */
+    size_t n, cap;
+    char *arena;
+    size_t alen, acap, garbage; /* garbage: bytes of names no entry uses any more */
+    size_t max_bytes;           /* 0 = default */
+    uint32_t clock;
+    /* the file read so far */
+    uint64_t dev, ino, size, parsed; /* parsed: offset after the last complete line read */
+    int64_t mtime_s, mtime_ns;
+    char head[64], tail[64]; /* its first bytes and the bytes before parsed */
+    size_t headlen, taillen;
+    uint64_t dropped; /* entries evicted, since the map was created */
+    int cap_logged;
+} pp_perfmap;
+
+void pp_perfmap_free(pp_perfmap *m);
+/* Brings m up to date with the perf map open at fd (a regular file): nothing when it did not
+ * change, the appended lines when it only grew, everything again otherwise. Returns the
+ * entries added, or -1 when it cannot be read (m is then empty). */
+long pp_perfmap_update(pp_perfmap *m, int fd);
+/* Adds the complete lines of data (a perf map's text; a last line without '\n' counts too) to
+ * m, applying the bound. Returns entries added. */
+long pp_perfmap_parse(pp_perfmap *m, const char *data, size_t len);
+/* The name covering addr (marked used), or NULL. */
+const char *pp_perfmap_find(pp_perfmap *m, uint64_t addr);
+/* Bytes m holds (the bound applies to this). */
+size_t pp_perfmap_memory(const pp_perfmap *m);
 
 /* ---- /proc/<pid>/maps (procmaps.c) ---- */
 

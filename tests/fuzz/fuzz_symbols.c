@@ -72,7 +72,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *name;
         size_t nl;
         pp_perfmap_parse_line((const char *)data, size, &a, &s, &name, &nl);
-        pp_perfmap_parse((const char *)data, size, &t);
+        pp_perfmap m = {.max_bytes = 4096}; /* small: evictions too */
+        pp_perfmap_parse(&m, (const char *)data, size);
+        for (size_t i = 0; i + 8 <= size; i += 8) {
+            uint64_t addr;
+            memcpy(&addr, data + i, 8);
+            pp_perfmap_find(&m, addr);
+        }
+        pp_perfmap_free(&m);
         break;
     }
     case 2:

@@ -226,27 +226,37 @@ def test_perfmap_names_jit_frames_with_java_disabled(hot_classes, launchers, sta
     assert not Path(f"/tmp/perf-{app.pid}.map").exists()
 
 
+def standin_asprof_env(tmp_path):
+    """An environment whose PATH finds the async-profiler stand-in, its library and version
+    file (v3.0-standin) in tmp_path/bin."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shutil.copy(STANDIN_ASPROF, bindir / "asprof")
+    (bindir / "libasyncProfiler.so").write_bytes(b"\x7fELF stand-in library\n")
+    (bindir / "async-profiler-version").write_text("v3.0-standin\n")
+    return dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+
+
 def test_async_profiler_mode(hot_classes, launchers, start_app, outdir, tmp_path):
     if not STANDIN_ASPROF.exists():
         pytest.skip("no async-profiler stand-in (tests/integration/standins/asprof)")
     jdk("17")
     app = start_app(launchers / "pp_java17", "-cp", hot_classes, "Hot")
     warm(app.pid)
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    shutil.copy(STANDIN_ASPROF, bindir / "asprof")
-    (bindir / "libasyncProfiler.so").write_bytes(b"\x7fELF stand-in library\n")
-    (bindir / "async-profiler-version").write_text("v3.0-standin\n")
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
-    libdir = Path("/tmp/polyprof_tmp/async-profiler-v3.0-standin")  # kept across runs, by design
-    existed = libdir.exists()
+    env = standin_asprof_env(tmp_path)
+    # kept across runs, by design, in the directory for files targets read (its name is random,
+    # chosen once per boot and remembered in polyprof's scratch space)
+    record = Path("/run/polyprof/target-dir")
+    existed = record.exists() and (Path("/tmp") / record.read_text() /
+                                   "async-profiler-v3.0-standin").exists()
     try:
         p = subprocess.run([str(POLYPROF), "-d", "3", "-f", "99", "--java-mode", "ap", "-o",
                             str(outdir), "-v"], env=env, capture_output=True, text=True,
                            timeout=90)
     finally:
-        if not existed:
-            shutil.rmtree(libdir, ignore_errors=True)
+        if not existed and record.exists():
+            shutil.rmtree(Path("/tmp") / record.read_text() / "async-profiler-v3.0-standin",
+                          ignore_errors=True)
     Path("/tmp/pp_java_last_stderr").write_text(p.stderr)
     assert p.returncode == 0, p.stderr[-3000:]
     lines = last_profile(outdir).for_comm("pp_java17")

@@ -199,7 +199,7 @@ def test_sigterm_mid_session_writes_the_finished_part(appdir, start_app, outdir)
     prof = Profile(files[0])  # parses completely: never a partial file
     assert prof.for_comm("pp_hot_c")
     assert not temp_leftovers(outdir)
-    assert not Path("/tmp/polyprof_tmp").exists() or not any(Path("/tmp/polyprof_tmp").iterdir())
+    assert not any(Path("/run/polyprof").glob("sess-*")), "session directories removed"
 
 
 def test_process_exiting_mid_session(appdir, start_app, outdir):

@@ -288,7 +288,7 @@ def test_pyspy_command_line_contract_with_the_stand_in(tmp_path, mode):
     v = mine[0]
     assert v[:11] == ["record", "-r", "50", "-d", "3", "--nonblocking", "--format", "raw", "-F",
                       "--output", v[10]]
-    assert re.fullmatch(rf"/tmp/polyprof_tmp/sess-\d+-\w+/pyspy\.[a-z]{{16}}\.{a.pid}\.col", v[10])
+    assert re.fullmatch(rf"/run/polyprof/sess-\d+-\w+/pyspy\.[a-z]{{16}}\.{a.pid}\.col", v[10])
     assert v[11:] == ["-p", str(a.pid), "--full-filenames", "--gil"]
     prof = last_profile(out)
     stacks = stacks_of(prof, str(script))
@@ -300,7 +300,7 @@ def test_pyspy_command_line_contract_with_the_stand_in(tmp_path, mode):
                for f, _ in stacks)
     counts = {int(m[1]): int(m[3]) for m in SAMPLER_LINE.finditer(r.stderr)}
     assert sum(c for _, c in stacks) == counts[a.pid]
-    assert not any(Path("/tmp/polyprof_tmp").glob("sess-*/pyspy.*")), "output files removed"
+    assert not any(Path("/run/polyprof").glob("sess-*/pyspy.*")), "output files removed"
 
 
 def test_pyspy_real(tmp_path):

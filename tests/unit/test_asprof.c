@@ -132,7 +132,7 @@ Test(asprof, options_from_the_configuration)
 
 typedef struct env {
     char *dir;
-    char asprof[PATH_MAX], libbase[PATH_MAX], sess[PATH_MAX];
+    char asprof[PATH_MAX], libbase[PATH_MAX], sess[PATH_MAX], files[PATH_MAX + 8];
     pid_t target;
 } env;
 
@@ -151,9 +151,11 @@ static void env_init(env *e, bool with_lib, uid_t uid)
         snprintf(path, sizeof(path), "%s/lib/libasyncProfiler.so", e->dir);
         pp_test_write_file(path, "\177ELF not really", 15);
     }
+    /* the target directory (in the target's root, here the same as ours) and the private
+     * session directory, whose name the target's session directory takes */
     snprintf(e->libbase, sizeof(e->libbase), "%s/libbase", e->dir);
-    pp_asprof_set_lib_base(e->libbase);
     snprintf(e->sess, sizeof(e->sess), "%s/sess", e->dir);
+    snprintf(e->files, sizeof(e->files), "%s/sess", e->libbase);
     cr_assert(mkdir(e->sess, 0700) == 0);
     e->target = fork();
     cr_assert(e->target >= 0);
@@ -172,7 +174,6 @@ static void env_free(env *e)
     unlink(state);
     kill(e->target, SIGKILL);
     waitpid(e->target, NULL, 0);
-    pp_asprof_set_lib_base(NULL);
     pp_test_rmtree(e->dir);
 }
 
@@ -191,7 +192,7 @@ Test(asprof, start_collect_free_with_the_standin)
 {
     env e;
     env_init(&e, true, 0);
-    pp_runtime_ctx ctx = {.cfg = NULL, .tmpdir = e.sess};
+    pp_runtime_ctx ctx = {.cfg = NULL, .tmpdir = e.sess, .target_tmpdir = e.libbase};
     char err[512] = "";
     pp_asprof_session *s =
         pp_asprof_start(e.asprof, e.target, &ctx, pp_mono_now() + 5, err, sizeof(err));
@@ -202,7 +203,7 @@ Test(asprof, start_collect_free_with_the_standin)
              "cmp -s %s/async-profiler-*/glibc/libasyncProfiler.so %s/lib/libasyncProfiler.so",
              e.libbase, e.dir);
     cr_assert_eq(system(cmd), 0);
-    cr_assert_eq(count_entries(e.sess), 2); /* output and log */
+    cr_assert_eq(count_entries(e.files), 2); /* output and log */
     /* a second start finds the profiler running: stop without output, start again */
     pp_asprof_session *s2 =
         pp_asprof_start(e.asprof, e.target, &ctx, pp_mono_now() + 5, err, sizeof(err));
@@ -218,7 +219,7 @@ Test(asprof, start_collect_free_with_the_standin)
     cr_assert(c >= 2);
     pp_asprof_free(s2);
     pp_asprof_free(s); /* its stop finds the profiler inactive: ignored */
-    cr_assert_eq(count_entries(e.sess), 0, "output files left behind");
+    cr_assert_eq(access(e.files, F_OK), -1, "session directory left behind");
     /* the library stays for the next session (loaded once per JVM) */
     cr_assert_eq(system(cmd), 0);
     pp_profile_free(prof);
@@ -231,7 +232,7 @@ Test(asprof, files_belong_to_the_jvm_user)
 {
     env e;
     env_init(&e, true, 65534);
-    pp_runtime_ctx ctx = {.cfg = NULL, .tmpdir = e.sess};
+    pp_runtime_ctx ctx = {.cfg = NULL, .tmpdir = e.sess, .target_tmpdir = e.libbase};
     char err[512] = "", path[PATH_MAX + 64];
     /* wait until the child runs as nobody (after setuid, before exec) */
     bool is_nobody = false;
@@ -247,11 +248,11 @@ Test(asprof, files_belong_to_the_jvm_user)
         pp_asprof_start(e.asprof, e.target, &ctx, pp_mono_now() + 5, err, sizeof(err));
     cr_assert_not_null(s, "%s", err);
     struct stat st;
-    snprintf(path, sizeof(path), "%s/async-profiler-%d.output", e.sess, (int)e.target);
+    snprintf(path, sizeof(path), "%s/async-profiler-%d.output", e.files, (int)e.target);
     cr_assert(stat(path, &st) == 0);
     cr_assert_eq(st.st_uid, 65534);
     cr_assert_eq(st.st_mode & 0777, 0600);
-    cr_assert(stat(e.sess, &st) == 0);
+    cr_assert(stat(e.files, &st) == 0);
     cr_assert_eq(st.st_mode & 0777, 0711);
     pp_asprof_free(s);
     env_free(&e);
@@ -261,7 +262,7 @@ Test(asprof, errors_say_what_went_wrong)
 {
     env e;
     env_init(&e, false, 0);
-    pp_runtime_ctx ctx = {.cfg = NULL, .tmpdir = e.sess};
+    pp_runtime_ctx ctx = {.cfg = NULL, .tmpdir = e.sess, .target_tmpdir = e.libbase};
     char err[512] = "";
     cr_assert_null(pp_asprof_start(e.asprof, e.target, &ctx, pp_mono_now() + 5, err, sizeof(err)));
     cr_assert(strstr(err, "libasyncProfiler.so not found next to"), "%s", err);

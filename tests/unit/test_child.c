@@ -612,7 +612,7 @@ Test(tmpdir, creates_private_session_dir)
     snprintf(prefix, sizeof(prefix), "%s/sess-%d-", base, (int)getpid());
     cr_assert(strncmp(a, prefix, strlen(prefix)) == 0, "%s", a);
     cr_assert_eq(strlen(a), strlen(prefix) + 6);
-    mode_owner(base, 0755, 0);
+    mode_owner(base, 0700, 0);
     mode_owner(a, 0700, 0);
     pp_rmtree(a);
     pp_rmtree(b);
@@ -626,7 +626,7 @@ Test(tmpdir, base_mode_is_fixed)
     cr_assert_eq(chmod(base, 0777), 0);
     char out[4200];
     cr_assert_eq(pp_session_tmpdir(out, sizeof(out), err, sizeof(err)), 0, "%s", err);
-    mode_owner(base, 0755, 0);
+    mode_owner(base, 0700, 0);
 }
 
 Test(tmpdir, symlinked_base_is_refused)
@@ -662,10 +662,32 @@ Test(tmpdir, foreign_base_is_recreated)
     cr_assert_eq(symlink(outside, link), 0);
     cr_assert_eq(chown(base, 1234, 1234), 0);
     cr_assert_eq(pp_session_tmpdir(out, sizeof(out), err, sizeof(err)), 0, "%s", err);
-    mode_owner(base, 0755, 0);
+    mode_owner(base, 0700, 0);
     mode_owner(out, 0700, 0);
     cr_assert_eq(access(inner, F_OK), -1);
     cr_assert_eq(access(keep, F_OK), 0, "symlink was followed");
+}
+
+/* The directory for files targets read: an unpredictable name, chosen once and remembered in the
+ * private base (a restarted polyprof finds the library it loaded into a JVM before). */
+Test(tmpdir, target_dir_name_is_random_and_kept)
+{
+    char a[256], b[256], state[4300];
+    cr_assert_eq(pp_target_tmpdir(a, sizeof(a), err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(strlen(a), strlen("/tmp/polyprof-") + 12, "%s", a);
+    cr_assert(strncmp(a, "/tmp/polyprof-", 14) == 0, "%s", a);
+    cr_assert_eq(pp_target_tmpdir(b, sizeof(b), err, sizeof(err)), 0, "%s", err);
+    cr_assert_str_eq(a, b);
+    snprintf(state, sizeof(state), "%s/target-dir", base);
+    mode_owner(base, 0700, 0);
+    struct stat st;
+    cr_assert_eq(lstat(state, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600);
+    /* a damaged record is replaced by a new random name */
+    pp_test_write_file(state, "../../etc", 9);
+    cr_assert_eq(pp_target_tmpdir(b, sizeof(b), err, sizeof(err)), 0, "%s", err);
+    cr_assert(strncmp(b, "/tmp/polyprof-", 14) == 0 && !strchr(b + 5, '.'), "%s", b);
+    cr_assert_str_neq(a, b);
 }
 
 Test(tmpdir, missing_parent_is_an_error)

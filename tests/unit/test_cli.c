@@ -489,6 +489,53 @@ Test(cli, gprofiler_config_file_fallback)
     pp_test_rmtree(dir);
 }
 
+/* Log rotation options are real (gProfiler's defaults: 5 MiB, 1 backup). */
+Test(cli, log_rotation_options)
+{
+    cr_assert_eq(PARSE("-o", "o"), PP_CLI_OK, "%s", err);
+    cr_expect_eq(cfg.log_rotate_max_size, 5 * 1024 * 1024);
+    cr_expect_eq(cfg.log_rotate_backup_count, 1);
+    cr_assert_eq(PARSE("-o", "o", "--log-rotate-max-size", "100", "--log-rotate-backup-count", "3"),
+                 PP_CLI_OK, "%s", err);
+    cr_expect_eq(cfg.log_rotate_max_size, 100);
+    cr_expect_eq(cfg.log_rotate_backup_count, 3);
+    cr_expect_eq(cfg.nnoop_options, 0);
+    cr_expect_eq(PARSE("-o", "o", "--log-rotate-backup-count", "0"), PP_CLI_USAGE);
+}
+
+/* A config or token file that is not a regular file, or too large, is a usage error (exit 2)
+ * with a message naming it; a FIFO never blocks; binary bytes are never echoed raw. */
+Test(cli, input_files_are_bounded_regular_files, .timeout = 20)
+{
+    char *dir = pp_test_mkdtemp();
+    char fifo[256], big[256], bin[256];
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    cr_expect_eq(PARSE("-o", "o", "--config", fifo), PP_CLI_USAGE);
+    cr_expect(strstr(err, "is a FIFO") && strstr(err, fifo), "%s", err);
+    cr_expect_eq(PARSE("-o", "o", "--config", dir), PP_CLI_USAGE);
+    cr_expect(strstr(err, "is a directory"), "%s", err);
+    cr_expect_eq(PARSE("-o", "o", "--config", "/dev/zero"), PP_CLI_USAGE);
+    cr_expect(strstr(err, "is a character device"), "%s", err);
+    snprintf(big, sizeof(big), "%s/big.ini", dir);
+    int fd = open(big, O_WRONLY | O_CREAT, 0600);
+    cr_assert(fd >= 0 && ftruncate(fd, (off_t)PP_CLI_MAX_CONFIG + 1) == 0);
+    close(fd);
+    cr_expect_eq(PARSE("-o", "o", "--config", big), PP_CLI_USAGE);
+    cr_expect(strstr(err, "too large") && strstr(err, "the limit is 1 MiB"), "%s", err);
+    /* a binary file: its bytes are escaped in the message */
+    snprintf(bin, sizeof(bin), "%s/bin.ini", dir);
+    pp_test_write_file(bin, "\x1b[2J\x7f\xff=1\n", 8);
+    cr_expect_eq(PARSE("-o", "o", "--config", bin), PP_CLI_USAGE);
+    cr_expect(strstr(err, "\\x1b[2J\\x7f\\xff"), "%s", err);
+    for (const char *p = err; *p; p++)
+        cr_assert((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f, "raw byte in %s", err);
+    cr_expect_eq(PARSE("-u", "--service-name", "s", "--token-file", fifo), PP_CLI_USAGE);
+    cr_expect(strstr(err, "--token-file") && strstr(err, "is a FIFO"), "%s", err);
+    cr_expect_eq(PARSE("-u", "--service-name", "s", "--token-file", "/dev/zero"), PP_CLI_USAGE);
+    pp_test_rmtree(dir);
+}
+
 Test(cli, config_file_errors)
 {
     char *dir = pp_test_mkdtemp();
@@ -542,7 +589,8 @@ static const usage_case usage_cases[] = {
     {{"-o", "o", "--mode", "gpu"},
      "argument --mode: invalid choice: 'gpu' (choose from 'cpu', 'allocation', 'none')"},
     {{"-o", "o", "--perf-mode", "lbr"},
-     "argument --perf-mode: invalid choice: 'lbr' (choose from 'bpf', 'perf-event', 'disabled', "
+     "argument --perf-mode: invalid choice: 'lbr' (choose from 'bpf', 'perf-event', "
+     "'disabled', "
      "'none', 'fp', 'smart', 'dwarf')"},
     {{"-o", "o", "--java-mode", "x"},
      "argument --java-mode: invalid choice: 'x' (choose from 'auto', 'jfr', 'ap', 'disabled', "
@@ -705,10 +753,9 @@ Test(cli, accepted_noop_options)
     cr_assert_eq(PARSE("-o", "o", "--perf-dwarf-stack-size", "8192", "--perf-no-memory-restart",
                        "--java-async-profiler-mode=cpu", "--java-safemode",
                        "--python-pyspy-process", "1", "--max-processes-runtime-profiler", "3",
-                       "--diagnostics", "--log-rotate-max-size", "100", "--log-rotate-backup-count",
-                       "2", "--curlify-requests"),
+                       "--diagnostics", "--curlify-requests"),
                  PP_CLI_OK, "%s", err);
-    cr_expect_eq(cfg.nnoop_options, 10);
+    cr_expect_eq(cfg.nnoop_options, 8);
     int found = 0;
     for (size_t i = 0; i < cfg.nnoop_options; i++) {
         if (strcmp(cfg.noop_options[i].name, "perf-dwarf-stack-size") == 0) {
@@ -751,7 +798,7 @@ Test(cli, notices_logged_and_token_never_logged)
     char *dir = pp_test_mkdtemp();
     char path[256];
     snprintf(path, sizeof(path), "%s/log", dir);
-    cr_assert_eq(pp_log_init(0, path), 0);
+    cr_assert_eq(pp_log_init(0, path, NULL, err, sizeof(err)), 0, "%s", err);
     pp_test_quiet_log();
     cr_assert_eq(PARSE("-u", "--token", "SUPERSECRET", "--service-name", "s", "--perf-mode", "fp",
                        "--python-mode", "pyperf", "--diagnostics", "--curlify-requests"),

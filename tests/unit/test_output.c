@@ -119,3 +119,47 @@ Test(output, flamegraph_beside_its_profile)
         pp_output_write_html(dir, "/x/notes.txt", "x", 1, false, NULL, 0, err, sizeof(err)), -1);
     pp_test_rmtree(dir);
 }
+
+/* Another user who can write in the output directory plants symlinks to a file polyprof (root)
+ * must not write, under every name the old code used (temp files named by pid and end time, the
+ * last_profile.col temp link) and under the profile's own name: none is written through, the
+ * profile still lands. */
+Test(output, planted_links_are_never_followed)
+{
+    char *dir = pp_test_mkdtemp();
+    char out[PATH_MAX], victim[PATH_MAX], link[PATH_MAX + 128], path[PATH_MAX], err[256];
+    snprintf(out, sizeof(out), "%s/out", dir);
+    snprintf(victim, sizeof(victim), "%s/victim", dir);
+    pp_test_write_file(victim, "precious", 8);
+    cr_assert_eq(pp_output_prepare(out, err, sizeof(err)), 0, "%s", err);
+    const char *names[] = {".polyprof-tmp-%d-profile_1970-01-02T00:00:00.col",
+                           ".polyprof-tmp-%d-profile_1970-01-02T00:00:00_1.col",
+                           ".polyprof-tmp-%d-last_profile.col", "profile_1970-01-02T00:00:00.col"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char name[128];
+        snprintf(name, sizeof(name), names[i], (int)getpid());
+        snprintf(link, sizeof(link), "%s/%s", out, name);
+        cr_assert_eq(symlink(victim, link), 0, "%s", link);
+    }
+    cr_assert_eq(
+        pp_output_write(out, 86400, "# {}\nx 1", 8, true, path, sizeof(path), err, sizeof(err)), 0,
+        "%s", err);
+    char buf[16] = "";
+    FILE *f = fopen(victim, "r");
+    cr_assert_eq(fread(buf, 1, sizeof(buf), f), 8);
+    fclose(f);
+    cr_assert_str_eq(buf, "precious", "the planted link was written through");
+    /* the planted profile name is skipped, not replaced: the profile gets the next name */
+    cr_assert(strstr(path, "profile_1970-01-02T00:00:00_1.col") != NULL, "%s", path);
+    struct stat st;
+    cr_assert_eq(lstat(path, &st), 0);
+    cr_assert(S_ISREG(st.st_mode) && st.st_size == 8);
+    /* rotation never deletes a file the link was made to name by someone else */
+    snprintf(link, sizeof(link), "%s/last_profile.col", out);
+    cr_assert_eq(unlink(link), 0);
+    cr_assert_eq(symlink("../victim", link), 0);
+    cr_assert_eq(pp_output_write(out, 86401, "y", 1, true, path, sizeof(path), err, sizeof(err)), 0,
+                 "%s", err);
+    cr_assert_eq(access(victim, F_OK), 0);
+    pp_test_rmtree(dir);
+}

@@ -354,13 +354,67 @@ Test(symbols, perfmap_parsing)
         cr_assert(pp_perfmap_parse_line(bad[i], strlen(bad[i]), &a, &sz, &name, &nl) != 0,
                   "accepted '%s'", bad[i]);
     const char data[] = "1000 10 first\ngarbage line\n1010 10 second;x\n1010 8 newer\n2000 0 z";
-    pp_symtab t;
-    pp_symtab_init(&t);
-    cr_assert_eq(pp_perfmap_parse(data, sizeof(data) - 1, &t), 4);
-    cr_assert_str_eq(pp_symtab_name(&t, pp_symtab_find(&t, 0x100f)), "first");
-    cr_assert_str_eq(pp_symtab_name(&t, pp_symtab_find(&t, 0x1011)), "newer");
-    cr_assert_null(pp_symtab_find(&t, 0x1020));
-    pp_symtab_free(&t);
+    pp_perfmap m = {0};
+    cr_assert_eq(pp_perfmap_parse(&m, data, sizeof(data) - 1), 4);
+    cr_assert_str_eq(pp_perfmap_find(&m, 0x100f), "first");
+    cr_assert_str_eq(pp_perfmap_find(&m, 0x1011), "newer");
+    cr_assert_null(pp_perfmap_find(&m, 0x1020));
+    cr_assert_str_eq(pp_perfmap_find(&m, 0x2000), "z");
+    cr_assert_null(pp_perfmap_find(&m, 0xfff));
+    pp_perfmap_free(&m);
+}
+
+/* A perf map file far larger than the memory bound: memory stays under the bound, the newest
+ * entries are kept, the dropped ones are counted; lines appended later are read from where the
+ * last read stopped, a rewrite is read again. */
+Test(symbols, perfmap_memory_is_bounded)
+{
+    char *dir = pp_test_mkdtemp();
+    char path[512];
+    snprintf(path, sizeof(path), "%s/perf-1.map", dir);
+    FILE *f = fopen(path, "w");
+    const int lines = 200000; /* ~11 MiB of text */
+    for (int i = 0; i < lines; i++)
+        fprintf(f, "%x 10 LazyCompile:~function_number_%07d /srv/app/some/module.js:1:2\n",
+                0x100000 + i * 0x10, i);
+    fclose(f);
+    pp_perfmap m = {.max_bytes = 2u << 20};
+    int fd = open(path, O_RDONLY);
+    cr_assert_eq(pp_perfmap_update(&m, fd), lines);
+    cr_assert(pp_perfmap_memory(&m) <= 2u << 20, "%zu bytes", pp_perfmap_memory(&m));
+    cr_assert(m.dropped > lines / 2 && m.dropped + m.n == (uint64_t)lines, "%llu dropped, %zu held",
+              (unsigned long long)m.dropped, m.n);
+    char want[128];
+    snprintf(want, sizeof(want), "LazyCompile:~function_number_%07d /srv/app/some/module.js:1:2",
+             lines - 1);
+    cr_assert_str_eq(pp_perfmap_find(&m, 0x100000 + (uint64_t)(lines - 1) * 0x10 + 4), want,
+                     "the newest entries are kept");
+    cr_assert_null(pp_perfmap_find(&m, 0x100004), "the oldest went first");
+    /* an entry in use survives the next eviction; an unused old one does not */
+    uint64_t used = 0x100000 + (uint64_t)(lines - (int)m.n) * 0x10;
+    cr_assert_not_null(pp_perfmap_find(&m, used));
+    /* appended lines: only they are read */
+    f = fopen(path, "a");
+    for (int i = 0; i < 100000; i++)
+        fprintf(f, "%x 10 LazyCompile:~appended_%07d /srv/app/other.js:3:4\n", 0x8000000 + i * 0x10,
+                i);
+    fclose(f);
+    cr_assert_eq(pp_perfmap_update(&m, fd), 100000);
+    cr_assert(pp_perfmap_memory(&m) <= 2u << 20);
+    cr_assert_not_null(pp_perfmap_find(&m, used), "the used entry was evicted");
+    cr_assert_str_eq(pp_perfmap_find(&m, 0x8000000 + 99999 * 0x10),
+                     "LazyCompile:~appended_0099999 /srv/app/other.js:3:4");
+    cr_assert_eq(pp_perfmap_update(&m, fd), 0, "unchanged: nothing read");
+    close(fd);
+    /* rewritten (Compiler.perfmap writes the whole file again): read again */
+    pp_test_write_file(path, "500 10 rewritten\n", 17);
+    fd = open(path, O_RDONLY);
+    cr_assert_eq(pp_perfmap_update(&m, fd), 1);
+    cr_assert_eq(m.n, 1);
+    cr_assert_str_eq(pp_perfmap_find(&m, 0x505), "rewritten");
+    close(fd);
+    pp_perfmap_free(&m);
+    pp_test_rmtree(dir);
 }
 
 Test(symbols, kallsyms_fixture_file)

@@ -204,6 +204,29 @@ Test(spool, unwritable_directory_fails_cleanly, .init = pp_test_quiet_log)
     pp_test_rmtree(dir);
 }
 
+/* A spool path planted as a symlink (to a directory polyprof must not touch) is refused: the
+ * target keeps its mode and gets no entry. */
+Test(spool, symlinked_directory_is_refused, .init = pp_test_quiet_log)
+{
+    char *dir = pp_test_mkdtemp();
+    char target[600], link[600], err[512];
+    snprintf(target, sizeof(target), "%s/elsewhere", dir);
+    snprintf(link, sizeof(link), "%s/spool", dir);
+    cr_assert_eq(mkdir(target, 0755), 0);
+    cr_assert_eq(symlink(target, link), 0);
+    pp_spool *sp = pp_spool_open(link, "Test", NULL, err, sizeof(err));
+    if (sp) {
+        put(sp, 1, "x");
+        pp_spool_close(sp);
+    }
+    struct stat st;
+    cr_assert_eq(stat(target, &st), 0);
+    cr_expect_eq(st.st_mode & 0777, 0755, "the link target's mode was changed");
+    cr_expect_null(sp, "a symlinked spool was used");
+    cr_expect(strstr(err, "symbolic link"), "%s", err);
+    pp_test_rmtree(dir);
+}
+
 /* ---- Performance Studio request building ---- */
 
 Test(studio, url_has_gprofiler_query_parameters)
