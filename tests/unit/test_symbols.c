@@ -1012,6 +1012,16 @@ Test(symbols, deleted_binary_and_unreadable_mapping)
     pp_symbolizer_free(s);
 }
 
+/* Names a's and b's first function three times, alternately (the C and the C++ fixture). */
+static void name_alternately(pp_symbolizer *s, const child *a, const child *b)
+{
+    for (int i = 0; i < 3; i++) {
+        cr_assert_str_eq(sym_user(s, a->pid, a->v[0]), "pp_fixture_alpha");
+        cr_assert_str_eq(sym_user(s, b->pid, b->v[0]),
+                         "ppns::compute(std::vector<int, std::allocator<int> >&, double)");
+    }
+}
+
 Test(symbols, vdso_and_cache_eviction)
 {
     char p[512], cpp[512];
@@ -1019,11 +1029,7 @@ Test(symbols, vdso_and_cache_eviction)
     fixpath(cpp, sizeof(cpp), "cpp");
     child a = spawn(p, NULL), b = spawn(cpp, NULL);
     pp_symbolizer *s = pp_symbolizer_new(1);
-    for (int i = 0; i < 3; i++) {
-        cr_assert_str_eq(sym_user(s, a.pid, a.v[0]), "pp_fixture_alpha");
-        cr_assert_str_eq(sym_user(s, b.pid, b.v[0]),
-                         "ppns::compute(std::vector<int, std::allocator<int> >&, double)");
-    }
+    name_alternately(s, &a, &b);
     pp_symbolizer_stats st;
     pp_symbolizer_get_stats(s, &st);
     cr_assert_eq(st.binaries_loaded, 6);
@@ -1057,22 +1063,14 @@ Test(symbols, cache_bounded_in_bytes)
     child a = spawn(p, NULL), b = spawn(cpp, NULL);
     pp_symbolizer *s = pp_symbolizer_new(0);
     pp_symbolizer_set_max_binary_bytes(s, 1); /* only the newest table stays */
-    for (int i = 0; i < 3; i++) {
-        cr_assert_str_eq(sym_user(s, a.pid, a.v[0]), "pp_fixture_alpha");
-        cr_assert_str_eq(sym_user(s, b.pid, b.v[0]),
-                         "ppns::compute(std::vector<int, std::allocator<int> >&, double)");
-    }
+    name_alternately(s, &a, &b);
     pp_symbolizer_stats st;
     pp_symbolizer_get_stats(s, &st);
     cr_assert_eq(st.binaries_loaded, 6);
     cr_assert_eq(st.binaries_evicted, 5);
     cr_assert(st.binary_bytes > 1, "the one table kept is counted");
     pp_symbolizer_set_max_binary_bytes(s, 64u << 20); /* both fit: loaded once more each */
-    for (int i = 0; i < 3; i++) {
-        cr_assert_str_eq(sym_user(s, a.pid, a.v[0]), "pp_fixture_alpha");
-        cr_assert_str_eq(sym_user(s, b.pid, b.v[0]),
-                         "ppns::compute(std::vector<int, std::allocator<int> >&, double)");
-    }
+    name_alternately(s, &a, &b);
     pp_symbolizer_get_stats(s, &st);
     cr_assert_eq(st.binaries_loaded, 7);
     reap(&a);
