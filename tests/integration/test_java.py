@@ -237,7 +237,12 @@ def standin_asprof_env(tmp_path):
     return dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
 
 
-def test_async_profiler_mode(hot_classes, launchers, start_app, outdir, tmp_path):
+def test_async_profiler_command_line_contract_with_the_stand_in(hot_classes, launchers, start_app,
+                                                               outdir, tmp_path):
+    """Contract test against tests/integration/standins/asprof (not async-profiler): --java-mode
+    ap starts asprof with gProfiler's command lines and parses its collapsed output; the
+    stand-in's fixed frames say nothing about accuracy. The real async-profiler (Maven Central's
+    jar carries libasyncProfiler.so, not the asprof launcher) is the Java issue's."""
     if not STANDIN_ASPROF.exists():
         pytest.skip("no async-profiler stand-in (tests/integration/standins/asprof)")
     jdk("17")

@@ -188,7 +188,7 @@ static int count_entries(const char *dir)
     return n;
 }
 
-Test(asprof, start_collect_free_with_the_standin)
+Test(asprof, contract_start_collect_free_with_the_standin)
 {
     env e;
     env_init(&e, true, 0);
