@@ -1,8 +1,8 @@
 /* Unit tests of the async-profiler launcher: the collapsed-output parser, gProfiler's exact
  * start/stop argument strings, and start/collect/free end to end against the stand-in
  * tests/integration/standins/asprof (a python3 script that accepts only gProfiler's command
- * lines and answers like async-profiler: no real async-profiler can be installed here), with
- * a real long-running process as the target. */
+ * lines and answers like async-profiler: a contract test of polyprof's side, not of
+ * async-profiler), with a real long-running process as the target. */
 #include "tests/unit/testutil.h"
 
 #include <limits.h>
