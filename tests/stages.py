@@ -172,10 +172,12 @@ def run_unit(binaries):
     return stage.finish()
 
 
-# Programs the unit tests start that are not the tests themselves: system binaries, helper
+# Programs the unit tests start that are not the tests themselves: system binaries, pyenv's
+# interpreters (under valgrind a CPython takes more than the tests' 30 s to start), helper
 # programs built in private temp directories, stand-ins. Criterion's workers (the test binary
-# re-executed from its absolute path) are traced wherever the checkout is.
-VG_SKIP = "/usr/*,/bin/*,/sbin/*,/lib/*,/lib64/*,/tmp/pp_*,*/tests/integration/standins/*"
+# re-executed from its absolute path) are traced wherever the checkout is, /root and /tmp too.
+VG_SKIP = ("/usr/*,/bin/*,/sbin/*,/lib/*,/lib64/*,/opt/*,*/.pyenv/*,/tmp/pp_*,"
+           "*/tests/integration/standins/*")
 
 
 def run_valgrind(binaries):
