@@ -507,27 +507,45 @@ static pp_binary *slot_find(pp_symbolizer *s, const struct stat *st, const pp_el
     return NULL;
 }
 
-/* Drops least recently used tables (never keep) until the cached tables fit the byte budget.
- * Maps that pointed at a dropped table see its slot's generation change and load it again. */
+/* The least recently used cached table, other than slot skip; SIZE_MAX when there is none. */
+static size_t lru_slot(const pp_symbolizer *s, size_t skip)
+{
+    size_t victim = SIZE_MAX;
+    for (size_t i = 0; i < s->max_binaries; i++)
+        if (s->slots[i].bin && i != skip &&
+            (victim == SIZE_MAX || s->slots[i].last_used < s->slots[victim].last_used))
+            victim = i;
+    return victim;
+}
+
+static size_t table_bytes(const pp_binary *b)
+{
+    return sizeof(*b) + pp_symtab_memory(&b->tab);
+}
+
+/* Maps that pointed at an evicted table see its slot's generation change and load it again. */
+static void slot_evict(pp_symbolizer *s, size_t i)
+{
+    binary_free(s->slots[i].bin);
+    s->slots[i].bin = NULL;
+    s->stats.binaries_evicted++;
+}
+
+/* Drops least recently used tables (never keep) until the cached tables fit the byte budget. */
 static void evict_over_budget(pp_symbolizer *s, size_t keep)
 {
-    for (;;) {
-        size_t total = 0, victim = SIZE_MAX;
-        for (size_t i = 0; i < s->max_binaries; i++) {
-            if (!s->slots[i].bin)
-                continue;
-            total += sizeof(pp_binary) + pp_symtab_memory(&s->slots[i].bin->tab);
-            if (i != keep &&
-                (victim == SIZE_MAX || s->slots[i].last_used < s->slots[victim].last_used))
-                victim = i;
-        }
-        s->stats.binary_bytes = total;
-        if (total <= s->max_binary_bytes || victim == SIZE_MAX)
-            return;
-        binary_free(s->slots[victim].bin);
-        s->slots[victim].bin = NULL;
-        s->stats.binaries_evicted++;
+    size_t total = 0;
+    for (size_t i = 0; i < s->max_binaries; i++)
+        if (s->slots[i].bin)
+            total += table_bytes(s->slots[i].bin);
+    while (total > s->max_binary_bytes) {
+        size_t victim = lru_slot(s, keep);
+        if (victim == SIZE_MAX)
+            break;
+        total -= table_bytes(s->slots[victim].bin);
+        slot_evict(s, victim);
     }
+    s->stats.binary_bytes = total;
 }
 
 void pp_symbolizer_set_max_binary_bytes(pp_symbolizer *s, size_t bytes)
@@ -535,22 +553,18 @@ void pp_symbolizer_set_max_binary_bytes(pp_symbolizer *s, size_t bytes)
     s->max_binary_bytes = bytes;
 }
 
+/* Puts b in a free slot, else in place of the least recently used table. */
 static uint32_t slot_insert(pp_symbolizer *s, pp_binary *b)
 {
-    size_t victim = 0;
-    for (size_t i = 0; i < s->max_binaries; i++) {
-        if (!s->slots[i].bin) {
+    size_t victim = SIZE_MAX;
+    for (size_t i = 0; i < s->max_binaries && victim == SIZE_MAX; i++)
+        if (!s->slots[i].bin)
             victim = i;
-            break;
-        }
-        if (s->slots[i].last_used < s->slots[victim].last_used)
-            victim = i;
+    if (victim == SIZE_MAX) {
+        victim = lru_slot(s, SIZE_MAX);
+        slot_evict(s, victim);
     }
     binslot *sl = &s->slots[victim];
-    if (sl->bin) {
-        binary_free(sl->bin);
-        s->stats.binaries_evicted++;
-    }
     sl->bin = b;
     sl->gen = s->next_gen++;
     sl->last_used = ++s->clock;
