@@ -394,7 +394,7 @@ size_t pp_pyroscope_groups(const char *col, size_t len, pp_pyro_group **out)
     for (size_t i = 0; i < t.n; i++) {
         pp_pyro_group *g = &t.g[i];
         if (i < nsets && sets[i] && write_body(g, sets[i]) < 0) {
-            free(g->body); /* out of memory: this group is sent empty-handed, i.e. not at all */
+            free(g->body); /* out of memory: an empty group, which is not sent */
             g->body = NULL;
             g->len = 0;
         }
@@ -482,6 +482,8 @@ pp_send_result pp_pyroscope_send(pp_pyroscope *p, const pp_upload_item *it)
     double secs = 0;
     pp_send_result res = PP_SEND_OK;
     for (size_t i = first; i < n; i++) {
+        if (!g[i].len)
+            continue; /* its body could not be built (out of memory): nothing to send */
         char *url = pp_pyroscope_url(p->server, p->app, p->hostname, &g[i], it->start, it->end,
                                      it->frequency);
         if (!url) {
