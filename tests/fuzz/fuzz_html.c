@@ -48,8 +48,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (const char *p = open; p < close; p++)
         if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
             abort(); /* not plain ASCII */
-    /* \u0000 is valid JSON (JSON.parse takes it); jansson wants to be told */
-    json_t *d = json_loadb(open, (size_t)(close - open), JSON_ALLOW_NUL, NULL);
+    /* Read as the page's JSON.parse reads it: \u0000 is valid, and every number is a double (a
+     * .col count may be any uint64, beyond jansson's int64 integers) */
+    json_t *d =
+        json_loadb(open, (size_t)(close - open), JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, NULL);
     if (!d || !json_is_array(json_object_get(d, "stacks")) ||
         !json_is_array(json_object_get(d, "names")))
         abort();
