@@ -20,7 +20,7 @@ LDLIBS   := -lbpf -lelf -lz -llzma -ljansson -lpcre2-8 -ldl -lpthread -liberty -
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZSAN  := -fsanitize=fuzzer-no-link,address,undefined
 
-LIB_SRC  := $(sort $(wildcard orchestrator/*.c merge/*.c runtimes/*.c runtimes/*/*.c))
+LIB_SRC  := $(sort $(wildcard base/*.c orchestrator/*.c merge/*.c runtimes/*.c runtimes/*/*.c))
 LIB_SRC  := $(filter-out orchestrator/main.c,$(LIB_SRC))
 BPF_SRC  := $(wildcard bpf/*.bpf.c)
 SKELS    := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRC))

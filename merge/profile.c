@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
+
 typedef struct {
     uint32_t off, len;
     uint64_t count;

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
+
 /* Strings live in large chunks; an open-addressing index maps hash -> id. */
 #define CHUNK_SIZE (64 * 1024)
 
@@ -21,20 +23,6 @@ struct pp_strtab {
     size_t index_cap;
     size_t bytes;
 };
-
-uint64_t pp_hash_bytes(const void *data, size_t len, uint64_t seed)
-{
-    const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    return h;
-}
 
 static char *arena_alloc(pp_strtab *t, size_t n)
 {

@@ -20,7 +20,4 @@ size_t pp_strtab_count(const pp_strtab *t);
 /* Bytes held by the table (for memory accounting). */
 size_t pp_strtab_bytes(const pp_strtab *t);
 
-/* 64-bit FNV-1a-style hash used by the merge tables. */
-uint64_t pp_hash_bytes(const void *data, size_t len, uint64_t seed);
-
 #endif

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "orchestrator/cli_opts.h"
-#include "orchestrator/log.h"
-#include "orchestrator/safefile.h"
+#include "base/log.h"
+#include "base/safefile.h"
 
 const char *pp_cli_default_config_path = "/etc/polyprof/config.ini";
 const char *pp_cli_gprofiler_config_path = "/etc/gprofiler/config.ini";

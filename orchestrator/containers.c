@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "orchestrator/curl_api.h"
-#include "orchestrator/log.h"
-#include "runtimes/procfiles.h"
+#include "base/log.h"
+#include "base/procfiles.h"
 
 #define ID_LEN 64
 #define MAX_CGROUP_BYTES (64 * 1024)

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "orchestrator/cli.h"
-#include "orchestrator/log.h"
-#include "runtimes/procfiles.h"
+#include "base/log.h"
+#include "base/procfiles.h"
 
 #define MAPS_INIT (64 * 1024)
 #define MAPS_KEEP (1024 * 1024)     /* a bigger buffer is released after each pass */

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "orchestrator/discovery_int.h"
-#include "runtimes/procmap_query.h"
+#include "base/procmap_query.h"
 
 #define QUERY_MAX_VMAS 65536
 /* Each VMA becomes a maps-like line with this fixed prefix, so the same regexes (matched on

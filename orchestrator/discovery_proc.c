@@ -1,6 +1,6 @@
 /* Process discovery helpers: /proc/<pid>/stat parsing and the cached Go-executable check. */
 #include "orchestrator/discovery_int.h"
-#include "runtimes/elfnotes.h"
+#include "base/elfnotes.h"
 
 #include <errno.h>
 #include <fcntl.h>

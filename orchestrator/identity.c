@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "orchestrator/containers.h"
-#include "orchestrator/log.h"
+#include "base/log.h"
 #include "runtimes/runtime.h"
 
 typedef struct entry {

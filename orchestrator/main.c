@@ -7,10 +7,10 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "orchestrator/child.h"
+#include "base/child.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/discovery.h"
-#include "orchestrator/log.h"
+#include "base/log.h"
 #include "orchestrator/output.h"
 #include "orchestrator/precond.h"
 #include "orchestrator/session.h"

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "orchestrator/discovery.h"
-#include "orchestrator/log.h"
+#include "base/log.h"
 #include "runtimes/runtime.h"
 
 #define DEFAULT_API_SERVER "https://api.granulate.io"

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "merge/header.h"
-#include "orchestrator/safefile.h"
+#include "base/safefile.h"
 
 #define TMP_PREFIX ".polyprof-tmp-"
 

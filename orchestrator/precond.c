@@ -15,9 +15,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "orchestrator/log.h"
-#include "orchestrator/safefile.h"
-#include "runtimes/inroot.h"
+#include "base/log.h"
+#include "base/safefile.h"
+#include "base/inroot.h"
 
 int pp_check_root(const pp_config *cfg)
 {

@@ -13,8 +13,8 @@
 #include "merge/header.h"
 #include "merge/linecount.h"
 #include "orchestrator/http.h"
-#include "orchestrator/log.h"
-#include "orchestrator/safefile.h"
+#include "base/log.h"
+#include "base/safefile.h"
 
 enum { RT_NATIVE = 0, RT_JAVA, RT_PYTHON, RT_RUBY, RT_PHP, RT_DOTNET, RT_NODEJS, RT_N };
 static const char *const rt_names[RT_N] = {"native", "java",   "python", "ruby",

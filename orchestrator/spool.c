@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "merge/header.h"
-#include "orchestrator/log.h"
-#include "orchestrator/safefile.h"
-#include "runtimes/procfiles.h"
+#include "base/log.h"
+#include "base/safefile.h"
+#include "base/procfiles.h"
 
 #define MAGIC "PPSPOOL1 "
 #define SUFFIX ".spool"

@@ -10,7 +10,7 @@
 #include "merge/collapsed.h"
 #include "merge/header.h"
 #include "orchestrator/http.h"
-#include "orchestrator/log.h"
+#include "base/log.h"
 
 #define HEALTH_TIMEOUT_S 5
 #define GZIP_LEVEL 6

@@ -4,8 +4,8 @@
  * gProfiler's identifier loop does. */
 #include "runtimes/appid.h"
 
-#include "runtimes/inroot.h"
-#include "runtimes/procfiles.h"
+#include "base/inroot.h"
+#include "base/procfiles.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "orchestrator/log.h"
+#include "base/log.h"
 
 typedef struct job {
     const pp_runtime_driver *drv;

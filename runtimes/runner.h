@@ -3,7 +3,7 @@
  * told to stop; one that still does not return is abandoned and its pids get a
  * "[Profiling error: profiler did not finish in time]" stack. A driver whose start fails gives
  * its pids "[Profiling error: profiler failed to start]". External profilers run as children
- * (orchestrator/child.h), so a crashing profiler only affects its own pids. */
+ * (base/child.h), so a crashing profiler only affects its own pids. */
 #ifndef PP_RUNNER_H
 #define PP_RUNNER_H
 

@@ -9,7 +9,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "runtimes/elfinfo.h"
+#include "base/elfinfo.h"
 
 extern const pp_runtime_driver pp_go_driver;
 extern const pp_runtime_driver pp_python_driver;

@@ -11,7 +11,7 @@
 
 #include "orchestrator/discovery.h"
 #include "orchestrator/discovery_int.h"
-#include "orchestrator/log.h"
+#include "base/log.h"
 
 static double now_ms(void)
 {

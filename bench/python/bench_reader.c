@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orchestrator/child.h"
+#include "base/child.h"
 #include "runtimes/python/cpython.h"
 
 static const int depths[] = {10, 50, 200};

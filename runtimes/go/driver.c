@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtimes/elfinfo.h"
+#include "base/elfinfo.h"
 #include "runtimes/runtime.h"
 
 static json_t *go_metadata(int pid)

@@ -23,11 +23,11 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "orchestrator/child.h"
-#include "orchestrator/log.h"
+#include "base/child.h"
+#include "base/log.h"
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/asprof_int.h"
-#include "runtimes/procfiles.h"
+#include "base/procfiles.h"
 
 #define MAX_CREATED 8
 #define STOP_SECONDS 8.0 /* how long a stop may take */

@@ -2,7 +2,7 @@
  * (`resources/java/asprof` next to polyprof, else `asprof` on PATH) with gProfiler's exact
  * load/start/stop command lines (spec gprofiler-compat.md §5.3: interval from -f, cpu/itimer
  * choice, file=<out>,collapsed,ann,sig, log file, timeout), as supervised children
- * (orchestrator/child.h), and parses its collapsed output into a profile. One session per JVM;
+ * (base/child.h), and parses its collapsed output into a profile. One session per JVM;
  * called from the Java driver's thread (start, collect and free from the same thread). */
 #ifndef PP_ASPROF_H
 #define PP_ASPROF_H

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "runtimes/java/asprof_int.h"
-#include "runtimes/procfiles.h"
+#include "base/procfiles.h"
 
 int pp_asprof_open_dir(int pid, const char *path, bool require_root, char created[][4096],
                        int *ncreated, int max, char *err, size_t errlen)

@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orchestrator/log.h"
-#include "runtimes/inroot.h"
-#include "runtimes/procfiles.h"
+#include "base/log.h"
+#include "base/inroot.h"
+#include "base/procfiles.h"
 
 #define MAX_ARG 4096
 

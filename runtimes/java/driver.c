@@ -22,10 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orchestrator/log.h"
+#include "base/log.h"
 #include "runtimes/appid.h"
-#include "runtimes/elfinfo.h"
-#include "runtimes/inroot.h"
+#include "base/elfinfo.h"
+#include "base/inroot.h"
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/attach.h"
 #include "runtimes/java/java.h"
@@ -33,7 +33,7 @@
 #include "runtimes/java/jvminfo.h"
 #include "runtimes/java/jvmutil.h"
 #include "runtimes/java/safemode.h"
-#include "runtimes/procfiles.h"
+#include "base/procfiles.h"
 #include "runtimes/runtime.h"
 
 /* ---- metadata and appid ---- */

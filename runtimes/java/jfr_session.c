@@ -11,13 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orchestrator/log.h"
-#include "runtimes/inroot.h"
+#include "base/log.h"
+#include "base/inroot.h"
 #include "runtimes/java/attach.h"
 #include "runtimes/java/java.h"
 #include "runtimes/java/jfr.h"
 #include "runtimes/java/jvmutil.h"
-#include "runtimes/procfiles.h"
+#include "base/procfiles.h"
 
 static atomic_uint rec_counter;
 

@@ -7,12 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "orchestrator/log.h"
-#include "runtimes/inroot.h"
+#include "base/log.h"
+#include "base/inroot.h"
 #include "runtimes/java/java.h"
 #include "runtimes/java/jvminfo.h"
 #include "runtimes/java/jvmutil.h"
-#include "runtimes/procfiles.h"
+#include "base/procfiles.h"
 
 static pthread_mutex_t safemode_lock = PTHREAD_MUTEX_INITIALIZER;
 static char safemode_reason[64];

@@ -14,15 +14,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orchestrator/child.h"
-#include "orchestrator/log.h"
-#include "orchestrator/safefile.h"
-#include "runtimes/inroot.h"
+#include "base/child.h"
+#include "base/log.h"
+#include "base/safefile.h"
+#include "base/inroot.h"
 #include "runtimes/java/attach.h"
 #include "runtimes/java/java.h"
 #include "runtimes/java/jfr_session.h"
 #include "runtimes/java/jvmutil.h"
-#include "runtimes/procfiles.h"
+#include "base/procfiles.h"
 
 /* One JVM polyprof asked for a perf map. */
 typedef struct pm_entry {

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "orchestrator/log.h"
+#include "base/log.h"
 
 #define MAX_EXITS 64
 

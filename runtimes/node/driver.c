@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "runtimes/appid.h"
-#include "runtimes/elfinfo.h"
+#include "base/elfinfo.h"
 #include "runtimes/runtime.h"
 
 /* Node embeds its version in the "node.js/vX.Y.Z" user-agent literal. */

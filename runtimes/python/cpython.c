@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtimes/elfinfo.h"
-#include "runtimes/inroot.h"
+#include "base/elfinfo.h"
+#include "base/inroot.h"
 #include "runtimes/python/cpython_int.h"
 #include "runtimes/symbols/symbols_internal.h"
 

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "runtimes/python/cpython.h"
-#include "runtimes/python/remote_mem.h"
+#include "base/remote_mem.h"
 
 #define PP_PY_MAX_THREADS 4096
 #define PP_PY_MAX_INTERPS 64

@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include "runtimes/appid.h"
-#include "runtimes/elfinfo.h"
-#include "runtimes/inroot.h"
-#include "orchestrator/log.h"
-#include "runtimes/procfiles.h"
+#include "base/elfinfo.h"
+#include "base/inroot.h"
+#include "base/log.h"
+#include "base/procfiles.h"
 #include "runtimes/python/python_int.h"
 #include "runtimes/runtime.h"
 

@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtimes/inroot.h"
-#include "runtimes/procfiles.h"
+#include "base/inroot.h"
+#include "base/procfiles.h"
 
 #define MAX_LIST_FILE (16u << 20) /* RECORD / installed-files.txt */
 #define MAX_META_FILE (64u << 10) /* only the first headers of METADATA / PKG-INFO are read */

@@ -1,6 +1,6 @@
 /* The py-spy launcher (--python-mode pyspy): one `py-spy record` child per Python process with
  * gProfiler's exact command line (spec gprofiler-compat.md §5.4), run through
- * orchestrator/child.h, its raw folded output parsed and annotated with package versions. */
+ * base/child.h, its raw folded output parsed and annotated with package versions. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "merge/strtab.h"
-#include "orchestrator/child.h"
-#include "orchestrator/log.h"
-#include "runtimes/procfiles.h"
+#include "base/child.h"
+#include "base/log.h"
+#include "base/procfiles.h"
 #include "runtimes/python/pkgversions.h"
 #include "runtimes/python/python_int.h"
 

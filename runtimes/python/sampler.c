@@ -17,9 +17,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "orchestrator/child.h"
-#include "orchestrator/log.h"
-#include "runtimes/procfiles.h"
+#include "base/child.h"
+#include "base/log.h"
+#include "base/procfiles.h"
 #include "runtimes/python/cpython.h"
 #include "runtimes/python/pkgversions.h"
 #include "runtimes/python/python_int.h"

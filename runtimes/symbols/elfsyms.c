@@ -15,9 +15,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "runtimes/elfnotes.h"
-#include "runtimes/inroot.h"
-#include "orchestrator/log.h"
+#include "base/elfnotes.h"
+#include "base/inroot.h"
+#include "base/log.h"
 
 #define MAX_SECTIONS (1u << 16)
 #define DEBUGDATA_MAX_OUT (128u << 20)

@@ -9,7 +9,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "runtimes/procmap_query.h"
+#include "base/procmap_query.h"
 
 /* Parses a number in base 16 or 10 at s[*i]; returns 0 on success. */
 static int num(const char *s, size_t len, size_t *i, int base, uint64_t *out)

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orchestrator/log.h"
-#include "runtimes/inroot.h"
-#include "runtimes/procfiles.h"
+#include "base/log.h"
+#include "base/inroot.h"
+#include "base/procfiles.h"
 #include "runtimes/symbols/symbols_internal.h"
 
 #define DEFAULT_MAX_BINARIES 256

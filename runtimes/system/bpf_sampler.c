@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "bpf/sampler.h"
-#include "orchestrator/log.h"
+#include "base/log.h"
 #include "runtimes/system/cpus.h"
 #include "runtimes/system/ksym_bpf.h"
 #include "runtimes/system/stackcache.h"

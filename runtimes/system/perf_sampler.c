@@ -12,9 +12,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/hash.h"
 #include "merge/strtab.h"
-#include "orchestrator/log.h"
-#include "runtimes/procfiles.h"
+#include "base/log.h"
+#include "base/procfiles.h"
 #include "runtimes/system/cpus.h"
 
 #define MAX_CPUS 1024

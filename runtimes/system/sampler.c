@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "orchestrator/log.h"
+#include "base/log.h"
 #include "runtimes/system/bpf_sampler.h"
 #include "runtimes/system/perf_sampler.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "merge/profile.h"
-#include "orchestrator/log.h"
+#include "base/log.h"
 #include "runtimes/java/asprof.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

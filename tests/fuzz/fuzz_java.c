@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/log.h"
+#include "base/log.h"
 #include "runtimes/java/attach.h"
 #include "runtimes/java/jvminfo.h"
 #include "runtimes/java/safemode.h"

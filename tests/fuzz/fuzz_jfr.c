@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "merge/profile.h"
-#include "orchestrator/log.h"
+#include "base/log.h"
 #include "runtimes/java/jfr.h"
 
 static int keep_odd(void *arg, long tid)

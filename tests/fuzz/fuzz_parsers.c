@@ -8,7 +8,7 @@
 
 #include "merge/collapsed.h"
 #include "orchestrator/containers.h"
-#include "orchestrator/log.h"
+#include "base/log.h"
 #include "orchestrator/pyroscope.h"
 #include "orchestrator/studio.h"
 #include "runtimes/appid.h"

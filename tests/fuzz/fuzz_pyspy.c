@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "merge/profile.h"
-#include "orchestrator/log.h"
+#include "base/log.h"
 #include "runtimes/python/pkgversions.h"
 #include "runtimes/python/python_int.h"
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "orchestrator/log.h"
+#include "base/log.h"
 #include "runtimes/symbols/symbols_internal.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

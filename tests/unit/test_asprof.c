@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 
 #include "merge/profile.h"
-#include "orchestrator/child.h"
+#include "base/child.h"
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/asprof_int.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests for child-process supervision and temp directories (orchestrator/child.c).
+/* Unit tests for child-process supervision and temp directories (base/child.c).
  * Real processes: /bin stand-ins, and this test binary itself re-executed as a helper
  * ("<self> --pp-child-helper MODE ARGS...", handled in a constructor before Criterion starts),
  * which keeps working under valgrind --trace-children. Waits are on conditions with timeouts. */
@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "orchestrator/child.h"
+#include "base/child.h"
 
 /* ---- helper modes (run in the re-executed binary, never return) ---- */
 

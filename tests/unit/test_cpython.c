@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "orchestrator/child.h"
-#include "runtimes/procfiles.h"
+#include "base/child.h"
+#include "base/procfiles.h"
 #include "runtimes/python/cpython.h"
 #include "runtimes/python/cpython_int.h"
 #include "testutil.h"

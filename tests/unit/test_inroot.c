@@ -1,4 +1,4 @@
-/* Opening files inside a process's root (runtimes/inroot.h): the openat2 resolution, the
+/* Opening files inside a process's root (base/inroot.h): the openat2 resolution, the
  * user-space walk used where openat2 is missing, and the path form given to readers that take a
  * path, against fake roots whose symlinks try to lead out. */
 #include "tests/unit/testutil.h"
@@ -7,8 +7,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "runtimes/inroot.h"
-#include "runtimes/procfiles.h"
+#include "base/inroot.h"
+#include "base/procfiles.h"
 
 Test(inroot, files_open_inside_a_root_only)
 {

@@ -20,7 +20,7 @@
 #include "runtimes/java/jvminfo.h"
 #include "runtimes/java/jvmutil.h"
 #include "runtimes/java/safemode.h"
-#include "runtimes/procfiles.h"
+#include "base/procfiles.h"
 
 TestSuite(java, .init = pp_test_quiet_log);
 

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "merge/scale.h"
-#include "orchestrator/child.h"
+#include "base/child.h"
 #include "runtimes/runner.h"
 
 TestSuite(runner, .init = pp_test_quiet_log);

@@ -1,12 +1,12 @@
-/* Unit tests for orchestrator/safefile.c (creating files without following planted links,
+/* Unit tests for base/safefile.c (creating files without following planted links,
  * bounded input reads, message escaping) and the log file's opening and rotation (log.c). */
 #include "tests/unit/testutil.h"
 
 #include <dirent.h>
 #include <limits.h>
 
-#include "orchestrator/log.h"
-#include "orchestrator/safefile.h"
+#include "base/log.h"
+#include "base/safefile.h"
 
 TestSuite(safefile, .init = pp_test_quiet_log);
 TestSuite(logfile, .init = pp_test_quiet_log, .fini = pp_log_close);

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "runtimes/procfiles.h"
+#include "base/procfiles.h"
 #include "runtimes/symbols/symbolizer.h"
 #include "runtimes/symbols/symbols_internal.h"
 #include "runtimes/system/ksym_bpf.h"

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "orchestrator/log.h"
+#include "base/log.h"
 
 /* Quiet logging for tests: only CRITICAL reaches stderr. */
 static inline void pp_test_quiet_log(void)

@@ -1,5 +1,5 @@
 /* Child-process supervision (see child.h); temp directories are in child_tmp.c. */
-#include "orchestrator/child.h"
+#include "base/child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orchestrator/log.h"
+#include "base/log.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434

@@ -1,5 +1,5 @@
-#include "runtimes/elfinfo.h"
-#include "runtimes/elfnotes.h"
+#include "base/elfinfo.h"
+#include "base/elfnotes.h"
 
 #include <ctype.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /* Walking a process's VMAs with PROCMAP_QUERY (see procmap_query.h). */
-#include "runtimes/procmap_query.h"
+#include "base/procmap_query.h"
 
 #include <errno.h>
 #include <limits.h>

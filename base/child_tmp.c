@@ -1,7 +1,7 @@
 /* polyprof's private scratch space, /run/polyprof (see child.h), and the name of the directory
  * for files targets read. Never follows symlinks: every removal goes through openat/unlinkat
  * with O_NOFOLLOW. */
-#include "orchestrator/child.h"
+#include "base/child.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orchestrator/log.h"
-#include "orchestrator/safefile.h"
-#include "runtimes/procfiles.h"
+#include "base/log.h"
+#include "base/safefile.h"
+#include "base/procfiles.h"
 
 __attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt,
                                                           ...)

@@ -1,5 +1,5 @@
 /* Opening files inside a process's root (see inroot.h). */
-#include "runtimes/inroot.h"
+#include "base/inroot.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "orchestrator/log.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orchestrator/safefile.h"
+#include "base/safefile.h"
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static pp_log_level stderr_level = PP_LOG_INFO;

@@ -1,5 +1,5 @@
 /* Safe file creation and bounded input reads (see safefile.h). */
-#include "orchestrator/safefile.h"
+#include "base/safefile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtimes/procfiles.h"
+#include "base/procfiles.h"
 
 #define UNIQUE_CHARS 12
 #define UNIQUE_TRIES 100

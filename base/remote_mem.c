@@ -1,5 +1,5 @@
 /* Remote memory reader (see remote_mem.h). */
-#include "runtimes/python/remote_mem.h"
+#include "base/remote_mem.h"
 
 #include <errno.h>
 #include <fcntl.h>

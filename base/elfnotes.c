@@ -1,5 +1,5 @@
 /* ELF note walker (see elfnotes.h). */
-#include "runtimes/elfnotes.h"
+#include "base/elfnotes.h"
 
 #include <string.h>
 

@@ -1,4 +1,4 @@
-#include "runtimes/procfiles.h"
+#include "base/procfiles.h"
 
 #include <errno.h>
 #include <fcntl.h>
