@@ -42,7 +42,7 @@ UNIT_VG  := $(patsubst tests/unit/%.c,$(BUILD)/tests/vg/%,$(UNIT_SRC))
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all deps run test unit valgrind integration fuzz summary bench format format-check \
+.PHONY: all deps run test unit valgrind integration fuzz summary bench format format-check layers \
         clean
 # Keep the object files of pattern rules (Make would delete them as intermediates).
 .SECONDARY:
@@ -160,12 +160,16 @@ summary:
 format-check:
 	@$(STAGES) format
 
+layers:
+	@$(STAGES) layers
+
 # All stages run even when one fails, so that one run reports everything; the summary fails
 # if any did.
 test: deps
 	@$(MAKE) --no-print-directory all
 	@rm -rf $(BUILD)/results
 	@$(MAKE) --no-print-directory format-check || true
+	@$(MAKE) --no-print-directory layers || true
 	@$(MAKE) --no-print-directory unit || true
 	@$(MAKE) --no-print-directory valgrind || true
 	@$(MAKE) --no-print-directory fuzz || true

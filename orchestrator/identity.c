@@ -91,9 +91,7 @@ static entry *add(pp_identity *id, const pp_proc *p)
         e = &id->e[id->n++];
     }
     *e = (entry){.pid = p->pid, .start = p->start_ticks, .kind = p->kind};
-    const pp_runtime_driver *d = pp_runtime_for_kind(p->kind);
-    if (d && d->appid)
-        e->appid = d->appid(p->pid);
+    e->appid = pp_runtime_appid(p->pid, p->kind);
     e->md = pp_app_metadata(p->pid, p->kind);
     return e;
 }
@@ -104,7 +102,7 @@ void pp_identity_set_procs(pp_identity *id, const pp_proc_list *procs)
     if (id->containers)
         pp_containers_new_session(id->containers);
     for (size_t i = 0; i < procs->n; i++)
-        if (pp_runtime_for_kind(procs->procs[i].kind))
+        if (pp_runtime_get(procs->procs[i].kind))
             add(id, &procs->procs[i]);
 }
 

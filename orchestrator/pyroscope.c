@@ -15,10 +15,7 @@
 #include "orchestrator/http.h"
 #include "base/log.h"
 #include "base/safefile.h"
-
-enum { RT_NATIVE = 0, RT_JAVA, RT_PYTHON, RT_RUBY, RT_PHP, RT_DOTNET, RT_NODEJS, RT_N };
-static const char *const rt_names[RT_N] = {"native", "java",   "python", "ruby",
-                                           "php",    "dotnet", "nodejs"};
+#include "runtimes/runtime.h"
 
 struct pp_pyroscope {
     char *server, *app, *tenant, *user, *password;
@@ -152,46 +149,49 @@ static bool ends_with(const char *s, size_t n, const char *suf)
     return n >= k && memcmp(s + n - k, suf, k) == 0;
 }
 
-static int frame_runtime(const char *f, size_t n)
+static bool starts_with(const char *s, size_t n, const char *pre)
 {
-    if (n > 4 && f[n - 1] == ']') {
-        if (ends_with(f, n, "_[j]") || ends_with(f, n, "_[i]") || ends_with(f, n, "_[1]") ||
-            ends_with(f, n, "_[0]"))
-            return RT_JAVA;
-        if (ends_with(f, n, "_[p]") || ends_with(f, n, "_[pe]") || ends_with(f, n, "_[pn]"))
-            return RT_PYTHON;
-        if (ends_with(f, n, "_[rb]"))
-            return RT_RUBY;
-        if (ends_with(f, n, "_[php]"))
-            return RT_PHP;
-        if (ends_with(f, n, "_[net]"))
-            return RT_DOTNET;
-        if (ends_with(f, n, "_[js]"))
-            return RT_NODEJS;
-    }
-    if ((n >= 11 && memcmp(f, "LazyCompile", 11) == 0) ||
-        (n >= 19 && memcmp(f, "InterpretedFunction", 19) == 0))
-        return RT_NODEJS;
-    return RT_NATIVE;
+    size_t k = strlen(pre);
+    return n >= k && memcmp(s, pre, k) == 0;
 }
 
-static int stack_runtime(const char *s, size_t len)
+/* The kind whose frame suffixes (then, in a second pass, prefixes) frame f carries, as the
+ * runtimes' descriptors list them; native if none. */
+static pp_proc_kind frame_kind(const char *f, size_t n)
+{
+    for (int k = 1; n > 4 && f[n - 1] == ']' && k < PP_KIND_COUNT; k++)
+        for (const char *const *x = pp_runtime_get((pp_proc_kind)k)->suffixes; x && *x; x++)
+            if (ends_with(f, n, *x))
+                return (pp_proc_kind)k;
+    for (int k = 1; k < PP_KIND_COUNT; k++)
+        for (const char *const *x = pp_runtime_get((pp_proc_kind)k)->frame_prefixes; x && *x; x++)
+            if (starts_with(f, n, *x))
+                return (pp_proc_kind)k;
+    return PP_KIND_NATIVE;
+}
+
+static pp_proc_kind stack_kind(const char *s, size_t len)
 {
     const char *p = s, *e = s + len;
     while (p < e) {
         const char *q = memchr(p, ';', (size_t)(e - p));
         size_t n = q ? (size_t)(q - p) : (size_t)(e - p);
-        int rt = frame_runtime(p, n);
-        if (rt != RT_NATIVE)
-            return rt;
+        pp_proc_kind k = frame_kind(p, n);
+        if (k != PP_KIND_NATIVE)
+            return k;
         p = q ? q + 1 : e;
     }
-    return RT_NATIVE;
+    return PP_KIND_NATIVE;
+}
+
+static const char *kind_label(pp_proc_kind k)
+{
+    return k == PP_KIND_NATIVE ? "native" : pp_runtime_get(k)->label;
 }
 
 const char *pp_pyroscope_runtime(const char *stack, size_t len)
 {
-    return rt_names[stack_runtime(stack, len)];
+    return kind_label(stack_kind(stack, len));
 }
 
 /* ---- grouping ---- */
@@ -387,7 +387,7 @@ size_t pp_pyroscope_groups(const char *col, size_t len, pp_pyro_group **out)
         if (pp_linecount_add(sets[gi], stack, stack_len, count) < 0)
             break;
         g->samples += count;
-        g->rt_samples[stack_runtime(s, (size_t)(se - s))] += count;
+        g->rt_samples[stack_kind(s, (size_t)(se - s))] += count;
     }
     free(cutbuf);
     free(t.slots);
@@ -399,11 +399,11 @@ size_t pp_pyroscope_groups(const char *col, size_t len, pp_pyro_group **out)
             g->len = 0;
         }
         pp_linecount_free(i < nsets ? sets[i] : NULL);
-        int best = RT_NATIVE;
-        for (int r = 1; r < RT_N; r++)
-            if (g->rt_samples[r] > (best == RT_NATIVE ? 0 : g->rt_samples[best]))
+        int best = PP_KIND_NATIVE;
+        for (int r = 1; r < PP_KIND_COUNT; r++)
+            if (g->rt_samples[r] > (best == PP_KIND_NATIVE ? 0 : g->rt_samples[best]))
                 best = r;
-        g->runtime = rt_names[best];
+        g->runtime = kind_label((pp_proc_kind)best);
     }
     free(sets);
     if (!t.n) {

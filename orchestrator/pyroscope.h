@@ -32,11 +32,11 @@ pp_send_result pp_pyroscope_send(pp_pyroscope *p, const pp_upload_item *it);
 
 typedef struct pp_pyro_group {
     char *comm, *container; /* container "" when none */
-    const char *runtime;    /* "java", "python", "ruby", "php", "dotnet", "nodejs", "native" */
+    const char *runtime;    /* a runtime's label (runtimes/runtime.h), or "native" */
     char *body;             /* folded lines "comm;...;leaf N\n" in .col order */
     size_t len;
     unsigned long long samples;
-    unsigned long long rt_samples[7];
+    unsigned long long rt_samples[PP_KIND_COUNT]; /* per kind (runtimes/registry.h) */
 } pp_pyro_group;
 
 /* Splits a .col text into groups, in order of first appearance. The header line decides which
@@ -45,9 +45,8 @@ typedef struct pp_pyro_group {
 size_t pp_pyroscope_groups(const char *col, size_t len, pp_pyro_group **out);
 void pp_pyroscope_groups_free(pp_pyro_group *g, size_t n);
 
-/* Runtime of one folded stack from its frame suffixes (_[j] java, _[p]/_[pe]/_[pn] python,
- * _[rb] ruby, _[php] php, _[net] dotnet, _[js] or LazyCompile/InterpretedFunction nodejs), or
- * "native". */
+/* Runtime label of one folded stack: that of the first frame carrying a runtime's frame suffix
+ * or prefix (the runtimes' descriptors), or "native". */
 const char *pp_pyroscope_runtime(const char *stack, size_t len);
 
 /* The application name: the service name with characters outside [A-Za-z0-9_./-] replaced by

@@ -261,7 +261,7 @@ pp_asprof_session *pp_asprof_start(const char *asprof, int pid, const pp_runtime
     snprintf(s->asprof, sizeof(s->asprof), "%s", asprof);
     double now = pp_mono_now();
     int duration = (int)ceil(deadline - now);
-    pp_asprof_opts_init(&s->o, ctx ? ctx->cfg : NULL, duration, pp_asprof_perf_works());
+    pp_asprof_opts_init(&s->o, ctx, duration, pp_asprof_perf_works());
     const char *sess = ctx && ctx->tmpdir ? strrchr(ctx->tmpdir, '/') : NULL;
     char files[1024]; /* /tmp/polyprof-<random>/sess-<pid>-<random> */
     if (!sess || !sess[1] || !ctx->target_tmpdir || ctx->target_tmpdir[0] != '/' ||

@@ -13,18 +13,9 @@
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/asprof_int.h"
 
-/* The value of a gProfiler option polyprof parses but does not act on itself (flags: ""). */
-static const char *opt(const pp_config *cfg, const char *name)
+static long opt_long(const pp_runtime_ctx *ctx, const char *name, long def, long lo, long hi)
 {
-    for (size_t i = 0; cfg && i < cfg->nnoop_options; i++)
-        if (strcmp(cfg->noop_options[i].name, name) == 0)
-            return cfg->noop_options[i].value ? cfg->noop_options[i].value : "";
-    return NULL;
-}
-
-static long opt_long(const pp_config *cfg, const char *name, long def, long lo, long hi)
-{
-    const char *v = opt(cfg, name);
+    const char *v = pp_runtime_opt(ctx, name);
     if (!v || !*v)
         return def;
     char *end;
@@ -83,36 +74,37 @@ bool pp_asprof_perf_works(void)
     return true;
 }
 
-void pp_asprof_opts_init(pp_asprof_opts *o, const pp_config *cfg, int duration_s, bool perf_works)
+void pp_asprof_opts_init(pp_asprof_opts *o, const pp_runtime_ctx *ctx, int duration_s,
+                         bool perf_works)
 {
     memset(o, 0, sizeof(*o));
-    int freq = cfg && cfg->frequency > 0 ? cfg->frequency : 11;
+    int freq = ctx && ctx->frequency > 0 ? ctx->frequency : 11;
     o->interval_ns = (long)(1e9 / freq);
-    o->alloc_bytes = parse_size(opt(cfg, "alloc-interval"), 2L << 20);
-    o->safemode = (int)opt_long(cfg, "java-async-profiler-safemode", 0, 0, 511);
-    o->mcache = (int)opt_long(cfg, "java-async-profiler-mcache", 30, 0, 255);
-    o->attach_timeout = (int)opt_long(cfg, "java-jattach-timeout", 30, 1, 3600);
+    o->alloc_bytes = parse_size(pp_runtime_opt(ctx, "alloc-interval"), 2L << 20);
+    o->safemode = (int)opt_long(ctx, "java-async-profiler-safemode", 0, 0, 511);
+    o->mcache = (int)opt_long(ctx, "java-async-profiler-mcache", 30, 0, 255);
+    o->attach_timeout = (int)opt_long(ctx, "java-jattach-timeout", 30, 1, 3600);
     o->timeout_s = (duration_s > 0 ? duration_s : 1) + 30;
-    const char *f = opt(cfg, "java-async-profiler-features");
+    const char *f = pp_runtime_opt(ctx, "java-async-profiler-features");
     snprintf(o->features, sizeof(o->features), "%s", f && *f ? f : "probesp,vtable");
     for (char *p = o->features; *p; p++)
         if (*p == ',')
             *p = '+';
-    const char *mode = opt(cfg, "java-async-profiler-mode");
-    if (cfg && cfg->profiling_mode && strcmp(cfg->profiling_mode, "allocation") == 0)
+    const char *mode = pp_runtime_opt(ctx, "java-async-profiler-mode");
+    if (ctx && ctx->profiling_mode && strcmp(ctx->profiling_mode, "allocation") == 0)
         mode = "alloc";
     if (!mode || !*mode || strcmp(mode, "auto") == 0)
         mode = perf_works ? "cpu" : "itimer";
     if (strcmp(mode, "cpu") && strcmp(mode, "itimer") && strcmp(mode, "alloc"))
         mode = perf_works ? "cpu" : "itimer";
     snprintf(o->event, sizeof(o->event), "%s", mode);
-    o->threads = opt(cfg, "java-collect-thread-names") != NULL;
-    o->includemm = opt(cfg, "java-include-method-modifiers") != NULL;
-    const char *ln = opt(cfg, "java-line-numbers");
+    o->threads = pp_runtime_opt(ctx, "java-collect-thread-names") != NULL;
+    o->includemm = pp_runtime_opt(ctx, "java-include-method-modifiers") != NULL;
+    const char *ln = pp_runtime_opt(ctx, "java-line-numbers");
     o->includeln = ln && strcmp(ln, "line-of-function") == 0;
-    o->lib = cfg && cfg->insert_dso_name;
-    o->meminfolog = opt(cfg, "java-async-profiler-no-report-meminfo") == NULL;
-    const char *extra = opt(cfg, "java-async-profiler-args");
+    o->lib = ctx && ctx->insert_dso_name;
+    o->meminfolog = pp_runtime_opt(ctx, "java-async-profiler-no-report-meminfo") == NULL;
+    const char *extra = pp_runtime_opt(ctx, "java-async-profiler-args");
     snprintf(o->extra, sizeof(o->extra), "%s", extra ? extra : "");
 }
 

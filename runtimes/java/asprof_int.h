@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "orchestrator/cli.h"
+#include "runtimes/runtime.h"
 
 #define PP_ASPROF_MAX_OUTPUT (256u << 20) /* largest collapsed output read */
 
@@ -29,10 +29,11 @@ typedef struct pp_asprof_opts {
     char extra[256];    /* --java-async-profiler-args, appended after ',' */
 } pp_asprof_opts;
 
-/* Options from the configuration (NULL cfg = gProfiler's defaults at 11 Hz) for a session of
+/* Options from the session's context (NULL ctx = gProfiler's defaults at 11 Hz) for a session of
  * duration_s seconds. The event follows --java-async-profiler-mode (auto: "cpu" when
  * perf_works, else "itimer"); --mode allocation forces "alloc". */
-void pp_asprof_opts_init(pp_asprof_opts *o, const pp_config *cfg, int duration_s, bool perf_works);
+void pp_asprof_opts_init(pp_asprof_opts *o, const pp_runtime_ctx *ctx, int duration_s,
+                         bool perf_works);
 /* Whether perf_event_open works for us (a software CPU-clock event on ourselves). */
 bool pp_asprof_perf_works(void);
 

@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "runtimes/appid.h"
 #include "base/elfinfo.h"
 #include "base/inroot.h"
 #include "runtimes/java/asprof.h"
@@ -34,6 +33,7 @@
 #include "runtimes/java/jvmutil.h"
 #include "runtimes/java/safemode.h"
 #include "base/procfiles.h"
+#include "runtimes/runner.h"
 #include "runtimes/runtime.h"
 
 /* ---- metadata and appid ---- */
@@ -65,7 +65,7 @@ static bool may_attach(int pid)
     return !pp_java_safemode_reason(NULL, 0) && pp_java_supported(pid, why, sizeof(why));
 }
 
-static json_t *java_metadata(int pid)
+json_t *pp_java_metadata(int pid)
 {
     json_t *o = json_object();
     json_t *elfid = json_null();
@@ -97,11 +97,6 @@ static json_t *java_metadata(int pid)
     return o;
 }
 
-static char *java_appid(int pid)
-{
-    return pp_appid_for_pid(pid, "java");
-}
-
 /* ---- profiling sessions ---- */
 
 typedef struct jvm {
@@ -109,7 +104,8 @@ typedef struct jvm {
     pp_jfr_rec rec;        /* jfr mode */
     pp_asprof_session *ap; /* ap mode */
     bool hserr_before;     /* an hs_err file existed at the start */
-    char err[320];         /* the pid's error/skip frame, "" = profiling */
+    const char *err_what;  /* "error" or "skipped" */
+    char err[320];         /* the reason of the pid's error/skip stack, "" = profiling */
 } jvm;
 
 typedef struct java_session {
@@ -148,40 +144,17 @@ static void read_comm(int pid, const char *fallback, char *out, size_t len)
 }
 
 /* The pid's single error/skip stack. */
-static void frame_stack(pp_profile *prof, const jvm *j, const char *frame)
+static void frame_stack(pp_profile *prof, const jvm *j)
 {
-    pp_pid_profile *pp = pp_profile_get(prof, j->proc.pid, true);
-    if (!pp)
-        return;
-    pp_pid_clear(pp);
     char comm[32];
     read_comm(j->proc.pid, j->proc.comm, comm, sizeof(comm));
-    pp->comm = pp_profile_intern(prof, comm);
-    pp->runtime = "java";
-    uint32_t f = pp_profile_intern(prof, frame);
-    pp_pid_add(pp, &f, 1, 1);
+    pp_error_stack(prof, j->proc.pid, comm, "java", j->err_what, j->err);
 }
 
 static void set_error(jvm *j, const char *what, const char *reason)
 {
-    snprintf(j->err, sizeof(j->err), "[Profiling %s: %s]", what, reason);
-}
-
-static bool choose_mode(java_session *s)
-{
-    const char *mode = s->ctx->cfg->runtime_mode[PP_RT_JAVA];
-    bool found = pp_asprof_find(s->asprof, sizeof(s->asprof)) == 0;
-    if (mode && strcmp(mode, "ap") == 0) {
-        if (!found) {
-            pp_error("--java-mode ap: async-profiler's asprof was not found (put it in "
-                     "resources/java/ next to polyprof or on PATH, or use --java-mode jfr)");
-            return false;
-        }
-        s->ap_mode = true;
-    } else {
-        s->ap_mode = mode && strcmp(mode, "auto") == 0 && found;
-    }
-    return true;
+    j->err_what = what;
+    snprintf(j->err, sizeof(j->err), "%s", reason);
 }
 
 static void start_one(java_session *s, jvm *j)
@@ -209,8 +182,8 @@ static void start_one(java_session *s, jvm *j)
             pp_warn("java: cannot start async-profiler in pid %d: %s", j->proc.pid, err);
             set_error(j, "error", err);
         }
-    } else if (pp_jfr_rec_start(&j->rec, s->ctx->cfg->frequency, s->duration_s,
-                                s->deadline - mono_now(), err, sizeof(err)) < 0) {
+    } else if (pp_jfr_rec_start(&j->rec, s->ctx->frequency, s->duration_s, s->deadline - mono_now(),
+                                err, sizeof(err)) < 0) {
         pp_warn("java: cannot start JFR in pid %d: %s", j->proc.pid, err);
         set_error(j, "error", err);
     }
@@ -227,16 +200,21 @@ static void *start_worker(void *arg)
     }
 }
 
-static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
+static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline,
+                        bool ap_mode)
 {
     java_session *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
     s->ctx = ctx;
     s->deadline = deadline;
+    s->ap_mode = ap_mode;
     s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     s->jvms = calloc(n ? n : 1, sizeof(*s->jvms));
-    if (!s->jvms || s->stop_fd < 0 || !choose_mode(s)) {
+    bool found = !ap_mode || pp_asprof_find(s->asprof, sizeof(s->asprof)) == 0;
+    if (!found)
+        pp_error("java: async-profiler's asprof is no longer found");
+    if (!s->jvms || s->stop_fd < 0 || !found) {
         if (s->stop_fd >= 0)
             close(s->stop_fd);
         free(s->jvms);
@@ -322,7 +300,7 @@ static int java_collect(void *session, pp_profile *out)
         if (!j->err[0] && pp_java_start_ticks(j->proc.pid) != j->proc.start_ticks)
             jvm_gone(j);
         if (j->err[0]) {
-            frame_stack(out, j, j->err);
+            frame_stack(out, j);
             continue;
         }
         pp_pid_profile *pp = pp_profile_get(out, j->proc.pid, true);
@@ -341,7 +319,7 @@ static int java_collect(void *session, pp_profile *out)
             else
                 set_error(j, "error", err);
             pp_warn("java: no profile for pid %d: %s", j->proc.pid, err);
-            frame_stack(out, j, j->err);
+            frame_stack(out, j);
         }
     }
     for (size_t i = 0; i < s->n; i++) {
@@ -373,14 +351,45 @@ static void java_free(void *session)
     free(s);
 }
 
-const pp_runtime_driver pp_java_driver = {
-    .name = "java",
-    .kind = PP_KIND_JAVA,
-    .cli_runtime = PP_RT_JAVA,
-    .start = java_start,
+static void *jfr_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
+{
+    return java_start(ctx, procs, n, deadline, false);
+}
+
+static void *ap_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
+{
+    return java_start(ctx, procs, n, deadline, true);
+}
+
+static bool ap_available(char *why, size_t len)
+{
+    char path[PATH_MAX];
+    if (pp_asprof_find(path, sizeof(path)) == 0)
+        return true;
+    snprintf(why, len,
+             "async-profiler's asprof was not found (put it in resources/java/ next to "
+             "polyprof or on PATH, or use --java-mode jfr)");
+    return false;
+}
+
+static const char *const jfr_modes[] = {"jfr", NULL};
+static const char *const ap_modes[] = {"ap", NULL};
+
+const pp_backend pp_java_jfr_backend = {
+    .name = "jfr",
+    .modes = jfr_modes,
+    .start = jfr_start,
     .collect = java_collect,
     .stop = java_stop,
     .free = java_free,
-    .metadata = java_metadata,
-    .appid = java_appid,
+};
+
+const pp_backend pp_java_ap_backend = {
+    .name = "async-profiler",
+    .modes = ap_modes,
+    .available = ap_available,
+    .start = ap_start,
+    .collect = java_collect,
+    .stop = java_stop,
+    .free = java_free,
 };

@@ -21,10 +21,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "orchestrator/discovery.h"
+#include <jansson.h>
 
-void pp_java_perfmaps_refresh(const pp_proc_list *procs);
+#include "runtimes/registry.h"
+
+void pp_java_perfmaps_refresh(const pp_proc *procs, size_t n);
 void pp_java_perfmaps_cleanup(void);
+
+/* Application metadata keys of a JVM (java_version, libjvm_elfid, jvm_flags). */
+json_t *pp_java_metadata(int pid);
 /* Returns the number of leftover maps removed. */
 int pp_java_perfmaps_cleanup_stale(void);
 
@@ -42,5 +47,14 @@ bool pp_java_supported(int pid, char *why, size_t len);
 
 /* Whether JFR was ever initialized in the JVM (its "JFR Recorder Thread" exists). */
 bool pp_java_jfr_initialized(int pid);
+
+/* Java, from the command line instead of gProfiler's `jcmd VM.command_line` (same first token of
+ * sun.java.command): "java: <jar>" for `-jar <jar>`, "java: <module>[/<class>]" for
+ * `-m`/`--module`/`--module=`, else "java: <main class>" = the first argument after argv[0] that
+ * is not a launcher option (options -cp/-classpath/--class-path/-p/--module-path/
+ * --upgrade-module-path/--add-modules/--limit-modules/--add-reads/--add-exports/--add-opens/
+ * --patch-module/--enable-native-access/--source/--describe-module/-d take the next argument;
+ * @argfiles are skipped). NULL when there is none (e.g. `java -version`). */
+char *pp_appid_java(char *const *argv, int argc, const char *cwd, const char *root);
 
 #endif

@@ -43,4 +43,7 @@ void pp_python_comm(int pid, const char *fallback, char *out, size_t len);
  * error reasons are logged once per process, not every session. */
 bool pp_python_first_report(int pid, unsigned long long start_ticks);
 
+/* Application metadata keys of a Python process (driver.c). */
+json_t *pp_python_metadata(int pid);
+
 #endif

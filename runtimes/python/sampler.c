@@ -454,10 +454,10 @@ void *pp_pysampler_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t
         pp_pysampler_free(s);
         return NULL;
     }
-    int hz = ctx->cfg->frequency < PP_PY_MAX_HZ ? ctx->cfg->frequency : PP_PY_MAX_HZ;
+    int hz = ctx->frequency < PP_PY_MAX_HZ ? ctx->frequency : PP_PY_MAX_HZ;
     s->period = 1.0 / (hz > 0 ? hz : 1);
     s->deadline = deadline;
-    s->annotate = ctx->cfg->python_versions;
+    s->annotate = !pp_runtime_opt(ctx, "no-python-versions");
     s->truncated_id = pp_profile_intern(s->prof, "[truncated]");
     for (size_t i = 0; i < n; i++, s->n++)
         open_proc(s, &s->procs[i], &procs[i]);

@@ -86,7 +86,7 @@ Test(asprof, default_command_lines)
 
 Test(asprof, options_from_the_configuration)
 {
-    pp_cli_noop noops[] = {
+    pp_opt_value noops[] = {
         {"java-async-profiler-mode", "itimer"},
         {"java-async-profiler-safemode", "5"},
         {"java-async-profiler-features", "probesp,vtable,comptask"},
@@ -97,13 +97,12 @@ Test(asprof, options_from_the_configuration)
         {"java-line-numbers", "line-of-function"},
         {"java-collect-thread-names", NULL},
     };
-    pp_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.frequency = 100;
-    cfg.insert_dso_name = true;
-    cfg.profiling_mode = "cpu";
-    cfg.noop_options = noops;
-    cfg.nnoop_options = sizeof(noops) / sizeof(noops[0]);
+    pp_runtime_ctx cfg = {.rt = pp_runtime_get(PP_KIND_JAVA),
+                          .frequency = 100,
+                          .insert_dso_name = true,
+                          .profiling_mode = "cpu",
+                          .values = noops,
+                          .nvalues = sizeof(noops) / sizeof(noops[0])};
     pp_asprof_opts o;
     char buf[1024];
     pp_asprof_opts_init(&o, &cfg, 30, true);
@@ -117,9 +116,9 @@ Test(asprof, options_from_the_configuration)
     cr_assert_eq(pp_asprof_stop_arg(&o, "/o", "/l", false, buf, sizeof(buf)), 0);
     cr_assert_str_eq(buf, "stop,log=/l,mcache=7,lib,cstack=fp");
     /* allocation mode with --alloc-interval */
-    pp_cli_noop alloc[] = {{"alloc-interval", "1mb"}};
-    cfg.noop_options = alloc;
-    cfg.nnoop_options = 1;
+    pp_opt_value alloc[] = {{"alloc-interval", "1mb"}};
+    cfg.values = alloc;
+    cfg.nvalues = 1;
     cfg.insert_dso_name = false;
     cfg.profiling_mode = "allocation";
     pp_asprof_opts_init(&o, &cfg, 30, true);
@@ -192,7 +191,7 @@ Test(asprof, contract_start_collect_free_with_the_standin)
 {
     env e;
     env_init(&e, true, 0);
-    pp_runtime_ctx ctx = {.cfg = NULL, .tmpdir = e.sess, .target_tmpdir = e.libbase};
+    pp_runtime_ctx ctx = {.tmpdir = e.sess, .target_tmpdir = e.libbase};
     char err[512] = "";
     pp_asprof_session *s =
         pp_asprof_start(e.asprof, e.target, &ctx, pp_mono_now() + 5, err, sizeof(err));
@@ -232,7 +231,7 @@ Test(asprof, files_belong_to_the_jvm_user)
 {
     env e;
     env_init(&e, true, 65534);
-    pp_runtime_ctx ctx = {.cfg = NULL, .tmpdir = e.sess, .target_tmpdir = e.libbase};
+    pp_runtime_ctx ctx = {.tmpdir = e.sess, .target_tmpdir = e.libbase};
     char err[512] = "", path[PATH_MAX + 64];
     /* wait until the child runs as nobody (after setuid, before exec) */
     bool is_nobody = false;
@@ -262,7 +261,7 @@ Test(asprof, errors_say_what_went_wrong)
 {
     env e;
     env_init(&e, false, 0);
-    pp_runtime_ctx ctx = {.cfg = NULL, .tmpdir = e.sess, .target_tmpdir = e.libbase};
+    pp_runtime_ctx ctx = {.tmpdir = e.sess, .target_tmpdir = e.libbase};
     char err[512] = "";
     cr_assert_null(pp_asprof_start(e.asprof, e.target, &ctx, pp_mono_now() + 5, err, sizeof(err)));
     cr_assert(strstr(err, "libasyncProfiler.so not found next to"), "%s", err);

@@ -1,5 +1,6 @@
-/* Go: perf-only (the system sampler walks Go's frame pointers); metadata from the executable:
- * golang_version, stripped, link, libc (gProfiler §2.4). */
+/* Go's descriptor: perf-only (the system sampler walks Go's frame pointers); detected by an ELF
+ * note (detect.c), a --go-maps-regex adds to it; metadata from the executable: golang_version,
+ * stripped, link, libc (gProfiler §2.4). */
 #include <stdio.h>
 #include <string.h>
 
@@ -25,9 +26,14 @@ static json_t *go_metadata(int pid)
     return o;
 }
 
-const pp_runtime_driver pp_go_driver = {
+extern const pp_detector pp_go_detector;
+
+const pp_runtime pp_rt_go = {
     .name = "go",
-    .kind = PP_KIND_GO,
-    .cli_runtime = -1,
+    .label = "go",
+    .match_on = PP_MATCH_MAPS,
+    .regex_option = "maps-regex",
+    .regex_help = "same as --java-maps-regex, detects Go in addition to the ELF note check",
+    .detector = &pp_go_detector,
     .metadata = go_metadata,
 };
