@@ -1,5 +1,6 @@
 # polyprof build. `make` builds build/polyprof; `make test` installs deps, builds and runs every
-# test stage; `make run` profiles the host for 10 s into ./out. `make V=1` shows the commands.
+# test stage; `make run` profiles the host for 10 s into ./out; `make install` installs the
+# binary and its resources (PREFIX, DESTDIR). `make V=1` shows the commands.
 CC       := gcc
 CLANG    := clang
 BPFTOOL  := bpftool
@@ -43,7 +44,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
 .PHONY: all deps run test unit valgrind integration fuzz summary bench format format-check layers \
-        clean
+        clean install
 # Keep the object files of pattern rules (Make would delete them as intermediates).
 .SECONDARY:
 # A recipe that fails leaves no half-written target behind.
@@ -66,6 +67,30 @@ deps:
 	        >/tmp/polyprof-deps.log 2>&1 || { cat /tmp/polyprof-deps.log; exit 1; }; \
 	fi
 	@bash tests/tools/install.sh
+
+# ---- install: PREFIX/bin/polyprof and PREFIX/share/polyprof/resources, the layout the resource
+# search path (base/resource.h) finds from the binary's own directory, so the tree works under
+# any PREFIX, DESTDIR or chroot. LOGDIR (the default --log-file's directory, which polyprof
+# does not create) is made too; LOGDIR= skips it. resources/ is copied as it is (executables stay executable),
+# but for flamegraph/, compiled into the binary (merge/html.c), plus the pinned tools `make deps` fetched into PP_TOOLS when they are there (PP_TOOLS= skips
+# them). The Dockerfile runs this target. ----
+PREFIX   ?= /usr/local
+PP_TOOLS ?= /var/cache/polyprof/tools
+LOGDIR   ?= /var/log/polyprof
+RES_DEST  = $(DESTDIR)$(PREFIX)/share/polyprof/resources
+PYSPY_VERSION := $(shell sed -n 's/^PYSPY_VERSION=//p' tests/tools/install.sh 2>/dev/null)
+
+install: $(BUILD)/polyprof
+	$(call say,INST,$(DESTDIR)$(PREFIX))
+	$(Q)install -D -m 0755 $(BUILD)/polyprof $(DESTDIR)$(PREFIX)/bin/polyprof
+	$(Q)if [ -n "$(LOGDIR)" ]; then install -d -m 0755 "$(DESTDIR)$(LOGDIR)"; fi
+	$(Q)cd resources && find . -type f ! -name '.*' ! -path './flamegraph/*' | while read -r f; do \
+	    if [ -x "$$f" ]; then m=0755; else m=0644; fi; \
+	    install -D -m $$m "$$f" "$(RES_DEST)/$$f" || exit 1; done
+	$(Q)pyspy="$(PP_TOOLS)/py-spy-$(PYSPY_VERSION)/py-spy"; \
+	if [ -n "$(PP_TOOLS)" ] && [ -n "$(PYSPY_VERSION)" ] && [ -x "$$pyspy" ]; then \
+	    install -D -m 0755 "$$pyspy" "$(RES_DEST)/python/py-spy"; \
+	    echo "  installed py-spy $(PYSPY_VERSION) from $(PP_TOOLS)"; fi
 
 # ---- BPF: CO-RE objects and libbpf skeletons ----
 BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \

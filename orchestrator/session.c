@@ -344,8 +344,10 @@ static size_t session_tasks(run_state *rs, pp_runner_task *tasks)
     for (int k = 1; k < PP_KIND_COUNT; k++) {
         if (!rs->profiled[k])
             continue;
-        char why[256];
+        char why[1024];
         const pp_backend *b = pp_runtime_backend(rs->ctx[k].rt, rs->ctx[k].mode, why, sizeof(why));
+        if (b && why[0])
+            pp_error("--%s-mode %s: %s", rs->ctx[k].rt->label, rs->ctx[k].mode, why);
         if (b)
             tasks[n++] =
                 (pp_runner_task){.kind = (pp_proc_kind)k, .backend = b, .ctx = &rs->ctx[k]};

@@ -60,24 +60,21 @@ const pp_backend *pp_runtime_backend(const pp_runtime *rt, const char *mode, cha
         why[0] = '\0';
     if (!rt || !mode || strcmp(mode, "disabled") == 0)
         return NULL;
-    bool any = false;
+    bool auto_mode = strcmp(mode, "auto") == 0;
     for (const pp_backend *const *b = rt->backends; b && *b; b++) {
-        bool auto_mode = strcmp(mode, "auto") == 0;
         if (!auto_mode && !serves(*b, mode))
             continue;
-        any = true;
-        char tmp[256] = "";
-        if (!(*b)->available || (*b)->available(tmp, sizeof(tmp)))
+        char tmp[1024] = "";
+        bool ok = !(*b)->available || (*b)->available(tmp, sizeof(tmp));
+        if (ok || !auto_mode) {
+            if (!ok && why && len)
+                snprintf(why, len, "%s", tmp);
             return *b;
-        if (!auto_mode) {
-            snprintf(why, len, "%s", tmp);
-            return NULL;
         }
     }
-    if (why && len && !why[0] && any)
-        snprintf(why, len, "no %s profiler is available", rt->label);
-    else if (why && len && !why[0])
-        snprintf(why, len, "%s has no profiler for mode %s yet", rt->label, mode);
+    if (why && len)
+        snprintf(why, len, "%s has no %s for mode %s", rt->label,
+                 rt->backends ? "available profiler" : "profiler yet", mode);
     return NULL;
 }
 

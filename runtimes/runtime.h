@@ -137,8 +137,9 @@ void pp_app_metadata_base(json_t *obj, int pid);
 char *pp_runtime_appid(int pid, pp_proc_kind kind);
 
 /* The backend of rt serving mode: "disabled" gives NULL; "auto" the first available backend
- * (NULL if none); another mode the backend that serves it, or NULL with the reason in why
- * (the mode has no profiler yet, or its tool is missing). */
+ * (NULL if none, why says so); another mode the backend that serves it (NULL if none), also
+ * when it is not available: then why says what is missing, and its start() fails, so that its
+ * processes get an error stack. */
 const pp_backend *pp_runtime_backend(const pp_runtime *rt, const char *mode, char *why, size_t len);
 
 #endif

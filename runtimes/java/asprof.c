@@ -28,6 +28,7 @@
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/asprof_int.h"
 #include "base/procfiles.h"
+#include "base/resource.h"
 
 #define MAX_CREATED 8
 #define STOP_SECONDS 8.0 /* how long a stop may take */
@@ -46,48 +47,9 @@ struct pp_asprof_session {
     bool started, stopped;
 };
 
-static bool executable(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
-}
-
 int pp_asprof_find(char *out, size_t len)
 {
-    char exe[PATH_MAX], cand[PATH_MAX + 64];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            /* installed: <dir>/resources/java/asprof; from the build tree: build/../resources */
-            const char *rel[] = {"/resources/java/asprof", "/../resources/java/asprof"};
-            for (size_t i = 0; i < 2; i++) {
-                snprintf(cand, sizeof(cand), "%s%s", exe, rel[i]);
-                char real[PATH_MAX];
-                if (executable(cand) && realpath(cand, real) && strlen(real) < len) {
-                    strcpy(out, real);
-                    return 0;
-                }
-            }
-        }
-    }
-    const char *path = getenv("PATH");
-    char *copy = strdup(path ? path : "/usr/local/bin:/usr/bin:/bin"), *save = NULL;
-    int rc = -1;
-    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && rc < 0;
-         d = strtok_r(NULL, ":", &save)) {
-        if (d[0] != '/')
-            continue; /* relative PATH entries are never used */
-        snprintf(cand, sizeof(cand), "%s/asprof", d);
-        if (executable(cand) && strlen(cand) < len) {
-            strcpy(out, cand);
-            rc = 0;
-        }
-    }
-    free(copy);
-    return rc;
+    return pp_resource_tool("java/asprof", out, len);
 }
 
 /* The last "[ERROR]" line of the log (else its last line), for messages. */

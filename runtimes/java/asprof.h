@@ -1,8 +1,8 @@
 /* async-profiler launcher (`--java-mode ap`): runs the user's installed async-profiler
- * (`resources/java/asprof` next to polyprof, else `asprof` on PATH) with gProfiler's exact
- * load/start/stop command lines (spec gprofiler-compat.md §5.3: interval from -f, cpu/itimer
- * choice, file=<out>,collapsed,ann,sig, log file, timeout), as supervised children
- * (base/child.h), and parses its collapsed output into a profile. One session per JVM;
+ * (`java/asprof` on the resource search path of base/resource.h, else `asprof` on PATH) with
+ * gProfiler's exact load/start/stop command lines (spec gprofiler-compat.md §5.3: interval from
+ * -f, cpu/itimer choice, file=<out>,collapsed,ann,sig, log file, timeout), as supervised
+ * children (base/child.h), and parses its collapsed output into a profile. One session per JVM;
  * called from the Java driver's thread (start, collect and free from the same thread). */
 #ifndef PP_ASPROF_H
 #define PP_ASPROF_H
@@ -12,7 +12,8 @@
 #include "merge/profile.h"
 #include "runtimes/runtime.h"
 
-/* Absolute path of asprof (resources first, then PATH) written to out; -1 when absent. */
+/* Canonical path of asprof (pp_resource_tool("java/asprof"): the resource search path, then
+ * PATH) written to out; -1 when absent. */
 int pp_asprof_find(char *out, size_t len);
 
 typedef struct pp_asprof_session pp_asprof_session;

@@ -33,6 +33,7 @@
 #include "runtimes/java/jvmutil.h"
 #include "runtimes/java/safemode.h"
 #include "base/procfiles.h"
+#include "base/resource.h"
 #include "runtimes/runner.h"
 #include "runtimes/runtime.h"
 
@@ -211,9 +212,7 @@ static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t 
     s->ap_mode = ap_mode;
     s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     s->jvms = calloc(n ? n : 1, sizeof(*s->jvms));
-    bool found = !ap_mode || pp_asprof_find(s->asprof, sizeof(s->asprof)) == 0;
-    if (!found)
-        pp_error("java: async-profiler's asprof is no longer found");
+    bool found = !ap_mode || pp_asprof_find(s->asprof, sizeof(s->asprof)) == 0; /* else logged */
     if (!s->jvms || s->stop_fd < 0 || !found) {
         if (s->stop_fd >= 0)
             close(s->stop_fd);

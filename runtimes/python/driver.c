@@ -14,6 +14,7 @@
 #include "base/inroot.h"
 #include "base/log.h"
 #include "base/procfiles.h"
+#include "base/resource.h"
 #include "runtimes/python/python_int.h"
 #include "runtimes/runtime.h"
 

@@ -16,6 +16,7 @@
 #include "base/child.h"
 #include "base/log.h"
 #include "base/procfiles.h"
+#include "base/resource.h"
 #include "runtimes/python/pkgversions.h"
 #include "runtimes/python/python_int.h"
 #include "runtimes/runner.h"
@@ -42,41 +43,9 @@ typedef struct pyspy {
     double child_deadline;
 } pyspy;
 
-static bool executable(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
-}
-
 int pp_pyspy_find(char *out, size_t len)
 {
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            static const char *const rel[] = {"/resources/python/py-spy",
-                                              "/../resources/python/py-spy"};
-            for (size_t i = 0; i < 2; i++) {
-                if ((size_t)snprintf(out, len, "%s%s", self, rel[i]) < len && executable(out))
-                    return 0;
-            }
-        }
-    }
-    const char *path = getenv("PATH");
-    if (!path)
-        return -1;
-    for (const char *p = path; *p;) {
-        const char *e = strchr(p, ':');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        if (l && p[0] == '/' && (size_t)snprintf(out, len, "%.*s/py-spy", (int)l, p) < len &&
-            executable(out))
-            return 0;
-        p += l + (e ? 1 : 0);
-    }
-    return -1;
+    return pp_resource_tool("python/py-spy", out, len);
 }
 
 static void random_letters(char *out, size_t n)
@@ -135,11 +104,8 @@ void pp_pyspy_free(void *session)
 void *pp_pyspy_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
 {
     char exe[PATH_MAX];
-    if (pp_pyspy_find(exe, sizeof(exe)) < 0) {
-        pp_error("--python-mode pyspy: py-spy not found in resources/python/ next to polyprof "
-                 "nor on PATH; install py-spy or use --python-mode builtin");
-        return NULL;
-    }
+    if (pp_pyspy_find(exe, sizeof(exe)) < 0)
+        return NULL; /* logged by the session (the backend is not available) */
     if (!ctx->tmpdir) {
         pp_error("py-spy: no session temporary directory");
         return NULL;

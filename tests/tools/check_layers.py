@@ -19,7 +19,7 @@ RANK = {"base": 0, "merge": 1, "runtimes": 2, "orchestrator": 3}
 SHARED_RUNTIME_DIRS = {"system", "symbols"}
 WORDS = re.compile(
     r"\b(java|jvm|jfr|python|cpython|pyspy|py-spy|ruby|rbspy|php|phpspy|dotnet|\.net|"
-    r"node|nodejs|v8|golang|asprof|async-profiler)\b",
+    r"node|nodejs|v8|golang|asprof|async-profiler)\b|\bPP_KIND_(?!NATIVE\b|COUNT\b|ENUM_\b)\w+",
     re.IGNORECASE)
 # Reviewed exceptions: (file, substring of the line). Keep this list short and say why.
 ALLOW = [
