@@ -14,6 +14,7 @@
 #include "runtimes/go/go.h"
 #include "runtimes/runtime.h"
 
+#define NT_GO_BUILDID 4         /* the Go linker's build-id note, name "Go" */
 #define GO_NOTE_MAX (64 * 1024) /* a Go build-id note is ~100 bytes; bound what we map */
 #define GO_CACHE_MAX 65536      /* distinct executables; beyond this the cache starts over */
 
@@ -24,7 +25,7 @@ static int go_note(void *arg, const char *name, size_t namesz, uint32_t type,
 {
     (void)arg, (void)desc, (void)descsz;
     /* The Go linker writes the name "Go" NUL-padded to 4 bytes (n_namesz 4). */
-    return type == PP_NT_GO_BUILDID && pp_elf_note_named(name, namesz, "Go");
+    return type == NT_GO_BUILDID && pp_elf_note_named(name, namesz, "Go");
 }
 
 static bool elf_is_go(Elf *e)

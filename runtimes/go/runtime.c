@@ -7,6 +7,32 @@
 #include "base/elfinfo.h"
 #include "runtimes/runtime.h"
 
+/* The Go version from .go.buildinfo: the "\xff Go buildinf:" magic, pointer size, flags; with
+ * flags & 2 (Go 1.18+) the version follows at offset 32 as a varint-length-prefixed string
+ * (before 1.18 the layout stores pointers and the version stays unknown). */
+static void go_version(const char *exe, char *out, size_t outlen)
+{
+    static const char magic[] = "\xff Go buildinf:";
+    unsigned char b[128];
+    out[0] = '\0';
+    ssize_t n = pp_elf_section_read(exe, ".go.buildinfo", b, sizeof(b));
+    if (n < 33 || memcmp(b, magic, 14) != 0 || !(b[15] & 2))
+        return;
+    size_t off = 32, len = 0;
+    int shift = 0;
+    while (off < (size_t)n && shift < 28) {
+        unsigned char c = b[off++];
+        len |= (size_t)(c & 0x7f) << shift;
+        if (!(c & 0x80))
+            break;
+        shift += 7;
+    }
+    if (len > 0 && len < outlen && off + len <= (size_t)n) {
+        memcpy(out, b + off, len);
+        out[len] = '\0';
+    }
+}
+
 static json_t *go_metadata(int pid)
 {
     char exe[64];
@@ -15,8 +41,9 @@ static json_t *go_metadata(int pid)
     if (pp_elfinfo_read(exe, &ei) < 0)
         return json_pack("{s:s}", "golang_version", "error: ELFError");
     json_t *o = json_object();
-    json_object_set_new(o, "golang_version",
-                        ei.go_version[0] ? json_string(ei.go_version) : json_null());
+    char ver[32];
+    go_version(exe, ver, sizeof(ver));
+    json_object_set_new(o, "golang_version", ver[0] ? json_string(ver) : json_null());
     json_object_set_new(o, "stripped", json_boolean(!ei.has_symtab));
     json_object_set_new(o, "link", json_string(ei.has_interp ? "dynamic" : "static"));
     if (!ei.has_interp)

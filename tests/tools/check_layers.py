@@ -28,8 +28,6 @@ ALLOW = [
     ("orchestrator/notices.c", "Java appids are"),
     ("orchestrator/notices.c", "not extended with JVM arguments"),
     ("orchestrator/cli_table.c", "JVM arguments to Java appids"),
-    # The ELF notes module knows the note types it parses (GNU build id, the Go linker's).
-    ("base/elfnotes.h", "PP_NT_GO_BUILDID"),
 ]
 
 
