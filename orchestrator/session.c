@@ -297,7 +297,7 @@ static void run_teardown(run_state *rs)
 {
     for (int k = 1; k < PP_KIND_COUNT; k++)
         if (pp_runtime_get((pp_proc_kind)k)->at_exit)
-            pp_runtime_get((pp_proc_kind)k)->at_exit();
+            pp_runtime_get((pp_proc_kind)k)->at_exit(&rs->ctx[k]);
     json_decref(rs->static_md);
     free(rs->pids);
     if (rs->tmpdir[0])
@@ -356,14 +356,14 @@ static size_t session_tasks(run_state *rs, pp_runner_task *tasks)
 }
 
 /* A hook of every runtime that has it, over this session's processes. */
-static void each_runtime_hook(const pp_proc_list *procs, bool last_drain)
+static void each_runtime_hook(run_state *rs, const pp_proc_list *procs, bool last_drain)
 {
     for (int k = 1; k < PP_KIND_COUNT; k++) {
         const pp_runtime *rt = pp_runtime_get((pp_proc_kind)k);
-        void (*hook)(const pp_proc *, size_t) =
+        void (*hook)(const pp_runtime_ctx *, const pp_proc *, size_t) =
             last_drain ? rt->before_last_drain : rt->session_begin;
         if (hook)
-            hook(procs->procs, procs->n);
+            hook(&rs->ctx[k], procs->procs, procs->n);
     }
 }
 
@@ -524,7 +524,7 @@ static int run_session(run_state *rs, bool *stop)
         pp_warn("cannot read /proc: processes are not classified this session");
     double disc_ms = (mono_now() - t0) * 1000;
     pp_identity_set_procs(rs->ident, &procs);
-    each_runtime_hook(&procs, false); /* e.g. JIT symbols for the sampler */
+    each_runtime_hook(rs, &procs, false); /* e.g. JIT symbols for the sampler */
     pp_runner_task tasks[PP_KIND_COUNT];
     size_t ntasks = session_tasks(rs, tasks);
     pp_runner *runner =
@@ -538,7 +538,7 @@ static int run_session(run_state *rs, bool *stop)
         if (left <= 0)
             break;
         if (!maps_refreshed && left * 1000 <= DRAIN_INTERVAL_MS) {
-            each_runtime_hook(&procs, true); /* code compiled during the session */
+            each_runtime_hook(rs, &procs, true); /* code compiled during the session */
             maps_refreshed = true;
             left = deadline - mono_now();
         }

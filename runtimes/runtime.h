@@ -116,11 +116,12 @@ struct pp_runtime {
 
     /* ---- hooks (NULL: none) ---- */
     void (*at_start)(void); /* before the first session (remove what a killed run left) */
-    /* at the start of a session and shortly before its last drain (the system sampler's
-     * symbols of JIT code) */
-    void (*session_begin)(const pp_proc *procs, size_t n);
-    void (*before_last_drain)(const pp_proc *procs, size_t n);
-    void (*at_exit)(void);
+    /* At the start of a session and shortly before its last drain, with every process of the
+     * session (all kinds) and the runtime's context (its mode may be "disabled": e.g. JIT
+     * symbols for the system sampler are wanted all the same). */
+    void (*session_begin)(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n);
+    void (*before_last_drain)(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n);
+    void (*at_exit)(const pp_runtime_ctx *ctx); /* at the end of the run, signals included */
     /* Why this runtime must not run with mode beside a running gProfiler (both would drive the
      * same profiler inside the same processes), or NULL. */
     const char *(*gprofiler_conflict)(const char *mode);

@@ -62,6 +62,18 @@ static const char *const suffixes[] = {"_[j]", "_[i]", "_[1]", "_[0]", NULL};
 extern const pp_backend pp_java_jfr_backend, pp_java_ap_backend;
 static const pp_backend *const backends[] = {&pp_java_ap_backend, &pp_java_jfr_backend, NULL};
 
+static void perfmaps_refresh(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n)
+{
+    (void)ctx; /* wanted whatever --java-mode: the system sampler names JIT frames with them */
+    pp_java_perfmaps_refresh(procs, n);
+}
+
+static void perfmaps_cleanup(const pp_runtime_ctx *ctx)
+{
+    (void)ctx;
+    pp_java_perfmaps_cleanup();
+}
+
 static void at_start(void)
 {
     int stale = pp_java_perfmaps_cleanup_stale();
@@ -103,8 +115,8 @@ const pp_runtime pp_rt_java = {
     .appid = pp_appid_java,
     .backends = backends,
     .at_start = at_start,
-    .session_begin = pp_java_perfmaps_refresh,
-    .before_last_drain = pp_java_perfmaps_refresh,
-    .at_exit = pp_java_perfmaps_cleanup,
+    .session_begin = perfmaps_refresh,
+    .before_last_drain = perfmaps_refresh,
+    .at_exit = perfmaps_cleanup,
     .gprofiler_conflict = gprofiler_conflict,
 };
