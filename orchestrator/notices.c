@@ -16,6 +16,11 @@ void pp_log_startup_notices(const pp_config *cfg)
         const char *mode = cfg->runtime_mode[k];
         if (!mode || strcmp(mode, "disabled") == 0 || rt->backends)
             continue;
+        bool by_hooks = false;
+        for (const char *const *m = rt->hook_modes; m && *m; m++)
+            by_hooks |= strcmp(*m, mode) == 0;
+        if (by_hooks)
+            continue;
         pp_warn("--%s-mode %s is not implemented: polyprof has no %s runtime profiler yet, so "
                 "%s processes get the system sampler's native frames only (--no-%s silences "
                 "this)",

@@ -286,7 +286,8 @@ typedef struct run_state {
                                           an abandoned backend may still read it) */
     bool profiled[PP_KIND_COUNT];      /* its mode is not disabled and a backend exists */
     size_t nprofiled;
-    char tmpdir[PATH_MAX];        /* private temp directory of the runtime profilers, "" if none */
+    size_t nactive;        /* runtimes whose mode is not disabled (backends or hooks act on them) */
+    char tmpdir[PATH_MAX]; /* private temp directory of the runtime profilers, "" if none */
     char target_tmpdir[PATH_MAX]; /* pp_target_tmpdir, "" if none */
     int *pids;                    /* the --pids that exist at start */
     size_t npids;
@@ -327,6 +328,8 @@ static void pick_runtimes(run_state *rs)
                                       .insert_dso_name = cfg->insert_dso_name,
                                       .values = cfg->named_options,
                                       .nvalues = cfg->nnamed_options};
+        if (mode && strcmp(mode, "disabled") != 0)
+            rs->nactive++;
         if (mode && strcmp(mode, "disabled") != 0 && rt->backends) {
             rs->profiled[k] = true;
             rs->nprofiled++;
@@ -364,6 +367,21 @@ static void each_runtime_hook(run_state *rs, const pp_proc_list *procs, bool las
             last_drain ? rt->before_last_drain : rt->session_begin;
         if (hook)
             hook(&rs->ctx[k], procs->procs, procs->n);
+    }
+}
+
+/* The stacks of processes the runtimes' hooks could not prepare this session. */
+static void merge_hook_stacks(run_state *rs, pp_profile *prof)
+{
+    for (int k = 1; k < PP_KIND_COUNT; k++) {
+        const pp_runtime *rt = pp_runtime_get((pp_proc_kind)k);
+        if (!rt->hook_stacks)
+            continue;
+        pp_profile *p = pp_profile_new();
+        if (!p || rt->hook_stacks(&rs->ctx[k], p) < 0 ||
+            pp_merge_runtime(prof, p, rs->sampler != NULL) < 0)
+            pp_warn("out of memory while merging the %s hooks' stacks", rt->label);
+        pp_profile_free(p);
     }
 }
 
@@ -464,7 +482,7 @@ static int run_init(run_state *rs, const pp_config *cfg)
         pp_critical("cannot create a temporary directory for the runtime profilers: %s", err);
         return -1;
     }
-    if (rs->nprofiled &&
+    if (rs->nactive &&
         pp_target_tmpdir(rs->target_tmpdir, sizeof(rs->target_tmpdir), err, sizeof(err)) < 0) {
         pp_critical("cannot choose the directory for files the profiled processes read: %s", err);
         return -1;
@@ -577,6 +595,7 @@ static int run_session(run_state *rs, bool *stop)
         }
         pp_runner_free(runner);
     }
+    merge_hook_stacks(rs, prof);
     double t_merged = mono_now();
     pp_identity_annotate(rs->ident, prof, rs->disc);
     json_t *ext = session_extmeta(cfg);

@@ -98,6 +98,9 @@ struct pp_runtime {
     const pp_choice *modes; /* --<label>-mode values, NULL: no mode option */
     const char *default_mode;
     const char *mode_metavar, *mode_help;
+    /* modes its hooks serve rather than a backend (e.g. preparing processes for the system
+     * sampler), NULL-terminated, or NULL */
+    const char *const *hook_modes;
     const pp_opt *options; /* the runtime's own rows (stored by name) */
     size_t noptions;
 
@@ -122,6 +125,10 @@ struct pp_runtime {
     void (*session_begin)(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n);
     void (*before_last_drain)(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n);
     void (*at_exit)(const pp_runtime_ctx *ctx); /* at the end of the run, signals included */
+    /* At the session end: stacks for processes the hooks could not prepare ([Profiling
+     * skipped/error: ...] through pp_error_stack), added to out (a profile of its own, merged
+     * like a backend's). 0, or -1 out of memory. */
+    int (*hook_stacks)(const pp_runtime_ctx *ctx, pp_profile *out);
     /* Why this runtime must not run with mode beside a running gProfiler (both would drive the
      * same profiler inside the same processes), or NULL. */
     const char *(*gprofiler_conflict)(const char *mode);
