@@ -1,19 +1,13 @@
-/* Node.js's descriptor: perf-only for now; metadata node_version (from the executable, no process
- * started), link and libc (gProfiler §2.4), and the appid (§7.4). */
+/* Node.js's descriptor: its frames come from the system sampler, JIT frames named from the
+ * process's perf map; --nodejs-mode attach-maps makes running processes write one (attach.c,
+ * through the session hooks); metadata node_version (from the executable, no process started),
+ * link and libc (gProfiler §2.4), and the appid (§7.4). */
 #include <stdio.h>
 #include <string.h>
 
 #include "runtimes/node/node.h"
 #include "base/elfinfo.h"
 #include "runtimes/runtime.h"
-
-/* Node embeds its version in the "node.js/vX.Y.Z" user-agent literal. */
-static int node_version_literal(const char *s)
-{
-    unsigned a, b, c;
-    char tail;
-    return sscanf(s, "node.js/v%u.%u.%u%c", &a, &b, &c, &tail) == 3 && a >= 4 && a < 100;
-}
 
 static json_t *node_metadata(int pid)
 {
@@ -22,9 +16,8 @@ static json_t *node_metadata(int pid)
     pp_elfinfo ei;
     json_t *o = json_object();
     bool ok = pp_elfinfo_read(exe, &ei) == 0;
-    if (ok && pp_elf_find_string(exe, "node.js/v", "0123456789.", 24, node_version_literal, ver,
-                                 sizeof(ver)) == 0)
-        json_object_set_new(o, "node_version", json_string(ver + strlen("node.js/")));
+    if (ok && pp_node_exe_version(pid, ver, sizeof(ver)) == 0)
+        json_object_set_new(o, "node_version", json_string(ver));
     else
         json_object_set_new(o, "node_version", json_null());
     json_object_set_new(o, "link", json_string(ok && !ei.has_interp ? "static" : "dynamic"));
@@ -35,11 +28,15 @@ static json_t *node_metadata(int pid)
     return o;
 }
 
-static const pp_choice modes[] = {{"auto"},     {"inspector"},        {"attach-maps"}, {"perf"},
+static const pp_choice modes[] = {{"auto"},     {"attach-maps"},      {"perf"},
                                   {"disabled"}, {"none", "disabled"}, {NULL}};
+/* perf needs nothing from polyprof but the symbolizer's perf maps and jitdumps */
+static const char *const hook_modes[] = {"auto", "attach-maps", "perf", NULL};
 static const char *const suffixes[] = {"_[js]", NULL};
-/* V8's names of JIT frames in perf maps (--perf-prof / --perf-basic-prof). */
-static const char *const prefixes[] = {"LazyCompile", "InterpretedFunction", NULL};
+/* V8's names of JIT frames: perf maps of --perf-basic-prof ("JS:*f file:line:col") and older
+ * Nodes ("LazyCompile:..."), the attach's addon ("Function:f file:line"). */
+static const char *const prefixes[] = {
+    "JS:", "LazyCompile:", "InterpretedFunction:", "Function:", "Eval:", NULL};
 
 const pp_runtime pp_rt_node = {
     .name = "node",
@@ -51,12 +48,17 @@ const pp_runtime pp_rt_node = {
     .interpreter = true,
     .modes = modes,
     .default_mode = "disabled",
-    .mode_metavar = "{auto,inspector,attach-maps,perf,disabled}",
-    .mode_help = "NodeJS profiler: none yet, any mode but disabled warns at start; Node processes "
-                 "get the system sampler's frames (JIT frames named from /tmp/perf-<pid>.map when "
-                 "node runs with --perf-prof) (--no-nodejs: disabled)",
+    .mode_metavar = "{auto,attach-maps,perf,disabled}",
+    .mode_help = "NodeJS JIT frames for the system sampler: attach-maps (or auto) makes running "
+                 "Node processes write /tmp/perf-<pid>.map through their inspector (SIGUSR1) and "
+                 "removes it at exit; perf reads the maps and jitdumps of processes started with "
+                 "--perf-basic-prof or --perf-prof (read in every mode) (--no-nodejs: disabled)",
+    .hook_modes = hook_modes,
     .suffixes = suffixes,
     .frame_prefixes = prefixes,
     .metadata = node_metadata,
     .appid = pp_appid_node,
+    .session_begin = pp_node_session_begin,
+    .at_exit = pp_node_at_exit,
+    .hook_stacks = pp_node_hook_stacks,
 };
