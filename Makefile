@@ -222,6 +222,7 @@ bench: all
 	bash bench/discovery/run.sh
 	bash bench/python/run.sh
 	bash bench/java/run.sh
+	bash bench/node/run.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

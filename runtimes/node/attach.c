@@ -264,6 +264,7 @@ static int open_inspector(int pid, unsigned long long start, const pp_node_flags
         return -1;
     }
     *signalled = true;
+    pp_debug("nodejs: sent SIGUSR1 to pid %d to open its inspector", pid);
     double until = pp_mono_now() + OPEN_WAIT;
     while (pp_mono_now() < until) {
         size_t nn = pp_node_listeners(pid, now, 64);
@@ -333,6 +334,17 @@ static void stop_js(char *out, size_t len, int nspid, const char *pidns)
 #define CLOSE_JS                                                                                   \
     "(()=>{const g=globalThis[" JS_KEY "];if(g)clearTimeout(g.wd);process._debugEnd();})()"
 
+/* process._debugEnd() in the inspector at addr:port if it belongs to the process nspid. */
+static void close_guarded(int netns, const char *addr, int port, int nspid)
+{
+    pp_debug("nodejs: closing the inspector on port %d (pid %d in its namespace)", port, nspid);
+    char js[128], *r = NULL, e2[256];
+    snprintf(js, sizeof(js), "process.pid===%d?(process._debugEnd(),'closed'):'other'", nspid);
+    const char *x = js;
+    pp_cdp_evaluate(netns, addr, port, &x, 1, &r, NULL, pp_mono_now() + 3, e2, sizeof(e2));
+    free(r);
+}
+
 /* Opens the inspector, evaluates js, closes it again (if polyprof opened it). The first
  * result in *answer (malloc'd JSON string or NULL). 0, or -1 with err. */
 static int talk(const tracked *t, const pp_node_flags *f, const char *js, char **answer, char *err,
@@ -343,16 +355,9 @@ static int talk(const tracked *t, const pp_node_flags *f, const char *js, char *
     *answer = NULL;
     int netns = same_ns(t->pid, "net") ? 0 : t->pid;
     if (open_inspector(t->pid, t->start, f, &l, &theirs, &signalled, err, errlen) < 0) {
-        if (signalled && !pp_pid_gone(t->pid)) {
-            /* it may listen where it was not seen: close it there, if it is this process */
-            char js[128], *r = NULL, e2[256];
-            snprintf(js, sizeof(js), "process.pid===%d?(process._debugEnd(),'closed'):'other'",
-                     t->nspid);
-            const char *x = js;
-            pp_cdp_evaluate(netns, "127.0.0.1", f->port, &x, 1, &r, NULL, pp_mono_now() + 3, e2,
-                            sizeof(e2));
-            free(r);
-        }
+        /* it may listen where it was not seen: close it there, if it is this process */
+        if (signalled && !pp_pid_gone(t->pid))
+            close_guarded(netns, "127.0.0.1", f->port, t->nspid);
         return -1;
     }
     const char *exprs[2] = {js, CLOSE_JS};
@@ -363,9 +368,12 @@ static int talk(const tracked *t, const pp_node_flags *f, const char *js, char *
     if (!theirs) {
         free(res[1]);
         if (!wait_closed(t->pid, l.port)) {
-            pp_warn("nodejs: the inspector of pid %d still listens on port %d after "
-                    "process._debugEnd(); it closes itself within 10 s",
-                    t->pid, l.port);
+            close_guarded(netns, l.addr, l.port, t->nspid); /* the conversation broke off */
+            if (!wait_closed(t->pid, l.port))
+                pp_warn("nodejs: the inspector of pid %d still listens on port %d after "
+                        "process._debugEnd(); it closes itself within 10 s if the attach got "
+                        "that far, else when the process exits",
+                        t->pid, l.port);
         }
     }
     return got < 1 ? -1 : 0;

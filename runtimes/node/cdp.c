@@ -105,6 +105,8 @@ static char *reply_value(const char *msg, size_t len, long want_id, bool *match)
     return out;
 }
 
+static const struct lws_protocols protocols[];
+
 static int connect_to(cdp *c, const char *path, const char *method)
 {
     char host[96];
@@ -118,6 +120,7 @@ static int connect_to(cdp *c, const char *path, const char *method)
     ci.host = host;
     ci.origin = host;
     ci.method = method; /* NULL: a WebSocket */
+    ci.local_protocol_name = protocols[0].name;
     ci.userdata = c;
     return lws_client_connect_via_info(&ci) ? 0 : -1;
 }

@@ -186,7 +186,7 @@ static const opt_case opt_cases[] = {
     {{"--dotnet-mode", "dotnet-trace"}, "dotnet_mode", "\"dotnet-trace\""},
     {{"--dotnet-mode", "none"}, "dotnet_mode", "\"disabled\""},
     {{"--nodejs-mode", "attach-maps"}, "nodejs_mode", "\"attach-maps\""},
-    {{"--nodejs-mode", "inspector"}, "nodejs_mode", "\"inspector\""},
+    {{"--nodejs-mode", "attach-maps"}, "nodejs_mode", "\"attach-maps\""},
     {{"--no-nodejs"}, "nodejs_mode", "\"disabled\""},
     {{"--disable-container-names"}, "container_names", "false"},
     {{"--disable-application-identifiers"}, "collect_appids", "false"},
@@ -621,8 +621,8 @@ static const usage_case usage_cases[] = {
      "argument --dotnet-mode: invalid choice: 'x' (choose from 'auto', 'dotnet-trace', "
      "'disabled', 'none')"},
     {{"-o", "o", "--nodejs-mode", "x"},
-     "argument --nodejs-mode: invalid choice: 'x' (choose from 'auto', 'inspector', "
-     "'attach-maps', 'perf', 'disabled', 'none')"},
+     "argument --nodejs-mode: invalid choice: 'x' (choose from 'auto', 'attach-maps', 'perf', "
+     "'disabled', 'none')"},
     {{"-o", "o", "--profile-api-version", "v2"},
      "argument --profile-api-version: invalid choice: 'v2' (choose from 'v1')"},
     {{"-o", "o", "--pids", "1,x"},
