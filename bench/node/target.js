@@ -1,5 +1,5 @@
 // Throughput target for bench/node/run.py: prints "<ms since start> <ops in the last 100 ms>
-// <longest event-loop stall in it, ms>" every 100 ms. Workloads: "steady" (the same hot
+// <longest event-loop stall in it, ms> <CPU microseconds it used>" every 100 ms. Workloads: "steady" (the same hot
 // functions: compiled once, so a perf map costs nothing once written), "churn" (a new function
 // compiled every operation: one perf-map line each while the map is on).
 const kind = process.argv[2] || "steady";
@@ -23,8 +23,11 @@ function slice() {
   while (Date.now() < end) one();
   setImmediate(slice);
 }
+let cpu = process.cpuUsage();
 setInterval(() => {
-  process.stdout.write(`${Date.now() - t0} ${ops} ${stall}\n`);
+  const d = process.cpuUsage(cpu);
+  cpu = process.cpuUsage();
+  process.stdout.write(`${Date.now() - t0} ${ops} ${stall} ${d.user + d.system}\n`);
   ops = 0; stall = 0;
 }, 100);
 console.log("ready " + process.pid);

@@ -49,23 +49,9 @@ static char *read_proc(const char *path, size_t max, size_t *len)
     return buf;
 }
 
-/* The value of "Key:\t..." in a /proc/<pid>/status text, NULL if absent. */
-static const char *status_field(const char *status, const char *key)
-{
-    size_t kl = strlen(key);
-    for (const char *p = status; p && *p;) {
-        if (strncmp(p, key, kl) == 0 && p[kl] == ':')
-            return p + kl + 1;
-        p = strchr(p, '\n');
-        if (p)
-            p++;
-    }
-    return NULL;
-}
-
 int pp_node_sig_caught(const char *status, int sig)
 {
-    const char *v = status_field(status, "SigCgt");
+    const char *v = pp_status_field(status, "SigCgt");
     if (!v || sig < 1 || sig > 64)
         return -1;
     while (*v == ' ' || *v == '\t')
@@ -80,9 +66,9 @@ int pp_node_sig_caught(const char *status, int sig)
 
 int pp_node_nspid(const char *status)
 {
-    const char *v = status_field(status, "NSpid");
+    const char *v = pp_status_field(status, "NSpid");
     if (!v)
-        v = status_field(status, "Pid");
+        v = pp_status_field(status, "Pid");
     if (!v)
         return -1;
     long last = -1;
