@@ -460,7 +460,7 @@ static void attach_one(const pp_runtime_ctx *ctx, tracked *t)
                  : answer ? answer
                           : "no answer");
         set_reason(t, T_ERROR, why);
-        if (pp_pid_gone(t->pid))
+        if (!pp_proc_alive(t->pid))
             set_reason(t, T_ERROR, "the process exited during the attach");
     }
     free(answer);

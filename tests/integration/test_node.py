@@ -108,7 +108,7 @@ def assert_clean(pid):
 
 
 def profile_split(outdir, app, extra=()):
-    r = run_polyprof("-d", "8", "-f", "199", "-o", outdir, "--no-flamegraph",
+    r = run_polyprof("-d", "10", "-f", "399", "-o", outdir, "--no-flamegraph",
                      "--nodejs-mode", "attach-maps", "--pids", app.pid, *extra)
     prof = last_profile(outdir)
     return r, prof
@@ -180,7 +180,8 @@ def test_process_exiting_mid_attach(tmp_path, outdir, node):
     assert app.proc.wait(timeout=10) == 0, "it saw its inspector open and exited"
     assert not Path(f"/tmp/perf-{pid}.map").exists()
     assert not addon_copies()
-    assert "exited" in r.stderr, r.stderr[-2000:]
+    assert re.search(rf"nodejs: pid {pid} \(node\): (the process exited|cannot attach)", r.stderr), \
+        r.stderr[-2000:]
 
 
 def test_sigusr1_never_sent_to_a_program_that_does_not_handle_it(tmp_path, outdir):
@@ -240,7 +241,7 @@ def test_perf_prof_jitdump(tmp_path, outdir, node):
     app = node(NODE, "--perf-prof", "--interpreted-frames-native-stack", node_app(tmp_path),
                cwd=tmp_path)
     wait_for(lambda: list(tmp_path.glob("jit-*.dump")), 10, "the jitdump")
-    run_polyprof("-d", "5", "-f", "199", "-o", outdir, "--no-flamegraph", "--nodejs-mode",
+    run_polyprof("-d", "8", "-f", "399", "-o", outdir, "--no-flamegraph", "--nodejs-mode",
                  "perf", "--pids", app.pid)
     prof = last_profile(outdir)
     a, b = split_of(prof)
@@ -248,3 +249,52 @@ def test_perf_prof_jitdump(tmp_path, outdir, node):
     assert any(re.match(r"JS:[~^*+]?alpha .*app\.js:\d+:\d+$", x)
                for f, _ in prof.for_comm("node") for x in f)
     assert_share(100.0 * a / (a + b), a + b, 75, "alpha's share")
+
+
+def test_sigkilled_polyprof_left_map_is_taken_over(tmp_path, outdir, node):
+    """polyprof SIGKILLed after an attach leaves the process writing its map (and the inspector
+    closed); the next run takes the addon over, names the frames, and at its exit stops it and
+    removes the map."""
+    need_addon()
+    app = node(NODE, node_app(tmp_path))
+    pmap = Path(f"/tmp/perf-{app.pid}.map")
+    p = subprocess.Popen([str(ROOT / "build" / "polyprof"), "-d", "30", "-o", str(outdir),
+                          "--no-flamegraph", "--nodejs-mode", "attach-maps", "--pids",
+                          str(app.pid)], stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: pmap.exists() and pmap.stat().st_size > 0, 30, "the perf map")
+        wait_for(lambda: not listeners(app.pid), 10, "the inspector closed after the attach")
+    finally:
+        p.kill()
+        p.wait()
+        p.stderr.close()
+    assert pmap.exists(), "a killed polyprof cannot remove the map"
+    size = pmap.stat().st_size
+    r = run_polyprof("-d", "3", "-o", outdir, "--no-flamegraph", "--nodejs-mode",
+                     "attach-maps", "--pids", app.pid)
+    assert "left on by an earlier polyprof" in r.stderr, r.stderr[-2000:]
+    a, b = split_of(last_profile(outdir))
+    assert a > 0 and b > 0
+    assert size > 0
+    assert_clean(app.pid)
+
+
+def test_perf_basic_prof_map_is_used_and_left_alone(tmp_path, outdir, node):
+    """A process started with --perf-basic-prof writes its own map: named frames in every mode;
+    attach-maps neither signals it nor removes its map."""
+    err = open(tmp_path / "stderr", "w")
+    app = node(NODE, "--perf-basic-prof", node_app(tmp_path), stderr=err)
+    err.close()
+    pmap = Path(f"/tmp/perf-{app.pid}.map")
+    try:
+        wait_for(pmap.exists, 10, "its perf map")
+        run_polyprof("-d", "4", "-f", "399", "-o", outdir, "--no-flamegraph", "--nodejs-mode",
+                     "attach-maps", "--pids", app.pid)
+        a, b = split_of(last_profile(outdir))
+        assert a > 0 and b > 0
+        assert any(re.match(r"JS:[~^*+]?alpha .*app\.js:\d+:\d+$", x)
+                   for f, _ in last_profile(outdir).for_comm("node") for x in f)
+        assert pmap.exists(), "its own map stays"
+        assert "Debugger listening" not in (tmp_path / "stderr").read_text(), "not signalled"
+    finally:
+        pmap.unlink(missing_ok=True)
