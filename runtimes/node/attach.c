@@ -341,14 +341,15 @@ static void close_guarded(int netns, const char *addr, int port, int nspid)
     char js[128], *r = NULL, e2[256];
     snprintf(js, sizeof(js), "process.pid===%d?(process._debugEnd(),'closed'):'other'", nspid);
     const char *x = js;
-    pp_cdp_evaluate(netns, addr, port, &x, 1, &r, NULL, pp_mono_now() + 3, e2, sizeof(e2));
+    pp_cdp_evaluate(netns, addr, port, &x, 1, &r, pp_mono_now() + 3, e2, sizeof(e2));
     free(r);
 }
 
-/* Opens the inspector, evaluates js, closes it again (if polyprof opened it). The first
- * result in *answer (malloc'd JSON string or NULL). 0, or -1 with err. */
-static int talk(const tracked *t, const pp_node_flags *f, const char *js, char **answer, char *err,
-                size_t errlen)
+/* Opens the inspector, evaluates js (js_theirs in the user's inspector), closes it again (if
+ * polyprof opened it). The result in *answer (malloc'd JSON string or NULL). 0, or -1 with
+ * err. */
+static int talk(const tracked *t, const pp_node_flags *f, const char *js, const char *js_theirs,
+                char **answer, char *err, size_t errlen)
 {
     pp_node_listener l;
     bool theirs, signalled;
@@ -360,9 +361,9 @@ static int talk(const tracked *t, const pp_node_flags *f, const char *js, char *
             close_guarded(netns, "127.0.0.1", f->port, t->nspid);
         return -1;
     }
-    const char *exprs[2] = {js, CLOSE_JS};
+    const char *exprs[2] = {theirs ? js_theirs : js, CLOSE_JS};
     char *res[2];
-    int got = pp_cdp_evaluate(netns, l.addr, l.port, exprs, theirs ? 1 : 2, res, NULL,
+    int got = pp_cdp_evaluate(netns, l.addr, l.port, exprs, theirs ? 1 : 2, res,
                               pp_mono_now() + TALK_LIMIT, err, errlen);
     *answer = res[0];
     if (!theirs) {
@@ -440,9 +441,10 @@ static void attach_one(const pp_runtime_ctx *ctx, tracked *t)
             close(dfd);
         return;
     }
-    char js[2048], *answer = NULL;
-    attach_js(js, sizeof(js), t->nspid, pidns, inside, !f.inspect_at_start);
-    int rc = talk(t, &f, js, &answer, err, sizeof(err));
+    char js[2048], js_theirs[2048], *answer = NULL;
+    attach_js(js, sizeof(js), t->nspid, pidns, inside, true);
+    attach_js(js_theirs, sizeof(js_theirs), t->nspid, pidns, inside, false);
+    int rc = talk(t, &f, js, js_theirs, &answer, err, sizeof(err));
     unlinkat(dfd, name, 0); /* loaded (or not): the process needs the file no more */
     close(dfd);
     if (rc == 0 && answer && (!strcmp(answer, "\"started\"") || !strcmp(answer, "\"already\""))) {
@@ -475,7 +477,7 @@ static void detach_one(tracked *t)
         char js[1024], pidns[64], err[512], *answer = NULL;
         if (pp_node_read_flags(t->pid, &f) == 0 && pidns_link(t->pid, pidns, sizeof(pidns))) {
             stop_js(js, sizeof(js), t->nspid, pidns);
-            if (talk(t, &f, js, &answer, err, sizeof(err)) < 0 && !pp_pid_gone(t->pid))
+            if (talk(t, &f, js, js, &answer, err, sizeof(err)) < 0 && !pp_pid_gone(t->pid))
                 pp_warn("nodejs: cannot stop the perf map of pid %d (%s): it keeps writing it "
                         "until it exits",
                         t->pid, err);

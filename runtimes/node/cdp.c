@@ -30,7 +30,6 @@ typedef struct cdp {
     const char *const *exprs;
     size_t n;
     char **results;
-    bool (*stop_unless)(const char *);
     double deadline;
     /* state */
     struct lws_context *ctx;
@@ -161,7 +160,7 @@ static int on_message(cdp *c, struct lws *wsi)
     c->sent = false;
     c->results[c->next - 1] = v;
     c->got++;
-    if (c->next == c->n || (c->stop_unless && !c->stop_unless(v))) {
+    if (c->next == c->n) {
         c->finished = true;
         return -1; /* close */
     }
@@ -303,8 +302,7 @@ static void *run(void *arg)
 }
 
 int pp_cdp_evaluate(int netns_pid, const char *addr, int port, const char *const *exprs, size_t n,
-                    char **results, bool (*stop_unless)(const char *result), double deadline,
-                    char *err, size_t errlen)
+                    char **results, double deadline, char *err, size_t errlen)
 {
     cdp c = {.netns_pid = netns_pid,
              .addr = addr,
@@ -312,7 +310,6 @@ int pp_cdp_evaluate(int netns_pid, const char *addr, int port, const char *const
              .exprs = exprs,
              .n = n,
              .results = results,
-             .stop_unless = stop_unless,
              .deadline = deadline};
     for (size_t i = 0; i < n; i++)
         results[i] = NULL;

@@ -49,12 +49,10 @@ int pp_node_read_flags(int pid, pp_node_flags *f);
  * (0: polyprof's own), from a thread that enters it; reads /json/list, opens the first target's
  * WebSocket and evaluates each of exprs in turn (Runtime.evaluate, returnByValue), storing each
  * result's value as a string (JSON of the value, malloc'd; NULL if it threw or the connection
- * closed before the reply) in results[i]. Stops after a result for which stop_unless returns
- * false (NULL: never). Returns how many results arrived, or -1 with err set (connection failed
- * or the deadline, monotonic seconds, passed). */
+ * closed before the reply) in results[i]. Returns how many results arrived, or -1 with err set
+ * (connection failed or the deadline, monotonic seconds, passed). */
 int pp_cdp_evaluate(int netns_pid, const char *addr, int port, const char *const *exprs, size_t n,
-                    char **results, bool (*stop_unless)(const char *result), double deadline,
-                    char *err, size_t errlen);
+                    char **results, double deadline, char *err, size_t errlen);
 /* The webSocketDebuggerUrl path ("/<uuid>") of the first target of a /json/list body. */
 int pp_cdp_ws_path(const char *body, size_t len, char *out, size_t outlen);
 

@@ -270,7 +270,7 @@ def test_sigkilled_polyprof_left_map_is_taken_over(tmp_path, outdir, node):
         p.stderr.close()
     assert pmap.exists(), "a killed polyprof cannot remove the map"
     size = pmap.stat().st_size
-    r = run_polyprof("-d", "3", "-o", outdir, "--no-flamegraph", "--nodejs-mode",
+    r = run_polyprof("-d", "3", "-f", "399", "-o", outdir, "--no-flamegraph", "--nodejs-mode",
                      "attach-maps", "--pids", app.pid)
     assert "left on by an earlier polyprof" in r.stderr, r.stderr[-2000:]
     a, b = split_of(last_profile(outdir))
