@@ -88,15 +88,25 @@ int pp_cdp_ws_path(const char *body, size_t len, char *out, size_t outlen)
     return rc;
 }
 
-/* The reply to the expression in flight: its value as JSON text, NULL when it threw. */
-static char *reply_value(const char *msg, size_t len, long want_id, bool *match)
+/* The reply to the expression in flight: its value as JSON text; when it threw,
+ * {"exception":"<description>"}. */
+char *pp_cdp_reply_value(const char *msg, size_t len, long want_id, bool *match)
 {
     json_error_t je;
     json_t *o = json_loadb(msg, len, 0, &je);
     *match = o && json_integer_value(json_object_get(o, "id")) == want_id;
     char *out = NULL;
-    json_t *res = json_object_get(json_object_get(o, "result"), "result");
-    if (*match && res && !json_object_get(json_object_get(o, "result"), "exceptionDetails")) {
+    json_t *r = json_object_get(o, "result");
+    json_t *res = json_object_get(r, "result"), *exc = json_object_get(r, "exceptionDetails");
+    if (*match && exc) {
+        const char *d =
+            json_string_value(json_object_get(json_object_get(exc, "exception"), "description"));
+        if (!d)
+            d = json_string_value(json_object_get(exc, "text"));
+        json_t *e = json_pack("{s:s}", "exception", d ? d : "?");
+        out = e ? json_dumps(e, JSON_COMPACT) : NULL;
+        json_decref(e);
+    } else if (*match && res) {
         json_t *v = json_object_get(res, "value");
         out = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : strdup("null");
     }
@@ -153,7 +163,7 @@ static int send_next(cdp *c, struct lws *wsi)
 static int on_message(cdp *c, struct lws *wsi)
 {
     bool match;
-    char *v = reply_value(c->buf, c->len, (long)c->next, &match);
+    char *v = pp_cdp_reply_value(c->buf, c->len, (long)c->next, &match);
     c->len = 0;
     if (!match || !c->sent)
         return 0; /* an event (Runtime.executionContextCreated...) */

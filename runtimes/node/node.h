@@ -48,11 +48,15 @@ int pp_node_read_flags(int pid, pp_node_flags *f);
 /* Connects to the inspector listening on addr:port inside the network namespace of netns_pid
  * (0: polyprof's own), from a thread that enters it; reads /json/list, opens the first target's
  * WebSocket and evaluates each of exprs in turn (Runtime.evaluate, returnByValue), storing each
- * result's value as a string (JSON of the value, malloc'd; NULL if it threw or the connection
- * closed before the reply) in results[i]. Returns how many results arrived, or -1 with err set
- * (connection failed or the deadline, monotonic seconds, passed). */
+ * result's value as a string (JSON of the value, malloc'd; {"exception":"<description>"} if
+ * it threw; NULL if the connection closed before the reply) in results[i]. Returns how many results
+ * arrived, or -1 with err set (connection failed or the deadline, monotonic seconds, passed). */
 int pp_cdp_evaluate(int netns_pid, const char *addr, int port, const char *const *exprs, size_t n,
                     char **results, double deadline, char *err, size_t errlen);
+/* The value in a DevTools message replying to the call want_id (*match: it is that reply, not
+ * an event or another reply): its value as JSON text, {"exception":"<description>"} if it threw;
+ * NULL when not a reply with a result. malloc'd. */
+char *pp_cdp_reply_value(const char *msg, size_t len, long want_id, bool *match);
 /* The webSocketDebuggerUrl path ("/<uuid>") of the first target of a /json/list body. */
 int pp_cdp_ws_path(const char *body, size_t len, char *out, size_t outlen);
 

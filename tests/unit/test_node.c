@@ -178,3 +178,31 @@ Test(node, ws_path)
     cr_expect_eq(pp_cdp_ws_path(body, strlen(body), p, 8), -1, "too long for out");
     cr_expect_eq(pp_cdp_ws_path("not json", 8, p, sizeof(p)), -1);
 }
+
+Test(node, reply_value)
+{
+    bool match;
+    const char *ok =
+        "{\"id\":2,\"result\":{\"result\":{\"type\":\"string\",\"value\":\"started\"}}}";
+    char *v = pp_cdp_reply_value(ok, strlen(ok), 2, &match);
+    cr_expect(match);
+    cr_expect_str_eq(v, "\"started\"");
+    free(v);
+    v = pp_cdp_reply_value(ok, strlen(ok), 1, &match);
+    cr_expect(!match && !v, "another call's reply");
+    const char *undef = "{\"id\":1,\"result\":{\"result\":{\"type\":\"undefined\"}}}";
+    v = pp_cdp_reply_value(undef, strlen(undef), 1, &match);
+    cr_expect_str_eq(v, "null");
+    free(v);
+    const char *thrown = "{\"id\":1,\"result\":{\"result\":{\"type\":\"object\"},"
+                         "\"exceptionDetails\":{\"text\":\"Uncaught\",\"exception\":{"
+                         "\"description\":\"Error: failed to map segment\"}}}}";
+    v = pp_cdp_reply_value(thrown, strlen(thrown), 1, &match);
+    cr_expect_str_eq(v, "{\"exception\":\"Error: failed to map segment\"}");
+    free(v);
+    const char *event = "{\"method\":\"Runtime.executionContextCreated\",\"params\":{}}";
+    v = pp_cdp_reply_value(event, strlen(event), 1, &match);
+    cr_expect(!match && !v, "an event");
+    v = pp_cdp_reply_value("{bad", 4, 1, &match);
+    cr_expect(!match && !v);
+}
