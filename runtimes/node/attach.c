@@ -108,6 +108,17 @@ static int target_dir(int pid, const char *dir, char *err, size_t errlen)
     return fd;
 }
 
+/* Removes the target directory inside pid's root if it is empty (other runtimes may keep files
+ * there). */
+static void remove_target_dir(int pid, const char *dir)
+{
+    int tmp = pp_open_in_proc_root(pid, "/tmp", O_RDONLY | O_DIRECTORY);
+    if (tmp >= 0) {
+        unlinkat(tmp, strrchr(dir, '/') + 1, AT_REMOVEDIR);
+        close(tmp);
+    }
+}
+
 /* Copies src to name in dirfd (replacing a leftover), readable by the process's user. */
 static int place_file(const char *src, int dirfd, const char *name, char *err, size_t errlen)
 {
@@ -447,6 +458,7 @@ static void attach_one(const pp_runtime_ctx *ctx, tracked *t)
     int rc = talk(t, &f, js, js_theirs, &answer, err, sizeof(err));
     unlinkat(dfd, name, 0); /* loaded (or not): the process needs the file no more */
     close(dfd);
+    remove_target_dir(t->pid, ctx->target_tmpdir);
     if (rc == 0 && answer && (!strcmp(answer, "\"started\"") || !strcmp(answer, "\"already\""))) {
         t->state = T_ATTACHED;
         pp_info("nodejs: pid %d writes its perf map now (%s)", t->pid,
