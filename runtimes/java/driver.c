@@ -31,6 +31,8 @@
 #include "runtimes/java/jfr_session.h"
 #include "runtimes/java/jvminfo.h"
 #include "runtimes/java/jvmutil.h"
+#include "runtimes/java/manifest.h"
+#include "runtimes/appid.h"
 #include "runtimes/java/safemode.h"
 #include "base/procfiles.h"
 #include "base/resource.h"
@@ -66,6 +68,27 @@ static bool may_attach(int pid)
     return !pp_java_safemode_reason(NULL, 0) && pp_java_supported(pid, why, sizeof(why));
 }
 
+/* "jar_manifest": the application JAR's manifest attributes (polyprof's addition to gProfiler's
+ * keys), or NULL when the process was not started from a JAR or it cannot be read. */
+static json_t *jar_manifest(int pid)
+{
+    char cwd[PATH_MAX], root[64], jar[PATH_MAX];
+    int argc;
+    char **argv = pp_appid_proc_cmdline(pid, &argc, cwd, sizeof(cwd));
+    const char *app = argv ? pp_java_app_jar(argv, argc, jar, sizeof(jar)) : NULL;
+    free(argv);
+    snprintf(root, sizeof(root), "/proc/%d/root", pid);
+    pp_jar_manifest m;
+    if (!app || !cwd[0] || pp_java_jar_manifest(root, cwd, jar, &m) < 0)
+        return NULL;
+#define STR_OR_NULL(s) ((s)[0] ? json_string(s) : json_null())
+    return json_pack("{s:s, s:o, s:o, s:o, s:o}", "path", jar, "main_class",
+                     STR_OR_NULL(m.main_class), "start_class", STR_OR_NULL(m.start_class),
+                     "implementation_title", STR_OR_NULL(m.implementation_title),
+                     "implementation_version", STR_OR_NULL(m.implementation_version));
+#undef STR_OR_NULL
+}
+
 json_t *pp_java_metadata(int pid)
 {
     json_t *o = json_object();
@@ -95,6 +118,9 @@ json_t *pp_java_metadata(int pid)
     json_object_set_new(o, "java_version", version ? version : json_string("/java not found"));
     json_object_set_new(o, "libjvm_elfid", elfid);
     json_object_set_new(o, "jvm_flags", flags ? flags : json_array());
+    json_t *jar = jar_manifest(pid);
+    if (jar)
+        json_object_set_new(o, "jar_manifest", jar);
     return o;
 }
 
