@@ -86,22 +86,22 @@ static inline uint32_t pp_htab_tag(uint64_t h)
     return tag ? tag : 1;
 }
 
-/* The next entry on the probe sequence whose tag matches, or NULL at the first empty slot.
- * The table is never full, so every sequence ends. */
+/* The next entry on the probe sequence whose tag matches, or NULL at the first empty slot (the
+ * probe is then spent). The table is never full, so every sequence ends. */
 static inline void *pp_htab_next(const pp_htab *t, pp_htab_probe *p)
 {
-    size_t mask = t->cap - 1;
+    unsigned char *slots = t->slots;
+    size_t stride = t->stride, mask = t->cap - 1;
+    uint32_t want = p->tag;
     for (size_t i = p->i;; i = (i + 1) & mask) {
-        unsigned char *slot = t->slots + i * t->stride;
+        unsigned char *slot = slots + i * stride;
         uint32_t tag = *(const uint32_t *)(const void *)slot;
-        if (!tag) {
-            p->i = i;
-            return NULL;
-        }
-        if (tag == p->tag) {
+        if (tag == want) {
             p->i = (i + 1) & mask;
             return slot + t->off;
         }
+        if (!tag)
+            return NULL;
     }
 }
 
