@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "base/hashtab.h"
 #include "orchestrator/discovery.h"
 
 /* Fields of /proc/<pid>/stat that discovery uses. */
@@ -36,12 +37,11 @@ typedef struct pp_go_entry {
     long long mtime_sec;
     long mtime_nsec;
     long long size;
-    unsigned char used, is_go;
+    bool is_go;
 } pp_go_entry;
 
-typedef struct pp_go_cache {
-    pp_go_entry *tab;
-    size_t cap, n;
+typedef struct pp_go_cache { /* zero-initialised: empty */
+    pp_htab tab;             /* of pp_go_entry */
     unsigned long elf_opens; /* ELF files parsed (cache misses), for tests and the benchmark */
 } pp_go_cache;
 
