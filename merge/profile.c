@@ -45,6 +45,8 @@ static void table_free(pp_stack_table *t)
 
 static int table_add(pp_stack_table *t, const uint32_t *f, size_t n, uint64_t count)
 {
+    if (!t->index.cap && pp_htab_reserve(&t->index, 32) < 0) /* 64 slots at first */
+        return -1;
     uint64_t h = hash_stack(f, n);
     pp_htab_probe p;
     for (uint32_t *i = pp_htab_first(&t->index, h, &p); i; i = pp_htab_next(&t->index, &p)) {
