@@ -169,8 +169,11 @@ int pp_u64map_put(pp_u64map *m, uint64_t key, uint64_t val)
         *v = val;
         return 0;
     }
-    if (!m->t.stride)
+    if (!m->t.stride) {
         PP_HTAB_INIT(&m->t, pp_u64map_ent, 50);
+        if (pp_htab_reserve(&m->t, 32) < 0) /* 64 slots: most maps hold more than a few */
+            return -1;
+    }
     pp_u64map_ent *e = pp_htab_add(&m->t, pp_hash_u64(key));
     if (!e)
         return -1;
