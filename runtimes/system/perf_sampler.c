@@ -42,6 +42,9 @@ typedef struct comm_ent {
     char comm[COMM_LEN + 1];
 } comm_ent;
 
+/* Chained rather than base/hashtab: entries have variable length (their addresses inline), are
+ * allocated one by one as samples arrive and handed whole to the drain; bucket i holds hashes
+ * (pp_hash_bytes) whose low bits are i. */
 typedef struct {
     raw_stack **buckets;
     size_t nbuckets, n;
@@ -56,8 +59,8 @@ struct pp_perf_sampler {
     pthread_t thread;
     bool thread_started;
     pthread_mutex_t lock;
-    raw_table table; /* filled by the reader thread, swapped out by drain */
-    comm_ent *comms[1024];
+    raw_table table;       /* filled by the reader thread, swapped out by drain */
+    comm_ent *comms[1024]; /* by pid % 1024, chained: read once per drained stack */
     size_t ncomms;
     pp_htab seen; /* of int pids announced, room for SEEN_MAX made at the start */
     bool swept;   /* swept since the last drain */
