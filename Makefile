@@ -208,8 +208,10 @@ run: deps
 	@echo "profile written: $$(readlink -f out/last_profile.col)"
 
 # ---- benchmarks (programs linked with the library) ----
-BENCH_BIN := $(BUILD)/bench/bench_discovery $(BUILD)/bench/bench_pyreader $(BUILD)/bench/bench_jfr
+BENCH_BIN := $(BUILD)/bench/bench_discovery $(BUILD)/bench/bench_pyreader $(BUILD)/bench/bench_jfr \
+             $(BUILD)/bench/bench_merge
 $(BUILD)/bench/bench_discovery: $(BUILD)/obj/bench/discovery/bench_discovery.o
+$(BUILD)/bench/bench_merge: $(BUILD)/obj/bench/merge/bench_merge.o
 $(BUILD)/bench/bench_pyreader: $(BUILD)/obj/bench/python/bench_reader.o
 $(BUILD)/bench/bench_jfr: $(BUILD)/obj/bench/java/bench_jfr.o
 $(BENCH_BIN): $(LIB)
@@ -222,6 +224,7 @@ bench: all
 	bash bench/discovery/run.sh
 	bash bench/python/run.sh
 	bash bench/java/run.sh
+	bash bench/merge/run.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

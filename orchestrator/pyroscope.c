@@ -13,6 +13,7 @@
 #include "merge/header.h"
 #include "merge/linecount.h"
 #include "orchestrator/http.h"
+#include "base/hashtab.h"
 #include "base/log.h"
 #include "base/safefile.h"
 #include "runtimes/runtime.h"
@@ -199,53 +200,18 @@ const char *pp_pyroscope_runtime(const char *stack, size_t len)
 typedef struct gtab {
     pp_pyro_group *g;
     size_t n, cap;
-    uint32_t *slots; /* index+1, 0 empty */
-    size_t nslots;
+    pp_htab idx; /* of uint32_t indexes into g */
 } gtab;
-
-static uint32_t hash2(const char *a, size_t al, const char *b, size_t bl)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < al; i++)
-        h = (h ^ (unsigned char)a[i]) * 16777619u;
-    h = (h ^ 0xff) * 16777619u;
-    for (size_t i = 0; i < bl; i++)
-        h = (h ^ (unsigned char)b[i]) * 16777619u;
-    return h;
-}
-
-static int gtab_grow(gtab *t)
-{
-    size_t ns = t->nslots ? t->nslots * 2 : 64;
-    uint32_t *s = calloc(ns, sizeof(*s));
-    if (!s)
-        return -1;
-    for (size_t i = 0; i < t->n; i++) {
-        pp_pyro_group *g = &t->g[i];
-        uint32_t h = hash2(g->comm, strlen(g->comm), g->container, strlen(g->container));
-        size_t k = h & (ns - 1);
-        while (s[k])
-            k = (k + 1) & (ns - 1);
-        s[k] = (uint32_t)i + 1;
-    }
-    free(t->slots);
-    t->slots = s;
-    t->nslots = ns;
-    return 0;
-}
 
 static pp_pyro_group *gtab_get(gtab *t, const char *comm, size_t cl, const char *cont, size_t ctl)
 {
-    if ((t->n + 1) * 2 > t->nslots && gtab_grow(t) < 0)
-        return NULL;
-    uint32_t h = hash2(comm, cl, cont, ctl);
-    size_t k = h & (t->nslots - 1);
-    while (t->slots[k]) {
-        pp_pyro_group *g = &t->g[t->slots[k] - 1];
+    uint64_t h = pp_hash_bytes(cont, ctl, pp_hash_bytes(comm, cl, 0));
+    pp_htab_probe p;
+    for (uint32_t *i = pp_htab_first(&t->idx, h, &p); i; i = pp_htab_next(&t->idx, &p)) {
+        pp_pyro_group *g = &t->g[*i];
         if (strlen(g->comm) == cl && memcmp(g->comm, comm, cl) == 0 &&
             strlen(g->container) == ctl && memcmp(g->container, cont, ctl) == 0)
             return g;
-        k = (k + 1) & (t->nslots - 1);
     }
     if (t->n == t->cap) {
         size_t nc = t->cap ? t->cap * 2 : 16;
@@ -259,12 +225,13 @@ static pp_pyro_group *gtab_get(gtab *t, const char *comm, size_t cl, const char 
     memset(g, 0, sizeof(*g));
     g->comm = strndup(comm, cl);
     g->container = strndup(cont, ctl);
-    if (!g->comm || !g->container) {
+    uint32_t *slot = g->comm && g->container ? pp_htab_add(&t->idx, h) : NULL;
+    if (!slot) {
         free(g->comm);
         free(g->container);
         return NULL;
     }
-    t->slots[k] = (uint32_t)++t->n;
+    *slot = (uint32_t)t->n++;
     return g;
 }
 
@@ -323,6 +290,7 @@ size_t pp_pyroscope_groups(const char *col, size_t len, pp_pyro_group **out)
         p = nl ? nl + 1 : e;
     }
     gtab t = {0};
+    PP_HTAB_INIT(&t.idx, uint32_t, 50);
     pp_linecount **sets = NULL; /* per group: its distinct stacks (several .col lines can differ
                                  * only in the stripped prefix) */
     size_t nsets = 0;
@@ -390,7 +358,7 @@ size_t pp_pyroscope_groups(const char *col, size_t len, pp_pyro_group **out)
         g->rt_samples[stack_kind(s, (size_t)(se - s))] += count;
     }
     free(cutbuf);
-    free(t.slots);
+    pp_htab_free(&t.idx);
     for (size_t i = 0; i < t.n; i++) {
         pp_pyro_group *g = &t.g[i];
         if (i < nsets && sets[i] && write_body(g, sets[i]) < 0) {

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/hashtab.h"
 #include "base/inroot.h"
 #include "base/procfiles.h"
 
@@ -26,91 +27,62 @@ typedef struct dirmap {
     dev_t dev;
     ino_t ino;
     struct timespec mtime;
-    char **keys; /* open addressing, cap a power of two */
-    uint32_t *vals;
-    size_t cap, n;
+    pp_htab files; /* of file_ent */
     char **dists;
     size_t ndists;
 } dirmap;
+
+typedef struct file_ent {
+    char *rel;     /* owned */
+    uint32_t dist; /* index into dists */
+} file_ent;
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static dirmap *cache[PP_PKGVER_MAX_DIRS];
 static size_t ncache;
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static void dirmap_free(dirmap *m)
 {
     if (!m)
         return;
-    for (size_t i = 0; i < m->cap; i++)
-        free(m->keys[i]);
-    free(m->keys);
-    free(m->vals);
+    size_t pos = 0;
+    for (file_ent *e; (e = pp_htab_each(&m->files, &pos));)
+        free(e->rel);
+    pp_htab_free(&m->files);
     for (size_t i = 0; i < m->ndists; i++)
         free(m->dists[i]);
     free(m->dists);
     free(m);
 }
 
-static int map_grow(dirmap *m)
+static const file_ent *map_find(const dirmap *m, const char *rel, uint64_t h)
 {
-    size_t ncap = m->cap ? m->cap * 2 : 256;
-    char **keys = calloc(ncap, sizeof(*keys));
-    uint32_t *vals = calloc(ncap, sizeof(*vals));
-    if (!keys || !vals) {
-        free(keys);
-        free(vals);
-        return -1;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->keys[i])
-            continue;
-        size_t j = hash_str(m->keys[i]) & (ncap - 1);
-        while (keys[j])
-            j = (j + 1) & (ncap - 1);
-        keys[j] = m->keys[i];
-        vals[j] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = keys;
-    m->vals = vals;
-    m->cap = ncap;
-    return 0;
+    pp_htab_probe p;
+    for (const file_ent *e = pp_htab_first(&m->files, h, &p); e; e = pp_htab_next(&m->files, &p))
+        if (strcmp(e->rel, rel) == 0)
+            return e;
+    return NULL;
 }
 
 /* Adds rel -> dist unless present (the first distribution listing a file keeps it). */
 static void map_put(dirmap *m, const char *rel, uint32_t dist)
 {
-    if (m->n >= MAX_FILES || ((m->n + 1) * 2 > m->cap && map_grow(m) < 0))
+    uint64_t h = pp_hash_bytes(rel, strlen(rel), 0);
+    if (pp_htab_count(&m->files) >= MAX_FILES || map_find(m, rel, h))
         return;
-    size_t j = hash_str(rel) & (m->cap - 1);
-    for (; m->keys[j]; j = (j + 1) & (m->cap - 1))
-        if (strcmp(m->keys[j], rel) == 0)
-            return;
     char *k = strdup(rel);
-    if (!k)
+    file_ent *e = k ? pp_htab_add(&m->files, h) : NULL;
+    if (!e) {
+        free(k);
         return;
-    m->keys[j] = k;
-    m->vals[j] = dist;
-    m->n++;
+    }
+    *e = (file_ent){k, dist};
 }
 
 static const char *map_get(const dirmap *m, const char *rel)
 {
-    if (!m->cap)
-        return NULL;
-    for (size_t j = hash_str(rel) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1))
-        if (strcmp(m->keys[j], rel) == 0)
-            return m->dists[m->vals[j]];
-    return NULL;
+    const file_ent *e = map_find(m, rel, pp_hash_bytes(rel, strlen(rel), 0));
+    return e ? m->dists[e->dist] : NULL;
 }
 
 /* Normalizes a relative path in place ("a/./b/../c" -> "a/c"). Returns false when it leaves
@@ -254,6 +226,7 @@ static dirmap *build_map(int rootfd, const char *path, int dfd, const struct sta
         close(dfd);
     if (!m)
         return NULL;
+    PP_HTAB_INIT(&m->files, file_ent, 50);
     m->dev = st->st_dev;
     m->ino = st->st_ino;
     m->mtime = st->st_mtim;
