@@ -5,9 +5,10 @@
  *   2 repeated messages not logged
  *
  * "processes" are those discovery classified, per kind (pp_proc_kind_name); "samples" the counts
- * in the session's profile; "runtime stacks" per kind with a runtime profiler that had processes:
- * how many of the processes handed to it (blacklisted ones are not) got runtime stacks, and how
- * many an error or skip stack instead (the rest were idle, or exited before a sample); "upload"
+ * in the session's profile; "runtime stacks" per kind whose runtime profiler ran this session and
+ * had processes: how many of the processes handed to it (blacklisted ones are not) got runtime
+ * stacks, and how many an error or skip stack instead (the rest were idle, or exited before a
+ * sample), "none" when no runtime profiler had any; "upload"
  * is pp_uploader_status; the last part counts the per-process messages that pp_log_proc counted
  * instead of logging during the session (left out when none). */
 #ifndef PP_SUMMARY_H
