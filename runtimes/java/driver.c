@@ -194,7 +194,8 @@ static void start_one(java_session *s, jvm *j)
         return;
     }
     if (!pp_java_supported(j->proc.pid, why, sizeof(why))) {
-        pp_info("java: not profiling pid %d: %s", j->proc.pid, why);
+        pp_info_proc(j->proc.pid, j->proc.start_ticks, "java: not profiling pid %d: %s",
+                     j->proc.pid, why);
         set_error(j, "skipped", "profiling this JVM is not supported");
         return;
     }
@@ -206,12 +207,14 @@ static void start_one(java_session *s, jvm *j)
     if (s->ap_mode) {
         j->ap = pp_asprof_start(s->asprof, j->proc.pid, s->ctx, s->deadline, err, sizeof(err));
         if (!j->ap) {
-            pp_warn("java: cannot start async-profiler in pid %d: %s", j->proc.pid, err);
+            pp_warn_proc(j->proc.pid, j->proc.start_ticks,
+                         "java: cannot start async-profiler in pid %d: %s", j->proc.pid, err);
             set_error(j, "error", err);
         }
     } else if (pp_jfr_rec_start(&j->rec, s->ctx->frequency, s->duration_s, s->deadline - mono_now(),
                                 err, sizeof(err)) < 0) {
-        pp_warn("java: cannot start JFR in pid %d: %s", j->proc.pid, err);
+        pp_warn_proc(j->proc.pid, j->proc.start_ticks, "java: cannot start JFR in pid %d: %s",
+                     j->proc.pid, err);
         set_error(j, "error", err);
     }
 }
@@ -343,7 +346,8 @@ static int java_collect(void *session, pp_profile *out)
                 jvm_gone(j);
             else
                 set_error(j, "error", err);
-            pp_warn("java: no profile for pid %d: %s", j->proc.pid, err);
+            pp_warn_proc(j->proc.pid, j->proc.start_ticks, "java: no profile for pid %d: %s",
+                         j->proc.pid, err);
             frame_stack(out, j);
         }
     }

@@ -352,15 +352,14 @@ static void open_proc(pysampler *s, pyproc *p, const pp_proc *src)
         p->gone = true;
         return;
     }
-    bool first = pp_python_first_report(p->pid, p->start_ticks);
     if (st == PP_PY_UNSUPPORTED) {
         snprintf(p->reason, sizeof(p->reason), "[Profiling skipped: %s]", err);
-        if (first)
-            pp_info("python pid %d (%s) not profiled: %s", p->pid, p->comm, err);
+        pp_info_proc(p->pid, p->start_ticks, "python pid %d (%s) not profiled: %s", p->pid, p->comm,
+                     err);
     } else {
         snprintf(p->reason, sizeof(p->reason), "[Profiling error: %s]", err);
-        if (first)
-            pp_warn("python pid %d (%s) cannot be profiled: %s", p->pid, p->comm, err);
+        pp_warn_proc(p->pid, p->start_ticks, "python pid %d (%s) cannot be profiled: %s", p->pid,
+                     p->comm, err);
     }
 }
 
@@ -442,9 +441,10 @@ int pp_pysampler_collect(void *session, pp_profile *out)
         bool has = p->pp && pp_pid_nstacks(p->pp) > 0;
         if (!has && !p->reason[0] && p->errors && !p->samples)
             snprintf(p->reason, sizeof(p->reason), "[Profiling error: %s]", p->last_err);
-        if (p->errors && pp_python_first_report(p->pid, p->start_ticks))
-            pp_warn("python pid %d (%s): %llu of %llu samples failed: %s", p->pid, p->comm,
-                    p->errors, p->errors + p->samples, p->last_err);
+        if (p->errors)
+            pp_warn_proc(p->pid, p->start_ticks,
+                         "python pid %d (%s): %llu of %llu samples failed: %s", p->pid, p->comm,
+                         p->errors, p->errors + p->samples, p->last_err);
         if (!has && !p->reason[0])
             continue; /* idle, or exited before a sample: the system sampler's stacks stay */
         pp_pid_profile *dst = pp_profile_get(out, p->pid, true);
