@@ -132,7 +132,7 @@ $(BUILD)/san/%.o: %.c | $(GEN_HDRS)
 $(BUILD)/fuzzobj/%.o: %.c | $(GEN_HDRS)
 	$(call say,CC-FUZ,$<)
 	@mkdir -p $(dir $@)
-	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(FUZZSAN) $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CLANG) -std=gnu11 -g -O1 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(FUZZSAN) $(DEPFLAGS) -c $< -o $@
 
 $(LIB): $(OBJ)
 $(SAN_LIB): $(SAN_OBJ)

@@ -12,6 +12,10 @@
 #include "orchestrator/pyroscope.h"
 #include "orchestrator/studio.h"
 #include "runtimes/appid.h"
+#include "runtimes/java/java.h"
+#include "runtimes/node/node.h"
+#include "runtimes/python/python.h"
+#include "runtimes/ruby/ruby.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
