@@ -57,7 +57,7 @@ DEB_PKGS := gcc make clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev liblzma
             libjansson-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev libarchive-dev \
             libclang-rt-14-dev valgrind python3 python3-pip python3-pytest python3-pytest-timeout \
             golang-go linux-perf stress-ng clang-format ruby php-cli openjdk-17-jdk-headless \
-            nodejs binutils chromium
+            nodejs binutils chromium curl
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 	    | grep -q 'install ok installed' || echo $$p; done); \
@@ -72,13 +72,14 @@ deps:
 # search path (base/resource.h) finds from the binary's own directory, so the tree works under
 # any PREFIX, DESTDIR or chroot. LOGDIR (the default --log-file's directory, which polyprof
 # does not create) is made too; LOGDIR= skips it. resources/ is copied as it is (executables stay executable),
-# but for flamegraph/, compiled into the binary (merge/html.c), plus the pinned tools `make deps` fetched into PP_TOOLS when they are there (PP_TOOLS= skips
+# but for flamegraph/, compiled into the binary (merge/html.c), plus the pinned tools `make deps` fetched into PP_TOOLS when they are there (py-spy, async-profiler's jar) (PP_TOOLS= skips
 # them). The Dockerfile runs this target. ----
 PREFIX   ?= /usr/local
 PP_TOOLS ?= /var/cache/polyprof/tools
 LOGDIR   ?= /var/log/polyprof
 RES_DEST  = $(DESTDIR)$(PREFIX)/share/polyprof/resources
 PYSPY_VERSION := $(shell sed -n 's/^PYSPY_VERSION=//p' tests/tools/install.sh 2>/dev/null)
+ASPROF_VERSION := $(shell sed -n 's/^ASPROF_VERSION=//p' tests/tools/install.sh 2>/dev/null)
 
 install: $(BUILD)/polyprof
 	$(call say,INST,$(DESTDIR)$(PREFIX))
@@ -91,6 +92,10 @@ install: $(BUILD)/polyprof
 	if [ -n "$(PP_TOOLS)" ] && [ -n "$(PYSPY_VERSION)" ] && [ -x "$$pyspy" ]; then \
 	    install -D -m 0755 "$$pyspy" "$(RES_DEST)/python/py-spy"; \
 	    echo "  installed py-spy $(PYSPY_VERSION) from $(PP_TOOLS)"; fi
+	$(Q)jar="$(PP_TOOLS)/async-profiler-$(ASPROF_VERSION)/java/async-profiler.jar"; \
+	if [ -n "$(PP_TOOLS)" ] && [ -n "$(ASPROF_VERSION)" ] && [ -f "$$jar" ]; then \
+	    install -D -m 0644 "$$jar" "$(RES_DEST)/java/async-profiler.jar"; \
+	    echo "  installed async-profiler $(ASPROF_VERSION) from $(PP_TOOLS)"; fi
 
 # ---- BPF: CO-RE objects and libbpf skeletons ----
 BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \

@@ -138,7 +138,8 @@ typedef struct jvm {
 typedef struct java_session {
     const pp_runtime_ctx *ctx;
     bool ap_mode;
-    char asprof[PATH_MAX];
+    pp_asprof_lib *aplib; /* ap mode: the library read out of the jar */
+    char aperr[256];      /* ap mode: why there is none */
     jvm *jvms;
     size_t n;
     double deadline;
@@ -204,8 +205,10 @@ static void start_one(java_session *s, jvm *j)
         return;
     }
     j->hserr_before = pp_jfr_rec_hserr(&j->rec);
-    if (s->ap_mode) {
-        j->ap = pp_asprof_start(s->asprof, j->proc.pid, s->ctx, s->deadline, err, sizeof(err));
+    if (s->ap_mode && !s->aplib) {
+        set_error(j, "error", s->aperr);
+    } else if (s->ap_mode) {
+        j->ap = pp_asprof_start(s->aplib, j->proc.pid, s->ctx, s->deadline, err, sizeof(err));
         if (!j->ap) {
             pp_warn_proc(j->proc.pid, j->proc.start_ticks,
                          "java: cannot start async-profiler in pid %d: %s", j->proc.pid, err);
@@ -241,10 +244,14 @@ static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t 
     s->ap_mode = ap_mode;
     s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     s->jvms = calloc(n ? n : 1, sizeof(*s->jvms));
-    bool found = !ap_mode || pp_asprof_find(s->asprof, sizeof(s->asprof)) == 0; /* else logged */
+    char jar[PATH_MAX];
+    bool found = !ap_mode || pp_asprof_find(jar, sizeof(jar)) == 0; /* else logged */
+    if (ap_mode && found && !(s->aplib = pp_asprof_lib_load(jar, s->aperr, sizeof(s->aperr))))
+        pp_warn("java: %s", s->aperr);
     if (!s->jvms || s->stop_fd < 0 || !found) {
         if (s->stop_fd >= 0)
             close(s->stop_fd);
+        pp_asprof_lib_free(s->aplib);
         free(s->jvms);
         free(s);
         return NULL;
@@ -263,7 +270,9 @@ static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t 
      * the JVMs concurrently (a few threads), so one slow JVM does not delay the others. */
     pthread_t th[START_THREADS];
     size_t nth = 0;
-    for (; !s->ap_mode && nth < START_THREADS && nth + 1 < n; nth++) /* asprof: one thread */
+    /* async-profiler: one thread, the JVMs sharing a /tmp share the library file placed for each
+     * load */
+    for (; !s->ap_mode && nth < START_THREADS && nth + 1 < n; nth++)
         if (pthread_create(&th[nth], NULL, start_worker, s) != 0)
             break;
     start_worker(s);
@@ -375,6 +384,7 @@ static void java_free(void *session)
         pp_jfr_rec_close(&s->jvms[i].rec);
         pp_asprof_free(s->jvms[i].ap);
     }
+    pp_asprof_lib_free(s->aplib);
     close(s->stop_fd);
     free(s->jvms);
     free(s);
@@ -396,8 +406,9 @@ static bool ap_available(char *why, size_t len)
     if (pp_asprof_find(path, sizeof(path)) == 0)
         return true;
     snprintf(why, len,
-             "async-profiler's asprof was not found (put it in resources/java/ next to "
-             "polyprof or on PATH, or use --java-mode jfr)");
+             "async-profiler was not found (put async-profiler's jar from Maven Central, "
+             "tools.profiler:async-profiler, at java/async-profiler.jar in polyprof's resources "
+             "directory, or use --java-mode jfr)");
     return false;
 }
 
