@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/hashtab.h"
 #include "runtimes/runtime.h"
 #include "base/log.h"
 #include "base/procfiles.h"
@@ -41,7 +42,7 @@ static unsigned interpreter_kinds(void)
 
 /* Classification of a process in the previous pass, keyed by pid. */
 typedef struct pc_entry {
-    int pid; /* 0: empty slot */
+    int pid;
     pp_proc_kind kind;
     unsigned kinds;
     bool blacklisted;
@@ -49,10 +50,7 @@ typedef struct pc_entry {
     char comm[17];
 } pc_entry;
 
-typedef struct pcache {
-    pc_entry *tab;
-    size_t cap, n;
-} pcache;
+typedef pp_htab pcache; /* of pc_entry */
 
 typedef struct cand {
     int pid;
@@ -95,6 +93,8 @@ pp_discovery *pp_discovery_new(const pp_discovery_opts *o, char *err, size_t err
         snprintf(err, errlen, "discovery: out of memory");
         return NULL;
     }
+    PP_HTAB_INIT(&d->cur, pc_entry, 50);
+    PP_HTAB_INIT(&d->next, pc_entry, 50);
     d->min_duration = o->min_duration > 0 ? o->min_duration : 0;
     d->self_pid = o->self_pid == 0 ? (int)getpid() : o->self_pid < 0 ? -1 : o->self_pid;
     d->clk_tck = sysconf(_SC_CLK_TCK);
@@ -168,8 +168,8 @@ void pp_discovery_free(pp_discovery *d)
             d->rt[k]->detector->destroy(d->detect[k]);
     }
     pcre2_match_data_free(d->md);
-    free(d->cur.tab);
-    free(d->next.tab);
+    pp_htab_free(&d->cur);
+    pp_htab_free(&d->next);
     free(d->pids);
     free(d->buf);
     free(d->cands);
@@ -197,40 +197,21 @@ void pp_discovery_get_stats(const pp_discovery *d, pp_discovery_stats *s)
 
 /* ---- per-process cache ---- */
 
-static pc_entry *pc_slot(const pcache *c, int pid)
+static pc_entry *pc_find(const pcache *c, int pid)
 {
-    size_t i = ((size_t)(unsigned)pid * 0x9E3779B1u) & (c->cap - 1);
-    while (c->tab[i].pid && c->tab[i].pid != pid)
-        i = (i + 1) & (c->cap - 1);
-    return &c->tab[i];
-}
-
-static const pc_entry *pc_find(const pcache *c, int pid)
-{
-    if (!c->cap)
-        return NULL;
-    const pc_entry *e = pc_slot(c, pid);
-    return e->pid ? e : NULL;
+    pp_htab_probe p;
+    for (pc_entry *e = pp_htab_first(c, pp_hash_u64((uint64_t)(unsigned)pid), &p); e;
+         e = pp_htab_next(c, &p))
+        if (e->pid == pid)
+            return e;
+    return NULL;
 }
 
 static void pc_put(pcache *c, const pc_entry *e)
 {
-    if ((c->n + 1) * 2 > c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 1024;
-        pc_entry *nt = calloc(ncap, sizeof(*nt));
-        if (!nt)
-            return; /* the cache is an optimisation */
-        pcache old = *c;
-        c->tab = nt;
-        c->cap = ncap;
-        for (size_t i = 0; i < old.cap; i++)
-            if (old.tab[i].pid)
-                *pc_slot(c, old.tab[i].pid) = old.tab[i];
-        free(old.tab);
-    }
-    pc_entry *s = pc_slot(c, e->pid);
-    if (!s->pid)
-        c->n++;
+    pc_entry *s = pc_find(c, e->pid);
+    if (!s && !(s = pp_htab_add(c, pp_hash_u64((uint64_t)(unsigned)e->pid))))
+        return; /* the cache is an optimisation */
     *s = *e;
 }
 
@@ -486,9 +467,7 @@ int pp_discover(pp_discovery *d, pp_proc_list *out)
     out->n = 0;
     d->ncands = 0;
     d->stats.passes++;
-    if (d->next.cap)
-        memset(d->next.tab, 0, d->next.cap * sizeof(*d->next.tab));
-    d->next.n = 0;
+    pp_htab_clear(&d->next);
     read_uptime(d);
     if (d->pids) {
         for (size_t i = 0; i < d->npids; i++)

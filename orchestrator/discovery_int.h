@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "base/hashtab.h"
 #include "orchestrator/discovery.h"
 
 /* Fields of /proc/<pid>/stat that discovery uses. */

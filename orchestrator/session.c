@@ -27,6 +27,8 @@
 #include "base/log.h"
 #include "orchestrator/notices.h"
 #include "orchestrator/output.h"
+#include "orchestrator/runtime_modes.h"
+#include "orchestrator/summary.h"
 #include "orchestrator/upload.h"
 #include "base/procfiles.h"
 #include "runtimes/runner.h"
@@ -478,6 +480,7 @@ static int run_init(run_state *rs, const pp_config *cfg)
     }
     pp_symbolizer_set_dso_names(rs->sym, cfg->insert_dso_name);
     pick_runtimes(rs);
+    pp_log_runtime_modes(cfg, rs->profiled);
     if (rs->nprofiled && pp_session_tmpdir(rs->tmpdir, sizeof(rs->tmpdir), err, sizeof(err)) < 0) {
         pp_critical("cannot create a temporary directory for the runtime profilers: %s", err);
         return -1;
@@ -545,6 +548,8 @@ static int run_session(run_state *rs, bool *stop)
     each_runtime_hook(rs, &procs, false); /* e.g. JIT symbols for the sampler */
     pp_runner_task tasks[PP_KIND_COUNT];
     size_t ntasks = session_tasks(rs, tasks);
+    pp_summary sum;
+    pp_summary_begin(&sum, &procs, tasks, ntasks);
     pp_runner *runner =
         ntasks ? pp_runner_start(tasks, ntasks, procs.procs, procs.n, deadline) : NULL;
     pp_info("profiling session started (%d s, %zu processes classified in %.1f ms)", cfg->duration,
@@ -590,6 +595,7 @@ static int run_session(run_state *rs, bool *stop)
         size_t nrt = pp_runner_finish(runner, *stop ? 0 : 2.0, &rts);
         for (size_t i = 0; i < nrt; i++) {
             log_runtime_counts(prof, rts[i]);
+            pp_summary_runtime(&sum, rts[i]);
             if (pp_merge_runtime(prof, rts[i], rs->sampler != NULL) < 0)
                 pp_warn("out of memory while merging runtime profiles");
         }
@@ -613,6 +619,7 @@ static int run_session(run_state *rs, bool *stop)
     json_decref(counters);
     json_decref(ext);
     heartbeat(rs);
+    pp_summary_end(&sum, prof, rs->up);
     pp_profile_free(prof);
     pp_proc_list_free(&procs);
     return rc;

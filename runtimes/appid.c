@@ -266,26 +266,33 @@ char **pp_appid_split_cmdline(const char *data, size_t len, int *argc)
     return v;
 }
 
+char **pp_appid_proc_cmdline(int pid, int *argc, char *cwd, size_t cwdlen)
+{
+    char path[64];
+    *argc = 0;
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+    char *buf = malloc(MAX_CMDLINE_BYTES + 1);
+    ssize_t len = buf ? pp_read_small_file(path, buf, MAX_CMDLINE_BYTES + 1) : -1;
+    char **argv = len > 0 ? pp_appid_split_cmdline(buf, (size_t)len, argc) : NULL;
+    free(buf);
+    snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
+    ssize_t cl = argv && cwdlen ? readlink(path, cwd, cwdlen - 1) : -1;
+    if (cwdlen)
+        cwd[cl > 0 ? cl : 0] = '\0';
+    return argv;
+}
+
 char *pp_appid_for_pid(int pid, pp_appid_fn rule)
 {
     if (!rule || pid <= 0)
         return NULL;
-
-    char path[64], root[64], cwd[PATH_MAX];
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-    char *buf = malloc(MAX_CMDLINE_BYTES + 1);
-    ssize_t len = buf ? pp_read_small_file(path, buf, MAX_CMDLINE_BYTES + 1) : -1;
-    int argc = 0;
-    char **argv = len > 0 ? pp_appid_split_cmdline(buf, (size_t)len, &argc) : NULL;
-    free(buf);
+    char root[64], cwd[PATH_MAX];
+    int argc;
+    char **argv = pp_appid_proc_cmdline(pid, &argc, cwd, sizeof(cwd));
     if (!argv)
         return NULL;
-    snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
-    ssize_t cl = readlink(path, cwd, sizeof(cwd) - 1);
-    if (cl > 0)
-        cwd[cl] = '\0';
     snprintf(root, sizeof(root), "/proc/%d/root", pid);
-    char *r = rule(argv, argc, cl > 0 ? cwd : NULL, root);
+    char *r = rule(argv, argc, cwd[0] ? cwd : NULL, root);
     free(argv);
     return r;
 }

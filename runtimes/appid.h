@@ -23,6 +23,10 @@ typedef char *(*pp_appid_fn)(char *const *argv, int argc, const char *cwd, const
  * "/proc/<pid>/root". NULL for processes that are gone, and when no rule matches. */
 char *pp_appid_for_pid(int pid, pp_appid_fn rule);
 
+/* The command line of pid (first 256 KiB, split by pp_appid_split_cmdline: one free()) and its
+ * working directory as it sees it into cwd ("" when unknown). NULL when it is gone. */
+char **pp_appid_proc_cmdline(int pid, int *argc, char *cwd, size_t cwdlen);
+
 /* join(cwd, arg) (arg wins when absolute), resolved component by component inside root:
  * "." and empty components are dropped, ".." goes up but never above root, symlinks are
  * followed (at most 40) with absolute targets re-rooted under root, so the result never escapes

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/elfnotes.h"
+#include "base/hash.h"
 #include "runtimes/go/go.h"
 #include "runtimes/runtime.h"
 
@@ -64,55 +65,17 @@ int pp_go_check_fd(int fd)
     return r;
 }
 
-static size_t go_hash(const struct stat *st)
+static uint64_t go_hash(const struct stat *st)
 {
-    uint64_t h = (uint64_t)st->st_ino * 0x9E3779B97F4A7C15ULL;
-    h ^=
-        (uint64_t)st->st_dev + ((uint64_t)st->st_mtim.tv_nsec << 20) + (uint64_t)st->st_mtim.tv_sec;
-    h ^= h >> 29;
-    return (size_t)(h * 0xBF58476D1CE4E5B9ULL >> 17);
+    uint64_t k[5] = {st->st_dev, st->st_ino, (uint64_t)st->st_mtim.tv_sec,
+                     (uint64_t)st->st_mtim.tv_nsec, (uint64_t)st->st_size};
+    return pp_hash_bytes(k, sizeof(k), 0);
 }
 
 static bool go_same(const pp_go_entry *g, const struct stat *st)
 {
     return g->dev == st->st_dev && g->ino == st->st_ino && g->mtime_sec == st->st_mtim.tv_sec &&
            g->mtime_nsec == st->st_mtim.tv_nsec && g->size == (long long)st->st_size;
-}
-
-static pp_go_entry *go_slot(pp_go_cache *c, const struct stat *st)
-{
-    size_t i = go_hash(st) & (c->cap - 1);
-    while (c->tab[i].used && !go_same(&c->tab[i], st))
-        i = (i + 1) & (c->cap - 1);
-    return &c->tab[i];
-}
-
-static int go_grow(pp_go_cache *c)
-{
-    size_t ncap = c->cap ? c->cap * 2 : 256;
-    if (ncap > GO_CACHE_MAX * 2) { /* start over rather than grow without bound */
-        memset(c->tab, 0, c->cap * sizeof(*c->tab));
-        c->n = 0;
-        return 0;
-    }
-    pp_go_entry *old = c->tab;
-    size_t ocap = c->cap;
-    c->tab = calloc(ncap, sizeof(*c->tab));
-    if (!c->tab) {
-        c->tab = old;
-        return -1;
-    }
-    c->cap = ncap;
-    for (size_t i = 0; i < ocap; i++) {
-        if (!old[i].used)
-            continue;
-        struct stat st = {.st_dev = old[i].dev, .st_ino = old[i].ino, .st_size = old[i].size};
-        st.st_mtim.tv_sec = old[i].mtime_sec;
-        st.st_mtim.tv_nsec = old[i].mtime_nsec;
-        *go_slot(c, &st) = old[i];
-    }
-    free(old);
-    return 0;
 }
 
 int pp_go_check_pid(pp_go_cache *c, int pid, bool *is_go)
@@ -122,12 +85,13 @@ int pp_go_check_pid(pp_go_cache *c, int pid, bool *is_go)
     snprintf(path, sizeof(path), "/proc/%d/exe", pid);
     if (stat(path, &st) != 0)
         return -1;
-    if ((c->n + 1) * 2 > c->cap && go_grow(c) < 0)
-        return -1;
-    pp_go_entry *g = go_slot(c, &st);
-    if (g->used) {
-        *is_go = g->is_go;
-        return 0;
+    uint64_t h = go_hash(&st);
+    pp_htab_probe p;
+    for (pp_go_entry *g = pp_htab_first(&c->tab, h, &p); g; g = pp_htab_next(&c->tab, &p)) {
+        if (go_same(g, &st)) {
+            *is_go = g->is_go;
+            return 0;
+        }
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -137,22 +101,26 @@ int pp_go_check_pid(pp_go_cache *c, int pid, bool *is_go)
     close(fd);
     /* Cache "not Go" for non-ELF or unreadable files as well: the answer will not change for
      * this identity. */
-    g->used = 1;
-    g->is_go = r == 1;
-    g->dev = st.st_dev;
-    g->ino = st.st_ino;
-    g->mtime_sec = st.st_mtim.tv_sec;
-    g->mtime_nsec = st.st_mtim.tv_nsec;
-    g->size = (long long)st.st_size;
-    c->n++;
-    *is_go = g->is_go;
+    if (!c->tab.esize)
+        PP_HTAB_INIT(&c->tab, pp_go_entry, 50);
+    if (pp_htab_count(&c->tab) >= GO_CACHE_MAX) /* start over rather than grow without bound */
+        pp_htab_clear(&c->tab);
+    pp_go_entry *g = pp_htab_add(&c->tab, h);
+    if (g)
+        *g = (pp_go_entry){.dev = st.st_dev,
+                           .ino = st.st_ino,
+                           .mtime_sec = st.st_mtim.tv_sec,
+                           .mtime_nsec = st.st_mtim.tv_nsec,
+                           .size = (long long)st.st_size,
+                           .is_go = r == 1};
+    *is_go = r == 1;
     return 0;
 }
 
 void pp_go_cache_free(pp_go_cache *c)
 {
-    free(c->tab);
-    memset(c, 0, sizeof(*c));
+    pp_htab_free(&c->tab);
+    c->elf_opens = 0;
 }
 
 static void *detect_create(void)

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "base/hashtab.h"
+
 /* Go executables: an ELF note named "Go" of type 4 (NT_GO_BUILDID) in a PT_NOTE segment or
  * SHT_NOTE section, or a .go.buildinfo section. The answer is cached per executable identity
  * (st_dev, st_ino, mtime, size of the file /proc/<pid>/exe points to), so the ELF file is opened
@@ -16,12 +18,11 @@ typedef struct pp_go_entry {
     long long mtime_sec;
     long mtime_nsec;
     long long size;
-    unsigned char used, is_go;
+    bool is_go;
 } pp_go_entry;
 
-typedef struct pp_go_cache {
-    pp_go_entry *tab;
-    size_t cap, n;
+typedef struct pp_go_cache { /* zero-initialised: empty */
+    pp_htab tab;             /* of pp_go_entry */
     unsigned long elf_opens; /* ELF files parsed (cache misses), for tests and the benchmark */
 } pp_go_cache;
 

@@ -31,6 +31,8 @@
 #include "runtimes/java/jfr_session.h"
 #include "runtimes/java/jvminfo.h"
 #include "runtimes/java/jvmutil.h"
+#include "runtimes/java/manifest.h"
+#include "runtimes/appid.h"
 #include "runtimes/java/safemode.h"
 #include "base/procfiles.h"
 #include "base/resource.h"
@@ -66,6 +68,27 @@ static bool may_attach(int pid)
     return !pp_java_safemode_reason(NULL, 0) && pp_java_supported(pid, why, sizeof(why));
 }
 
+/* "jar_manifest": the application JAR's manifest attributes (polyprof's addition to gProfiler's
+ * keys), or NULL when the process was not started from a JAR or it cannot be read. */
+static json_t *jar_manifest(int pid)
+{
+    char cwd[PATH_MAX], root[64], jar[PATH_MAX];
+    int argc;
+    char **argv = pp_appid_proc_cmdline(pid, &argc, cwd, sizeof(cwd));
+    const char *app = argv ? pp_java_app_jar(argv, argc, jar, sizeof(jar)) : NULL;
+    free(argv);
+    snprintf(root, sizeof(root), "/proc/%d/root", pid);
+    pp_jar_manifest m;
+    if (!app || !cwd[0] || pp_java_jar_manifest(root, cwd, jar, &m) < 0)
+        return NULL;
+#define STR_OR_NULL(s) ((s)[0] ? json_string(s) : json_null())
+    return json_pack("{s:s, s:o, s:o, s:o, s:o}", "path", jar, "main_class",
+                     STR_OR_NULL(m.main_class), "start_class", STR_OR_NULL(m.start_class),
+                     "implementation_title", STR_OR_NULL(m.implementation_title),
+                     "implementation_version", STR_OR_NULL(m.implementation_version));
+#undef STR_OR_NULL
+}
+
 json_t *pp_java_metadata(int pid)
 {
     json_t *o = json_object();
@@ -95,6 +118,9 @@ json_t *pp_java_metadata(int pid)
     json_object_set_new(o, "java_version", version ? version : json_string("/java not found"));
     json_object_set_new(o, "libjvm_elfid", elfid);
     json_object_set_new(o, "jvm_flags", flags ? flags : json_array());
+    json_t *jar = jar_manifest(pid);
+    if (jar)
+        json_object_set_new(o, "jar_manifest", jar);
     return o;
 }
 
@@ -112,7 +138,8 @@ typedef struct jvm {
 typedef struct java_session {
     const pp_runtime_ctx *ctx;
     bool ap_mode;
-    char asprof[PATH_MAX];
+    pp_asprof_lib *aplib; /* ap mode: the library read out of the jar */
+    char aperr[256];      /* ap mode: why there is none */
     jvm *jvms;
     size_t n;
     double deadline;
@@ -168,7 +195,8 @@ static void start_one(java_session *s, jvm *j)
         return;
     }
     if (!pp_java_supported(j->proc.pid, why, sizeof(why))) {
-        pp_info("java: not profiling pid %d: %s", j->proc.pid, why);
+        pp_info_proc(j->proc.pid, j->proc.start_ticks, "java: not profiling pid %d: %s",
+                     j->proc.pid, why);
         set_error(j, "skipped", "profiling this JVM is not supported");
         return;
     }
@@ -177,15 +205,19 @@ static void start_one(java_session *s, jvm *j)
         return;
     }
     j->hserr_before = pp_jfr_rec_hserr(&j->rec);
-    if (s->ap_mode) {
-        j->ap = pp_asprof_start(s->asprof, j->proc.pid, s->ctx, s->deadline, err, sizeof(err));
+    if (s->ap_mode && !s->aplib) {
+        set_error(j, "error", s->aperr);
+    } else if (s->ap_mode) {
+        j->ap = pp_asprof_start(s->aplib, j->proc.pid, s->ctx, s->deadline, err, sizeof(err));
         if (!j->ap) {
-            pp_warn("java: cannot start async-profiler in pid %d: %s", j->proc.pid, err);
+            pp_warn_proc(j->proc.pid, j->proc.start_ticks,
+                         "java: cannot start async-profiler in pid %d: %s", j->proc.pid, err);
             set_error(j, "error", err);
         }
     } else if (pp_jfr_rec_start(&j->rec, s->ctx->frequency, s->duration_s, s->deadline - mono_now(),
                                 err, sizeof(err)) < 0) {
-        pp_warn("java: cannot start JFR in pid %d: %s", j->proc.pid, err);
+        pp_warn_proc(j->proc.pid, j->proc.start_ticks, "java: cannot start JFR in pid %d: %s",
+                     j->proc.pid, err);
         set_error(j, "error", err);
     }
 }
@@ -212,10 +244,14 @@ static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t 
     s->ap_mode = ap_mode;
     s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     s->jvms = calloc(n ? n : 1, sizeof(*s->jvms));
-    bool found = !ap_mode || pp_asprof_find(s->asprof, sizeof(s->asprof)) == 0; /* else logged */
+    char jar[PATH_MAX];
+    bool found = !ap_mode || pp_asprof_find(jar, sizeof(jar)) == 0; /* else logged */
+    if (ap_mode && found && !(s->aplib = pp_asprof_lib_load(jar, s->aperr, sizeof(s->aperr))))
+        pp_warn("java: %s", s->aperr);
     if (!s->jvms || s->stop_fd < 0 || !found) {
         if (s->stop_fd >= 0)
             close(s->stop_fd);
+        pp_asprof_lib_free(s->aplib);
         free(s->jvms);
         free(s);
         return NULL;
@@ -234,7 +270,9 @@ static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t 
      * the JVMs concurrently (a few threads), so one slow JVM does not delay the others. */
     pthread_t th[START_THREADS];
     size_t nth = 0;
-    for (; !s->ap_mode && nth < START_THREADS && nth + 1 < n; nth++) /* asprof: one thread */
+    /* async-profiler: one thread, the JVMs sharing a /tmp share the library file placed for each
+     * load */
+    for (; !s->ap_mode && nth < START_THREADS && nth + 1 < n; nth++)
         if (pthread_create(&th[nth], NULL, start_worker, s) != 0)
             break;
     start_worker(s);
@@ -317,7 +355,8 @@ static int java_collect(void *session, pp_profile *out)
                 jvm_gone(j);
             else
                 set_error(j, "error", err);
-            pp_warn("java: no profile for pid %d: %s", j->proc.pid, err);
+            pp_warn_proc(j->proc.pid, j->proc.start_ticks, "java: no profile for pid %d: %s",
+                         j->proc.pid, err);
             frame_stack(out, j);
         }
     }
@@ -345,6 +384,7 @@ static void java_free(void *session)
         pp_jfr_rec_close(&s->jvms[i].rec);
         pp_asprof_free(s->jvms[i].ap);
     }
+    pp_asprof_lib_free(s->aplib);
     close(s->stop_fd);
     free(s->jvms);
     free(s);
@@ -366,8 +406,9 @@ static bool ap_available(char *why, size_t len)
     if (pp_asprof_find(path, sizeof(path)) == 0)
         return true;
     snprintf(why, len,
-             "async-profiler's asprof was not found (put it in resources/java/ next to "
-             "polyprof or on PATH, or use --java-mode jfr)");
+             "async-profiler was not found (put async-profiler's jar from Maven Central, "
+             "tools.profiler:async-profiler, at java/async-profiler.jar in polyprof's resources "
+             "directory, or use --java-mode jfr)");
     return false;
 }
 

@@ -56,5 +56,18 @@ bool pp_java_jfr_initialized(int pid);
  * --patch-module/--enable-native-access/--source/--describe-module/-d take the next argument;
  * @argfiles are skipped). NULL when there is none (e.g. `java -version`). */
 char *pp_appid_java(char *const *argv, int argc, const char *cwd, const char *root);
+/* (Spring Boot: a launcher main class started with -cp <jar> gives "java: <Start-Class>" of the
+ * jar's manifest; polyprof's addition, docs/decisions.md.) */
+
+/* Opens jar (relative to cwd unless absolute) inside root ("/proc/<pid>/root") without
+ * leaving it, read-only and non-blocking. An fd, or -1. */
+int pp_java_open_jar(const char *root, const char *cwd, const char *jar);
+/* The manifest of that jar (manifest.h). 0, or -1. */
+struct pp_jar_manifest;
+int pp_java_jar_manifest(const char *root, const char *cwd, const char *jar,
+                         struct pp_jar_manifest *m);
+/* The JAR that holds the application: X of `-jar X`, or the class path's jar of a Spring Boot
+ * launcher; copied into out. NULL when there is none. */
+const char *pp_java_app_jar(char *const *argv, int argc, char *out, size_t len);
 
 #endif

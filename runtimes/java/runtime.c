@@ -11,8 +11,10 @@
 static const pp_choice modes[] = {{"auto"}, {"jfr"}, {"ap"}, {"disabled"}, {"none", "disabled"},
                                   {NULL}};
 
-#define APONLY "(with --java-mode ap: passed to async-profiler as gProfiler does)"
-/* async-profiler options: read by the launcher (asprof_cmd.c). */
+#define APONLY                                                                                     \
+    "(with --java-mode ap: passed to async-profiler as gProfiler does; docs/java.md maps each to " \
+    "upstream 4.x)"
+/* async-profiler options: read by asprof_cmd.c. */
 #define APF(n)                                                                                     \
     {                                                                                              \
         .name = n, .kind = PP_OPT_NOOP_FLAG, .off = PP_OFF_NONE, .help = APONLY,                   \

@@ -3,7 +3,6 @@
  * "pyspy" (pyspy.c, an external py-spy); "auto" takes py-spy when one is found, else builtin
  * (the order in the descriptor, runtime.c). */
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -105,31 +104,6 @@ void pp_python_comm(int pid, const char *fallback, char *out, size_t len)
         return;
     }
     out[strcspn(out, "\n")] = '\0';
-}
-
-#define REPORTED_MAX 4096
-static pthread_mutex_t reported_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    int pid;
-    unsigned long long start;
-} reported[REPORTED_MAX];
-static size_t nreported;
-
-bool pp_python_first_report(int pid, unsigned long long start_ticks)
-{
-    pthread_mutex_lock(&reported_lock);
-    bool first = true;
-    for (size_t i = 0; i < nreported && first; i++)
-        if (reported[i].pid == pid && reported[i].start == start_ticks)
-            first = false;
-    if (first) {
-        if (nreported == REPORTED_MAX)
-            nreported = 0; /* forget (a bound, not a cache): may log some again */
-        reported[nreported].pid = pid;
-        reported[nreported++].start = start_ticks;
-    }
-    pthread_mutex_unlock(&reported_lock);
-    return first;
 }
 
 static bool pyspy_available(char *why, size_t len)

@@ -79,8 +79,8 @@ static void start_one(pyspy *s, spyproc *p, const char *exe, const char *tmpdir,
     p->child = pp_child_start(&o, err, sizeof(err));
     if (!p->child) {
         snprintf(p->reason, sizeof(p->reason), "%s", err);
-        if (pp_python_first_report(p->pid, p->start_ticks))
-            pp_warn("py-spy for pid %d (%s) did not start: %s", p->pid, p->comm, err);
+        pp_warn_proc(p->pid, p->start_ticks, "py-spy for pid %d (%s) did not start: %s", p->pid,
+                     p->comm, err);
     }
     (void)s;
 }
@@ -274,8 +274,10 @@ int pp_pyspy_collect(void *session, pp_profile *out)
         } else if (failed && !res.stopped) {
             snprintf(frame, sizeof(frame), "py-spy %s", desc);
             add_error(out, p, frame);
-            if (pp_python_first_report(p->pid, p->start_ticks))
-                pp_child_log_failure(&res, PP_LOG_WARNING, "py-spy");
+            char why[4096];
+            if (pp_child_failure_text(&res, "py-spy", why, sizeof(why)))
+                pp_warn_proc(p->pid, p->start_ticks, "python pid %d (%s): %s", p->pid, p->comm,
+                             why);
         }
         free(text);
         pp_child_free(p->child);

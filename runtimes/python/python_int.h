@@ -39,10 +39,6 @@ int pp_python_process_version(int pid, char *out, size_t len);
 /* The comm of pid as /proc/<pid>/comm has it (newline stripped); fallback when unreadable. */
 void pp_python_comm(int pid, const char *fallback, char *out, size_t len);
 
-/* True the first time it is called for (pid, start_ticks) in this polyprof process: skip and
- * error reasons are logged once per process, not every session. */
-bool pp_python_first_report(int pid, unsigned long long start_ticks);
-
 /* Application metadata keys of a Python process (driver.c). */
 json_t *pp_python_metadata(int pid);
 

@@ -73,6 +73,8 @@ struct pp_symbolizer {
     size_t max_binary_bytes;
     binslot *slots;
     uint64_t next_gen, clock;
+    /* By pid % PID_BUCKETS, chained; left off base/hashtab: looked up on emitter cache misses
+     * only (not per sample), and each pp_proc is its own allocation anyway. */
     pp_proc *buckets[PID_BUCKETS];
     uint64_t pass;
     pp_symtab ksyms;

@@ -7,6 +7,8 @@
 set -euo pipefail
 TOOLS=${PP_TOOLS:-/var/cache/polyprof/tools}
 PYSPY_VERSION=0.4.3
+ASPROF_VERSION=4.6
+ASPROF_SHA256=a5d3d9f4582c2033fa9db518046e73ef97219801f3e7542b82e3e09261ebe493
 # npm's linux-perf (the code-event handler gProfiler's attach-maps loads) and the nan it needs
 LINUX_PERF_VERSION=0.3.1
 NAN_VERSION=2.30.0
@@ -32,6 +34,28 @@ if [ ! -x "$pyspy" ]; then
     mv "$pyspy.new" "$pyspy"
 fi
 "$pyspy" --version | grep -q "$PYSPY_VERSION"
+
+# async-profiler, from Maven Central: the jar carries linux-x64/ and linux-arm64/
+# libasyncProfiler.so, which polyprof reads out of it (runtimes/java/asprof_jar.c). Laid out as a
+# resources directory (java/async-profiler.jar), so POLYPROF_RESOURCES can point at it.
+jar=$TOOLS/async-profiler-$ASPROF_VERSION/java/async-profiler.jar
+if ! echo "$ASPROF_SHA256  $jar" | sha256sum -c --status 2>/dev/null; then
+    echo "installing async-profiler $ASPROF_VERSION (Maven Central) into $TOOLS"
+    mkdir -p "$(dirname "$jar")"
+    url=https://repo1.maven.org/maven2/tools/profiler/async-profiler/$ASPROF_VERSION/async-profiler-$ASPROF_VERSION.jar
+    if ! curl -fsSL --retry 3 -o "$jar.new" "$url" >"$log" 2>&1; then
+        cat "$log"
+        rm -f "$jar.new"
+        exit 1
+    fi
+    if ! echo "$ASPROF_SHA256  $jar.new" | sha256sum -c --status; then
+        echo "async-profiler $ASPROF_VERSION from $url: sha256 $(sha256sum "$jar.new" | cut -d' ' -f1), expected $ASPROF_SHA256" >&2
+        rm -f "$jar.new"
+        exit 1
+    fi
+    chmod 0644 "$jar.new"
+    mv "$jar.new" "$jar"
+fi
 
 # The perf-map addon for --nodejs-mode attach-maps, built against the installed Node's headers
 # (nodedir /usr: the nodejs package ships /usr/include/node) for its major and this libc, cached

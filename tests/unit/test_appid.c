@@ -420,7 +420,7 @@ Test(appid, for_pid_reads_proc)
     }
     char want[PATH_MAX + 64], *got = NULL;
     snprintf(want, sizeof(want), "ruby: app.rb (%s)", script);
-    for (int i = 0; i < 200 && !(got && strcmp(got, want) == 0); i++) {
+    for (int i = 0; i < 3000 && !(got && strcmp(got, want) == 0); i++) { /* 30 s */
         free(got);
         usleep(10000);
         got = pp_runtime_appid(pid, PP_KIND_RUBY);

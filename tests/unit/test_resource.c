@@ -133,15 +133,14 @@ Test(resource, launchers_use_the_search_path)
     char env_dir[PATH_MAX], path_dir[PATH_MAX], out[PATH_MAX], want[PATH_MAX + 32];
     snprintf(env_dir, sizeof(env_dir), "%s/res", d);
     snprintf(path_dir, sizeof(path_dir), "%s/bin", d);
-    put(d, "res/java/asprof", 0755);
+    put(d, "res/java/async-profiler.jar", 0644);
     put(d, "res/python/py-spy", 0755);
-    put(d, "bin/asprof", 0755);
     put(d, "bin/py-spy", 0755);
     char *old_path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
     setenv("PATH", path_dir, 1);
     setenv("POLYPROF_RESOURCES", env_dir, 1);
     cr_assert_eq(pp_asprof_find(out, sizeof(out)), 0);
-    snprintf(want, sizeof(want), "%s/java/asprof", env_dir);
+    snprintf(want, sizeof(want), "%s/java/async-profiler.jar", env_dir);
     cr_expect_str_eq(out, want);
     cr_assert_eq(pp_pyspy_find(out, sizeof(out)), 0);
     snprintf(want, sizeof(want), "%s/python/py-spy", env_dir);
