@@ -281,15 +281,17 @@ Test(asprof, load_with_the_default_arguments_in_a_real_jvm, .timeout = 120)
 
 Test(asprof, errors_say_what_went_wrong)
 {
+    /* a process that is gone (forked before anything is allocated: valgrind checks the child's
+     * heap at its _exit too) */
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    waitpid(gone, NULL, 0);
     char *d = pp_test_mkdtemp(), sess[PATH_MAX + 16], base[PATH_MAX + 16], err[512] = "";
     snprintf(sess, sizeof(sess), "%s/sess-1-x", d);
     snprintf(base, sizeof(base), "%s/base", d);
     pp_asprof_lib lib = {.version = "1", .data = (unsigned char *)"x", .size = 1};
     pp_runtime_ctx ctx = {.tmpdir = sess, .target_tmpdir = base};
-    pid_t gone = fork();
-    if (gone == 0)
-        _exit(0);
-    waitpid(gone, NULL, 0);
     cr_assert_null(pp_asprof_start(&lib, gone, &ctx, pp_mono_now() + 5, err, sizeof(err)));
     cr_assert(err[0] != '\0');
     /* a process that is not a JVM: the attach fails with a reason, nothing is left */
