@@ -174,6 +174,17 @@ static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double 
     json_object_set_new(o, "rss_kb", json_integer(rss));
     json_object_set_new(o, "discovery_ms", json_real(discovery_ms));
     json_object_set_new(o, "perf_map_entries_dropped", json_integer((json_int_t)perfmap_dropped));
+    json_t *w = json_object(); /* in-sampler walks by outcome (docs/ARCHITECTURE.md) */
+    json_object_set_new(w, "ok", json_integer((json_int_t)d->walk_ok));
+    json_object_set_new(w, "no_thread_state", json_integer((json_int_t)d->walk_no_thread));
+    json_object_set_new(w, "no_frame", json_integer((json_int_t)d->walk_idle));
+    json_object_set_new(w, "read_failed", json_integer((json_int_t)d->walk_read));
+    json_object_set_new(w, "partial", json_integer((json_int_t)d->walk_partial));
+    json_object_set_new(w, "truncated", json_integer((json_int_t)d->walk_truncated));
+    json_object_set_new(w, "trace_lost", json_integer((json_int_t)d->walk_lost));
+    json_object_set_new(w, "stale", json_integer((json_int_t)d->walk_stale));
+    json_object_set_new(w, "frames_lost", json_integer((json_int_t)d->walk_frames_lost));
+    json_object_set_new(o, "runtime_walks", w);
     return o;
 }
 
@@ -190,6 +201,15 @@ static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *bef
     d->drains = now->drains - before->drains;
     d->news = now->news - before->news;
     d->news_lost = now->news_lost - before->news_lost;
+    d->walk_ok = now->walk_ok - before->walk_ok;
+    d->walk_no_thread = now->walk_no_thread - before->walk_no_thread;
+    d->walk_idle = now->walk_idle - before->walk_idle;
+    d->walk_read = now->walk_read - before->walk_read;
+    d->walk_partial = now->walk_partial - before->walk_partial;
+    d->walk_truncated = now->walk_truncated - before->walk_truncated;
+    d->walk_lost = now->walk_lost - before->walk_lost;
+    d->walk_stale = now->walk_stale - before->walk_stale;
+    d->walk_frames_lost = now->walk_frames_lost - before->walk_frames_lost;
 }
 
 /* The .html flame graph beside the .col at col_path (--flamegraph, gProfiler's default). A
@@ -487,6 +507,8 @@ static int run_init(run_state *rs, const pp_config *cfg)
         }
         pp_info("system sampler running (%s mode, %d Hz)", pp_sampler_kind_name(rs->sampler),
                 cfg->frequency);
+        for (int k = 1; k < PP_KIND_COUNT; k++)
+            rs->ctx[k].sampler = rs->sampler; /* for in-sampler walks */
         /* Load the kernel symbol table now (about 50 ms of kernel time to read kallsyms), so
          * that it is never paid between a session's end and its file. */
         char warm[256];

@@ -21,7 +21,7 @@
 #include "base/log.h"
 #include "base/procfiles.h"
 #include "runtimes/python/cpython.h"
-#include "runtimes/python/pkgversions.h"
+#include "runtimes/python/frametab.h"
 #include "runtimes/python/python_int.h"
 
 #define SAMPLER_NICE (-10)
@@ -55,14 +55,6 @@ typedef struct tfd {
     double carry;
 } tfd;
 
-/* Frame cache: the reader's strings are stable until pp_py_close, so (name, file, line) by
- * pointer identifies a frame; the value is its interned text in the session profile. */
-typedef struct fent {
-    const char *name, *file;
-    int line;
-    uint32_t id;
-} fent;
-
 typedef struct pyproc {
     int pid;
     unsigned long long start_ticks;
@@ -77,8 +69,7 @@ typedef struct pyproc {
     tfd *fds;
     size_t fcap, fn;
     unsigned gen;
-    fent *frames;
-    size_t frcap, frn;
+    pp_pyframes frames;
     pp_pid_profile *pp;
 } pyproc;
 
@@ -238,51 +229,6 @@ static void fds_close(pyproc *p)
 
 /* ---- frames ---- */
 
-static int frames_grow(pyproc *p)
-{
-    size_t ncap = p->frcap ? p->frcap * 2 : 256;
-    fent *n = calloc(ncap, sizeof(*n));
-    if (!n)
-        return -1;
-    for (size_t i = 0; i < p->frcap; i++) {
-        if (!p->frames[i].name)
-            continue;
-        const fent *e = &p->frames[i];
-        size_t j =
-            hash64((uintptr_t)e->name ^ ((uintptr_t)e->file << 7) ^ (uint64_t)e->line) & (ncap - 1);
-        while (n[j].name)
-            j = (j + 1) & (ncap - 1);
-        n[j] = *e;
-    }
-    free(p->frames);
-    p->frames = n;
-    p->frcap = ncap;
-    return 0;
-}
-
-static uint32_t frame_id(pysampler *s, pyproc *p, const pp_py_frame *f)
-{
-    const char *name = f->name ? f->name : "[unknown]";
-    const char *file = f->file ? f->file : "";
-    if ((p->frn + 1) * 2 > p->frcap && frames_grow(p) < 0)
-        return 0;
-    size_t j =
-        hash64((uintptr_t)name ^ ((uintptr_t)file << 7) ^ (uint64_t)f->line) & (p->frcap - 1);
-    for (; p->frames[j].name; j = (j + 1) & (p->frcap - 1)) {
-        const fent *e = &p->frames[j];
-        if (e->name == name && e->file == file && e->line == f->line)
-            return e->id;
-    }
-    char ann[320] = "", text[PATH_MAX + 600];
-    if (s->annotate && f->line > 0)
-        pp_pkgver_annotation(p->root, file, p->pyver, ann, sizeof(ann));
-    pp_py_frame_text(text, sizeof(text), name, file, f->line, ann);
-    uint32_t id = pp_profile_intern(s->prof, text);
-    p->frames[j] = (fent){name, file, f->line, id};
-    p->frn++;
-    return id;
-}
-
 typedef struct cbarg {
     pysampler *s;
     pyproc *p;
@@ -302,8 +248,11 @@ static int on_stack(void *arg, const pp_py_stack *st)
     size_t n = 0, lim = st->n < PP_PY_MAX_DEPTH ? st->n : PP_PY_MAX_DEPTH;
     if (st->truncated)
         ids[n++] = a->s->truncated_id;
-    for (size_t i = st->n - lim; i < st->n; i++)
-        ids[n++] = frame_id(a->s, p, &st->frames[i]);
+    for (size_t i = st->n - lim; i < st->n; i++) {
+        const pp_py_frame *f = &st->frames[i];
+        uint32_t id = pp_pyframes_id(&p->frames, a->s->prof, f->name, f->file, f->line);
+        ids[n++] = id == UINT32_MAX ? 0 : id;
+    }
     if (!p->pp) {
         p->pp = pp_profile_get(a->s->prof, p->pid, true);
         if (!p->pp)
@@ -383,6 +332,7 @@ static void open_proc(pysampler *s, pyproc *p, const pp_proc *src)
     p->start_ticks = src->start_ticks;
     pp_python_comm(p->pid, src->comm, p->comm, sizeof(p->comm));
     snprintf(p->root, sizeof(p->root), "/proc/%d/root", p->pid);
+    p->frames = (pp_pyframes){.annotate = s->annotate, .root = p->root, .pyver = p->pyver};
     pp_py_open_status st;
     char err[200] = "";
     p->h = pp_py_open(p->pid, &st, err, sizeof(err));
@@ -431,7 +381,7 @@ void pp_pysampler_free(void *session)
                      st.reads, st.code_cached);
         }
         fds_close(&s->procs[i]);
-        free(s->procs[i].frames);
+        pp_pyframes_free(&s->procs[i].frames);
         pp_py_close(s->procs[i].h);
     }
     free(s->procs);
