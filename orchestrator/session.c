@@ -136,6 +136,47 @@ static void log_drain(const pp_profile *prof)
     pp_debug("%s", buf);
 }
 
+/* The header's polyprof.runtime_samples: for every process given to a runtime profiler this
+ * session, {pid, runtime, mode, runtime_samples, sampler_samples}: the sampler samples that
+ * carried the runtime's frames (in-sampler walks, cov) or the samples the runtime profiler
+ * delivered (its profile in rts), and the sampler's samples of the pid (sys, before the merge).
+ * "profiler" says which served it. */
+static json_t *runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *procs,
+                                const pp_runner_task *tasks, size_t ntasks, const pp_profile *sys,
+                                pp_profile *const *rts, size_t nrt, const pp_walk_cov *cov,
+                                size_t ncov)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < procs->n; i++) {
+        const pp_proc *p = &procs->procs[i];
+        const pp_runner_task *t = NULL;
+        for (size_t k = 0; k < ntasks && !t; k++)
+            t = tasks[k].kind == p->kind && !p->blacklisted ? &tasks[k] : NULL;
+        if (!t)
+            continue;
+        const pp_pid_profile *sp = pp_profile_get((pp_profile *)sys, p->pid, false);
+        uint64_t rt_samples = 0, sampler = sp ? pp_pid_total(sp) : 0;
+        const char *profiler = t->backend->name;
+        for (size_t k = 0; k < ncov; k++)
+            if (cov[k].pid == p->pid) {
+                rt_samples = cov[k].rt_samples;
+                sampler = cov[k].samples;
+                profiler = "sampler-walk";
+            }
+        for (size_t k = 0; k < nrt; k++) {
+            const pp_pid_profile *r = pp_profile_get(rts[k], p->pid, false);
+            if (r && pp_pid_total(r) && !pp_is_error_stack(rts[k], r, NULL))
+                rt_samples = pp_pid_total(r);
+        }
+        json_array_append_new(list, json_pack("{s:i,s:s,s:s,s:s,s:I,s:I}", "pid", p->pid, "runtime",
+                                              ctx[p->kind].rt->label, "mode", ctx[p->kind].mode,
+                                              "profiler", profiler, "runtime_samples",
+                                              (json_int_t)rt_samples, "sampler_samples",
+                                              (json_int_t)sampler));
+    }
+    return list;
+}
+
 /* Before a merge: per pid, the runtime profiler's sample count and the system sampler's (the
  * count the runtime stacks are scaled to). */
 static void log_runtime_counts(pp_profile *sys, const pp_profile *rt)
@@ -589,9 +630,14 @@ static int run_session(run_state *rs, bool *stop)
                     (unsigned long long)delta.map_full, (unsigned long long)delta.lost,
                     (unsigned long long)delta.ustacks_lost, (unsigned long long)delta.kstacks_lost);
     }
+    json_t *coverage = NULL;
     if (runner) {
         pp_profile **rts;
         size_t nrt = pp_runner_finish(runner, *stop ? 0 : 2.0, &rts);
+        pp_walk_cov *cov = NULL;
+        size_t ncov = rs->sampler ? pp_sampler_walk_coverage(rs->sampler, &cov) : 0;
+        coverage = runtime_coverage(rs->ctx, &procs, tasks, ntasks, prof, rts, nrt, cov, ncov);
+        free(cov);
         for (size_t i = 0; i < nrt; i++) {
             log_runtime_counts(prof, rts[i]);
             if (pp_merge_runtime(prof, rts[i], rs->sampler != NULL) < 0)
@@ -611,6 +657,7 @@ static int run_session(run_state *rs, bool *stop)
         &delta, rs->sampler ? pp_sampler_kind_name(rs->sampler) : "none", cpu_seconds() - cpu0,
         disc_ms, rss_kb(), ss.perfmap_entries_dropped - rs->perfmap_dropped_prev);
     rs->perfmap_dropped_prev = ss.perfmap_entries_dropped;
+    json_object_set_new(counters, "runtime_samples", coverage ? coverage : json_array());
     int rc =
         write_session(cfg, rs->static_md, ext, prof, &metrics, counters, wall_start, rs->up, end);
     json_decref(counters);

@@ -67,7 +67,11 @@ static size_t pw_name(void *state, pp_profile *out, const uint64_t *words, size_
         uint64_t aux = words[2 * i + 1];
         int idx = (int)(int32_t)(uint32_t)(aux >> 32);
         pp_py_code *co = pp_py_code_get(&h->codes, &h->mem, &h->L, codes[i]);
-        if (!co || pp_cpython_check(co->check[1], co->firstlineno) != (uint32_t)aux) {
+        if (!co && h->mem.gone) /* exited since the sample: the check value vouches */
+            co = pp_py_code_cached(&h->codes, codes[i]);
+        /* a code object freed since the sample may still pass as one, its strings gone */
+        if (!co || pp_cpython_check(co->check[1], co->firstlineno) != (uint32_t)aux ||
+            strcmp(co->name, "<invalid>") == 0 || strcmp(co->file, "<invalid>") == 0) {
             (*lost)++;
             ids[k++] = pp_profile_intern(out, LOST_FRAME);
             continue;
