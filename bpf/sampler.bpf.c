@@ -11,7 +11,11 @@
  *
  * The first sample of a process (or of a new image after exec) is announced on the `news` ring
  * buffer, so that user space reads its mappings at once: a process that exits before the next
- * drain keeps named frames. */
+ * drain keeps named frames.
+ *
+ * A process registered in `rt_procs` also has its interpreter frames walked at the sample, by the
+ * walker its entry names (bpf/walkers.bpf.h): the runtime trace is hashed and sent like a stack
+ * trace, and its hash is the third part of the counts key. */
 #include "bpf/vmlinux_min.h"
 
 #include <bpf/bpf_core_read.h>
@@ -105,12 +109,89 @@ static __always_inline void bump(__u32 idx)
         (*v)++;
 }
 
+/* Processes whose runtime frames are walked in the sampler (filled by user space). */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, PP_RT_PROCS_ENTRIES);
+    __type(key, __u32); /* pid, in the sampler's pid namespace */
+    __type(value, struct pp_rt_proc);
+} rt_procs SEC(".maps");
+
+/* A walker's output and scratch space (too large for the BPF stack). */
+#define RT_WORDS_MASK 512 /* a power of two above PP_RT_MAX_WORDS */
+struct rt_walk {
+    struct pp_rt_rec r;
+    __u64 slack[RT_WORDS_MASK + 1 - PP_RT_MAX_WORDS];
+    __u64 h;
+    __u32 n; /* frames pushed */
+    __u32 flags;
+    __u8 buf[288]; /* walkers' scratch (two reads of up to 128 bytes, with slack) */
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct rt_walk);
+} rt_scratch SEC(".maps");
+
+static __always_inline __u64 mix(__u64 h, __u64 v)
+{
+    h ^= v;
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 33);
+}
+
+/* Appends one frame (two words) to a walk; the caller checked w->n < PP_RT_MAX_FRAMES. */
+static __always_inline void rt_push(struct rt_walk *w, __u64 a, __u64 b)
+{
+    __u32 n = w->n;
+    if (n >= PP_RT_MAX_FRAMES)
+        return;
+    /* The mask is for the verifier (its bound of 1 + 2 * n is too loose to prove the check
+     * above): `slack` keeps any masked index inside the map value. */
+    __u32 i = (1 + 2 * n) & (RT_WORDS_MASK - 1);
+    w->r.words[i] = a;
+    w->r.words[i + 1] = b;
+    w->h = mix(mix(w->h, a), b);
+    w->n = n + 1;
+}
+
 /* The hash of the current user (flags BPF_F_USER_STACK) or kernel stack, its trace sent on
  * `stacks` the first time; STACK_NONE when there is none, STACK_LOST when its trace could not
  * be sent. A global function: the verifier checks it once, not at each of its four call
  * sites (which made loading several times slower). */
 #define STACK_NONE 0
 #define STACK_LOST 1
+
+/* Sends a trace record (struct pp_stack_rec or pp_rt_rec: a hash, a count of words, the words)
+ * of hash h once: the first time h is seen it goes on `stacks` and into `known`. Returns the
+ * hash (never STACK_NONE or STACK_LOST), or STACK_LOST when it could not be sent. */
+static __always_inline __u64 send_trace(void *rec, __u64 h, __u32 nr, __u64 cap)
+{
+    struct pp_stack_rec *r = rec; /* the header both record types share */
+    if (h <= STACK_LOST)
+        h += 2;
+    if (bpf_map_lookup_elem(&known, &h))
+        return h;
+    __u8 one = 1;
+    long rc = bpf_map_update_elem(&known, &h, &one, BPF_NOEXIST);
+    if (rc == -EEXIST)
+        return h; /* another CPU registered it this instant, and sends it */
+    if (rc < 0)
+        bump(PP_CNT_KNOWN_FULL); /* sent unregistered; user space empties `known` at its drain */
+    r->hash = h;
+    r->nr = nr;
+    __u64 size = sizeof(*r) - sizeof(r->ips) + (__u64)nr * sizeof(__u64);
+    if (size > cap)
+        size = cap;
+    if (bpf_ringbuf_output(&stacks, r, size, BPF_RB_NO_WAKEUP) != 0) {
+        if (rc == 0)
+            bpf_map_delete_elem(&known, &h); /* sent again next time */
+        return STACK_LOST;
+    }
+    return h;
+}
 __noinline __u64 take_stack(struct bpf_perf_event_data *ctx, __u64 flags)
 {
     __u32 zero = 0;
@@ -126,39 +207,67 @@ __noinline __u64 take_stack(struct bpf_perf_event_data *ctx, __u64 flags)
      * possible depth (that made loading take ~20 ms). */
     __u64 h = 0x9e3779b97f4a7c15ULL ^ nr;
 #pragma unroll
-    for (__u32 i = 0; i < PP_MAX_STACK_DEPTH; i++) {
-        h ^= r->ips[i];
-        h *= 0xff51afd7ed558ccdULL;
-        h ^= h >> 33;
+    for (__u32 i = 0; i < PP_MAX_STACK_DEPTH; i++)
+        h = mix(h, r->ips[i]);
+    return send_trace(r, h, nr, sizeof(*r));
+}
+
+#include "bpf/walkers.bpf.h"
+
+/* The hash of the sampled thread's runtime trace when pid is registered in `rt_procs`, else 0.
+ * A global function: verified once. */
+__noinline __u64 take_runtime_stack(__u32 pid, __u32 ktid)
+{
+    struct pp_rt_proc *p = bpf_map_lookup_elem(&rt_procs, &pid);
+    if (!p)
+        return 0;
+    struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+    __u64 mm = (__u64)BPF_CORE_READ(task, mm);
+    if (!p->mm) {
+        p->mm = mm;
+    } else if (p->mm != mm) { /* its data describes another image: user space drops it */
+        p->stale = 1;
+        bump(PP_CNT_WALK_STALE);
+        return 0;
     }
-    if (h <= STACK_LOST)
-        h += 2;
-    if (bpf_map_lookup_elem(&known, &h))
-        return h;
-    __u8 one = 1;
-    long rc = bpf_map_update_elem(&known, &h, &one, BPF_NOEXIST);
-    if (rc == -EEXIST)
-        return h; /* another CPU registered it this instant, and sends it */
-    if (rc < 0)
-        bump(PP_CNT_KNOWN_FULL); /* sent unregistered; user space empties `known` at its drain */
-    r->hash = h;
-    r->nr = nr;
-    __u64 size = sizeof(*r) - sizeof(r->ips) + (__u64)nr * sizeof(__u64);
-    if (size > sizeof(*r))
-        size = sizeof(*r);
-    if (bpf_ringbuf_output(&stacks, r, size, BPF_RB_NO_WAKEUP) != 0) {
-        if (rc == 0)
-            bpf_map_delete_elem(&known, &h); /* sent again next time */
-        return STACK_LOST;
+    __u32 zero = 0;
+    struct rt_walk *w = bpf_map_lookup_elem(&rt_scratch, &zero);
+    if (!w)
+        return 0;
+    w->n = 0;
+    w->flags = 0;
+    w->h = 0x9e3779b97f4a7c15ULL ^ p->walker;
+    __u32 outcome = run_walker(p, ktid, w);
+    if (outcome != PP_CNT_WALK_OK) {
+        bump(outcome);
+        return 0;
+    }
+    if (w->flags & PP_RT_READ_FAILED)
+        bump(PP_CNT_WALK_PARTIAL);
+    else if (w->flags & PP_RT_TRUNCATED)
+        bump(PP_CNT_WALK_TRUNCATED);
+    else
+        bump(PP_CNT_WALK_OK);
+    __u32 n = w->n;
+    if (n > PP_RT_MAX_FRAMES)
+        return 0;
+    __u64 hdr = PP_RT_HDR(p->walker, n, w->flags);
+    w->r.words[0] = hdr;
+    __u64 h = send_trace(&w->r, mix(w->h, hdr), 1 + 2 * n, sizeof(w->r));
+    if (h == STACK_LOST) {
+        bump(PP_CNT_WALK_LOST);
+        return 0;
     }
     return h;
 }
 
 static __always_inline int record(struct bpf_perf_event_data *ctx, void *counts, void *threads,
-                                  __u32 pid, __u32 tid)
+                                  __u32 pid, __u32 tid, __u32 ktid)
 {
     struct pp_sample_key key = {};
     key.pid = pid;
+    if (pid != 0)
+        key.rt_stack = take_runtime_stack(pid, ktid);
     key.kernel_stack = take_stack(ctx, 0);
     if (key.kernel_stack == STACK_LOST) {
         bump(PP_CNT_KSTACK_LOST);
@@ -226,7 +335,7 @@ SEC("perf_event")
 int pp_sample(struct bpf_perf_event_data *ctx)
 {
     __u64 id = bpf_get_current_pid_tgid();
-    __u32 pid = id >> 32, tid = (__u32)id;
+    __u32 pid = id >> 32, tid = (__u32)id, ktid = (__u32)id;
 
     if (pidns_dev) {
         struct bpf_pidns_info ns = {};
@@ -251,6 +360,6 @@ int pp_sample(struct bpf_perf_event_data *ctx)
     if (pid != 0)
         announce(pid);
     if (active == 0)
-        return record(ctx, &counts0, &threads0, pid, tid);
-    return record(ctx, &counts1, &threads1, pid, tid);
+        return record(ctx, &counts0, &threads0, pid, tid, ktid);
+    return record(ctx, &counts1, &threads1, pid, tid, ktid);
 }

@@ -11,6 +11,49 @@
 #define PP_SEEN_ENTRIES 16384
 #define PP_NEWS_BYTES (64 * 1024)
 
+/* In-sampler walkers (docs/ARCHITECTURE.md, "In-sampler walkers"): for a process registered in
+ * the `rt_procs` map, the sampler also walks the sampled thread's interpreter frames with the
+ * walker its entry names, and counts the sample under that runtime trace's hash as well. */
+#define PP_RT_PROCS_ENTRIES 4096
+#define PP_RT_INFO_BYTES 192 /* a walker's per-process data (addresses, offsets) */
+#define PP_RT_MAX_FRAMES 160 /* runtime frames recorded; deeper stacks are marked truncated */
+#define PP_RT_MAX_WORDS (1 + 2 * PP_RT_MAX_FRAMES)
+#define PP_RT_TSTATE_ENTRIES 16384
+
+/* Walker indexes (bpf/walkers.bpf.h dispatches on them). */
+enum pp_walker_kind {
+    PP_WALK_NONE = 0,
+    PP_WALK_CPYTHON = 1, /* bpf/cpython.bpf.h, info: struct pp_cpython_info (bpf/cpython.h) */
+    PP_WALK_COUNT
+};
+
+/* One registered process: its walker and the walker's data. */
+struct pp_rt_proc {
+    unsigned int walker;   /* enum pp_walker_kind */
+    unsigned int stale;    /* set by the sampler: the pid now has another address space */
+    unsigned long long mm; /* the address space first walked (0 until then) */
+    unsigned char info[PP_RT_INFO_BYTES];
+};
+
+/* A runtime trace as sent on the `stacks` ring (the header of struct pp_stack_rec): words[0]
+ * is PP_RT_HDR(walker, frames, flags), then two words per frame, innermost first, whose meaning
+ * is the walker's. */
+struct pp_rt_rec {
+    unsigned long long hash;
+    unsigned int nr; /* words */
+    unsigned int pad;
+    unsigned long long words[PP_RT_MAX_WORDS];
+};
+#define PP_RT_TRUNCATED 1u   /* frames beyond PP_RT_MAX_FRAMES (or the walk's bound) were cut */
+#define PP_RT_READ_FAILED 2u /* a read failed mid-walk: the root-side frames are missing */
+#define PP_RT_HDR(walker, frames, flags)                                                           \
+    ((unsigned long long)(flags) | ((unsigned long long)(walker) << 8) |                           \
+     ((unsigned long long)(frames) << 16) | (0x7274ull << 48))
+#define PP_RT_HDR_MAGIC(h) (((h) >> 48) == 0x7274ull)
+#define PP_RT_HDR_FLAGS(h) ((unsigned)((h)&0xff))
+#define PP_RT_HDR_WALKER(h) ((unsigned)(((h) >> 8) & 0xff))
+#define PP_RT_HDR_FRAMES(h) ((unsigned)(((h) >> 16) & 0xffff))
+
 /* Aggregation key: identical (pid, user stack, kernel stack) samples share one entry. A stack
  * is named by a 64-bit hash of its addresses; its trace is sent once on the `stacks` ring
  * buffer (struct pp_stack_rec). */
@@ -19,6 +62,7 @@ struct pp_sample_key {
     unsigned int pad;
     unsigned long long user_stack;   /* stack hash; 0 when unavailable */
     unsigned long long kernel_stack; /* stack hash; 0 when unavailable */
+    unsigned long long rt_stack;     /* runtime trace hash (in-sampler walker); 0: none */
 };
 
 /* A stack trace, sent the first time its hash is seen (only nr ips are sent). */
@@ -53,6 +97,15 @@ enum pp_counter {
     PP_CNT_FILTERED,     /* samples of pids outside --pids */
     PP_CNT_NEWS_LOST,    /* new-process notices lost (ring buffer full) */
     PP_CNT_KNOWN_FULL,   /* a trace sent unregistered: the known-hash map was full */
+    /* in-sampler walks of registered processes, by outcome */
+    PP_CNT_WALK_OK,        /* runtime frames recorded */
+    PP_CNT_WALK_NO_THREAD, /* the sampled thread has no thread state (not a runtime thread) */
+    PP_CNT_WALK_IDLE,      /* its thread state has no frame (runs no runtime code now) */
+    PP_CNT_WALK_READ,      /* a read of the target's memory failed (before any frame) */
+    PP_CNT_WALK_PARTIAL,   /* a read failed mid-stack: leaf-side frames kept */
+    PP_CNT_WALK_TRUNCATED, /* deeper than PP_RT_MAX_FRAMES: root-side frames cut */
+    PP_CNT_WALK_LOST,      /* its trace could not be sent (ring buffer full) */
+    PP_CNT_WALK_STALE,     /* the pid execed (or was reused) since it was registered */
     PP_CNT_MAX
 };
 

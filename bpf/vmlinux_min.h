@@ -37,12 +37,18 @@ enum {
 
 struct mm_struct;
 
+/* x86_64: the user thread pointer (glibc's struct pthread) is the fs base. */
+struct thread_struct {
+    unsigned long fsbase;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
     int pid;
     int tgid;
     struct mm_struct *mm;
     struct task_struct *group_leader;
     char comm[16];
+    struct thread_struct thread;
 } __attribute__((preserve_access_index));
 
 /* The perf_event programs' context; the verifier knows it by name. Its fields are never read

@@ -138,6 +138,47 @@ static void log_drain(const pp_profile *prof)
     pp_debug("%s", buf);
 }
 
+/* The header's polyprof.runtime_samples: for every process given to a runtime profiler this
+ * session, {pid, runtime, mode, runtime_samples, sampler_samples}: the sampler samples that
+ * carried the runtime's frames (in-sampler walks, cov) or the samples the runtime profiler
+ * delivered (its profile in rts), and the sampler's samples of the pid (sys, before the merge).
+ * "profiler" says which served it. */
+static json_t *runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *procs,
+                                const pp_runner_task *tasks, size_t ntasks, const pp_profile *sys,
+                                pp_profile *const *rts, size_t nrt, const pp_walk_cov *cov,
+                                size_t ncov)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < procs->n; i++) {
+        const pp_proc *p = &procs->procs[i];
+        const pp_runner_task *t = NULL;
+        for (size_t k = 0; k < ntasks && !t; k++)
+            t = tasks[k].kind == p->kind && !p->blacklisted ? &tasks[k] : NULL;
+        if (!t)
+            continue;
+        const pp_pid_profile *sp = pp_profile_get((pp_profile *)sys, p->pid, false);
+        uint64_t rt_samples = 0, sampler = sp ? pp_pid_total(sp) : 0;
+        const char *profiler = t->backend->name;
+        for (size_t k = 0; k < ncov; k++)
+            if (cov[k].pid == p->pid) {
+                rt_samples = cov[k].rt_samples;
+                sampler = cov[k].samples;
+                profiler = "sampler-walk";
+            }
+        for (size_t k = 0; k < nrt; k++) {
+            const pp_pid_profile *r = pp_profile_get(rts[k], p->pid, false);
+            if (r && pp_pid_total(r) && !pp_is_error_stack(rts[k], r, NULL))
+                rt_samples = pp_pid_total(r);
+        }
+        json_array_append_new(list, json_pack("{s:i,s:s,s:s,s:s,s:I,s:I}", "pid", p->pid, "runtime",
+                                              ctx[p->kind].rt->label, "mode", ctx[p->kind].mode,
+                                              "profiler", profiler, "runtime_samples",
+                                              (json_int_t)rt_samples, "sampler_samples",
+                                              (json_int_t)sampler));
+    }
+    return list;
+}
+
 /* Before a merge: per pid, the runtime profiler's sample count and the system sampler's (the
  * count the runtime stacks are scaled to). */
 static void log_runtime_counts(pp_profile *sys, const pp_profile *rt)
@@ -176,6 +217,17 @@ static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double 
     json_object_set_new(o, "rss_kb", json_integer(rss));
     json_object_set_new(o, "discovery_ms", json_real(discovery_ms));
     json_object_set_new(o, "perf_map_entries_dropped", json_integer((json_int_t)perfmap_dropped));
+    json_t *w = json_object(); /* in-sampler walks by outcome (docs/ARCHITECTURE.md) */
+    json_object_set_new(w, "ok", json_integer((json_int_t)d->walk_ok));
+    json_object_set_new(w, "no_thread_state", json_integer((json_int_t)d->walk_no_thread));
+    json_object_set_new(w, "no_frame", json_integer((json_int_t)d->walk_idle));
+    json_object_set_new(w, "read_failed", json_integer((json_int_t)d->walk_read));
+    json_object_set_new(w, "partial", json_integer((json_int_t)d->walk_partial));
+    json_object_set_new(w, "truncated", json_integer((json_int_t)d->walk_truncated));
+    json_object_set_new(w, "trace_lost", json_integer((json_int_t)d->walk_lost));
+    json_object_set_new(w, "stale", json_integer((json_int_t)d->walk_stale));
+    json_object_set_new(w, "frames_lost", json_integer((json_int_t)d->walk_frames_lost));
+    json_object_set_new(o, "runtime_walks", w);
     return o;
 }
 
@@ -192,6 +244,15 @@ static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *bef
     d->drains = now->drains - before->drains;
     d->news = now->news - before->news;
     d->news_lost = now->news_lost - before->news_lost;
+    d->walk_ok = now->walk_ok - before->walk_ok;
+    d->walk_no_thread = now->walk_no_thread - before->walk_no_thread;
+    d->walk_idle = now->walk_idle - before->walk_idle;
+    d->walk_read = now->walk_read - before->walk_read;
+    d->walk_partial = now->walk_partial - before->walk_partial;
+    d->walk_truncated = now->walk_truncated - before->walk_truncated;
+    d->walk_lost = now->walk_lost - before->walk_lost;
+    d->walk_stale = now->walk_stale - before->walk_stale;
+    d->walk_frames_lost = now->walk_frames_lost - before->walk_frames_lost;
 }
 
 /* The .html flame graph beside the .col at col_path (--flamegraph, gProfiler's default). A
@@ -508,6 +569,8 @@ static int run_init(run_state *rs, const pp_config *cfg)
         }
         pp_info("system sampler running (%s mode, %d Hz)", pp_sampler_kind_name(rs->sampler),
                 cfg->frequency);
+        for (int k = 1; k < PP_KIND_COUNT; k++)
+            rs->ctx[k].sampler = rs->sampler; /* for in-sampler walks */
         /* Load the kernel symbol table now (about 50 ms of kernel time to read kallsyms), so
          * that it is never paid between a session's end and its file. */
         char warm[256];
@@ -590,9 +653,14 @@ static int run_session(run_state *rs, bool *stop)
                     (unsigned long long)delta.map_full, (unsigned long long)delta.lost,
                     (unsigned long long)delta.ustacks_lost, (unsigned long long)delta.kstacks_lost);
     }
+    json_t *coverage = NULL;
     if (runner) {
         pp_profile **rts;
         size_t nrt = pp_runner_finish(runner, *stop ? 0 : 2.0, &rts);
+        pp_walk_cov *cov = NULL;
+        size_t ncov = rs->sampler ? pp_sampler_walk_coverage(rs->sampler, &cov) : 0;
+        coverage = runtime_coverage(rs->ctx, &procs, tasks, ntasks, prof, rts, nrt, cov, ncov);
+        free(cov);
         for (size_t i = 0; i < nrt; i++) {
             log_runtime_counts(prof, rts[i]);
             pp_summary_runtime(&sum, rts[i]);
@@ -614,6 +682,7 @@ static int run_session(run_state *rs, bool *stop)
         &delta, rs->sampler ? pp_sampler_kind_name(rs->sampler) : "none", cpu_seconds() - cpu0,
         disc_ms, rss_kb(), ss.perfmap_entries_dropped - rs->perfmap_dropped_prev);
     rs->perfmap_dropped_prev = ss.perfmap_entries_dropped;
+    json_object_set_new(counters, "runtime_samples", coverage ? coverage : json_array());
     int rc =
         write_session(cfg, rs->static_md, ext, prof, &metrics, counters, wall_start, rs->up, end);
     json_decref(counters);

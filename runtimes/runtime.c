@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "base/elfinfo.h"
+#include "bpf/sampler.h"
 #include "runtimes/appid.h"
+#include "runtimes/system/sampler.h"
 
 #define PP_RT_EXTERN_(id, sym) extern const pp_runtime pp_rt_##sym;
 PP_RUNTIME_LIST(PP_RT_EXTERN_)
@@ -147,4 +149,31 @@ char *pp_runtime_appid(int pid, pp_proc_kind kind)
 {
     const pp_runtime *rt = pp_runtime_get(kind);
     return rt && rt->appid ? pp_appid_for_pid(pid, rt->appid) : NULL;
+}
+
+bool pp_inwalk_possible(const pp_runtime_ctx *ctx)
+{
+    return ctx && ctx->rt && ctx->rt->walker && pp_sampler_can_walk(ctx->sampler);
+}
+
+pp_inwalk_status pp_inwalk_attach(const pp_runtime_ctx *ctx, const pp_proc *p, char *err,
+                                  size_t errlen)
+{
+    if (!pp_inwalk_possible(ctx)) {
+        snprintf(err, errlen, "the system sampler cannot walk %s frames (it needs BPF mode)",
+                 ctx && ctx->rt ? ctx->rt->label : "runtime");
+        return PP_INWALK_ERROR;
+    }
+    if (pp_sampler_walk_attached(ctx->sampler, p->pid, p->start_ticks))
+        return PP_INWALK_OK;
+    const pp_inwalker *w = ctx->rt->walker;
+    unsigned char info[PP_RT_INFO_BYTES] = {0};
+    pp_inwalk_status st = PP_INWALK_ERROR;
+    void *state = w->prepare(ctx, p->pid, info, sizeof(info), &st, err, errlen);
+    if (!state)
+        return st == PP_INWALK_OK ? PP_INWALK_ERROR : st;
+    if (pp_sampler_walk_attach(ctx->sampler, p->pid, p->start_ticks, w->kind, info, sizeof(info),
+                               w->ops, state, err, errlen) < 0)
+        return PP_INWALK_ERROR;
+    return PP_INWALK_OK;
 }

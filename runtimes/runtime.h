@@ -34,6 +34,8 @@ typedef struct pp_runtime_ctx {
     /* the directory for files a target reads, as seen inside each target's root
      * (pp_target_tmpdir: /tmp/polyprof-<random>), created there by its users; NULL if none */
     const char *target_tmpdir;
+    /* the system sampler, for in-sampler walks (pp_inwalk_attach); NULL when none runs */
+    struct pp_sampler *sampler;
 } pp_runtime_ctx;
 
 /* The value of option name (long name without dashes) as given: "" for a flag or an option
@@ -58,6 +60,33 @@ typedef struct pp_backend {
     void (*stop)(void *session);
     void (*free)(void *session);
 } pp_backend;
+
+/* An in-sampler walker (runtimes/system/sampler.h, docs/ARCHITECTURE.md "In-sampler walkers"):
+ * the system sampler's BPF program walks the runtime's frames of a registered process at each
+ * of its samples. */
+typedef enum pp_inwalk_status {
+    PP_INWALK_OK = 0,
+    PP_INWALK_UNSUPPORTED, /* a version or build the walker does not know (err says which) */
+    PP_INWALK_GONE,        /* the process exited */
+    PP_INWALK_ERROR,       /* anything else (err says what) */
+} pp_inwalk_status;
+
+typedef struct pp_inwalker {
+    unsigned kind; /* the BPF walker: enum pp_walker_kind of bpf/sampler.h */
+    /* Fills the per-process table's data for pid (info, at most len bytes: addresses, the
+     * version's offsets) and returns the state its frames are named with (ops below); NULL with
+     * *status and err otherwise. */
+    void *(*prepare)(const pp_runtime_ctx *ctx, int pid, void *info, size_t len,
+                     pp_inwalk_status *status, char *err, size_t errlen);
+    const struct pp_walker_ops *ops;
+} pp_inwalker;
+
+/* Registers p with the system sampler's walker of ctx->rt (a process already registered is
+ * kept). PP_INWALK_ERROR when the sampler cannot walk (no sampler, perf-event mode). */
+pp_inwalk_status pp_inwalk_attach(const pp_runtime_ctx *ctx, const pp_proc *p, char *err,
+                                  size_t errlen);
+/* Whether ctx's sampler can walk ctx->rt's processes now (BPF mode and a walker). */
+bool pp_inwalk_possible(const pp_runtime_ctx *ctx);
 
 /* Discovery rule: what the regex is matched against. */
 typedef enum {
@@ -116,6 +145,7 @@ struct pp_runtime {
 
     /* ---- profiling ---- */
     const pp_backend *const *backends; /* NULL-terminated, in "auto" preference order */
+    const pp_inwalker *walker;         /* NULL, or its in-sampler walker (used by its backends) */
 
     /* ---- hooks (NULL: none) ---- */
     void (*at_start)(void); /* before the first session (remove what a killed run left) */

@@ -349,6 +349,11 @@ void pp_py_code_prefetch(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *L,
     }
 }
 
+pp_py_code *pp_py_code_cached(pp_py_code_cache *c, uint64_t addr)
+{
+    return lookup(c, addr);
+}
+
 pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *L, uint64_t addr)
 {
     pp_py_code *known = lookup(c, addr);

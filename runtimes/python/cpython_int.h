@@ -92,6 +92,10 @@ void pp_py_code_cache_free(pp_py_code_cache *c);
  * sample), reading it on a miss. Returns NULL when it cannot be read or is not a plausible code
  * object. */
 pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *L, uint64_t addr);
+/* The cached entry of addr as it was last read, not validated (NULL if not cached): for a
+ * caller that checks it otherwise (the in-sampler walker's check value, once the process is
+ * gone). */
+pp_py_code *pp_py_code_cached(pp_py_code_cache *c, uint64_t addr);
 /* Validates the cached code objects among addrs (n entries, duplicates allowed) that were not
  * validated in this sample yet, with one batched read; pp_py_code_get then answers them without
  * reading. Objects not cached are left to pp_py_code_get. */

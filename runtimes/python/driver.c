@@ -1,7 +1,7 @@
 /* Python: application metadata (python_version, exe_elfid, libpython_elfid) and the two
- * backends behind --python-mode: "builtin" (sampler.c, polyprof's own CPython reader) and
- * "pyspy" (pyspy.c, an external py-spy); "auto" takes py-spy when one is found, else builtin
- * (the order in the descriptor, runtime.c). */
+ * backends behind --python-mode: "builtin" (backend.c: the system sampler's in-sampler walker,
+ * else the user-space sampler, sampler.c) and "pyspy" (pyspy.c, an external py-spy); "auto"
+ * takes builtin, which itself picks py-spy where the walker cannot serve (backend.c). */
 #include <limits.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -133,8 +133,8 @@ const pp_backend pp_python_pyspy_backend = {
 const pp_backend pp_python_builtin_backend = {
     .name = "builtin",
     .modes = builtin_modes,
-    .start = pp_pysampler_start,
-    .collect = pp_pysampler_collect,
-    .stop = pp_pysampler_stop,
-    .free = pp_pysampler_free,
+    .start = pp_pybuiltin_start,
+    .collect = pp_pybuiltin_collect,
+    .stop = pp_pybuiltin_stop,
+    .free = pp_pybuiltin_free,
 };

@@ -17,6 +17,13 @@ int pp_pysampler_collect(void *session, pp_profile *out);
 void pp_pysampler_stop(void *session);
 void pp_pysampler_free(void *session);
 
+/* The "builtin" backend (backend.c): the in-sampler walker, falling back as it says. */
+void *pp_pybuiltin_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n,
+                         double deadline);
+int pp_pybuiltin_collect(void *session, pp_profile *out);
+void pp_pybuiltin_stop(void *session);
+void pp_pybuiltin_free(void *session);
+
 void *pp_pyspy_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline);
 int pp_pyspy_collect(void *session, pp_profile *out);
 void pp_pyspy_stop(void *session);

@@ -15,8 +15,8 @@ static const pp_choice modes[] = {
     {"pyspy"},
     {"py-spy", "pyspy"},
     {"pyperf", "builtin",
-     "--python-mode pyperf maps to 'builtin': polyprof's built-in Python unwinder replaces "
-     "PyPerf"},
+     "--python-mode pyperf maps to 'builtin': polyprof's in-sampler (eBPF) Python walker "
+     "replaces PyPerf"},
     {"disabled"},
     {"none", "disabled"},
     {NULL}};
@@ -45,8 +45,11 @@ static const pp_opt options[] = {
 static const char *const suffixes[] = {"_[p]", "_[pe]", "_[pn]", NULL};
 
 extern const pp_backend pp_python_pyspy_backend, pp_python_builtin_backend;
-static const pp_backend *const backends[] = {&pp_python_pyspy_backend, &pp_python_builtin_backend,
+/* builtin first: in "auto" it uses the in-sampler walker when the BPF sampler runs and hands
+ * what it cannot serve to py-spy (backend.c). */
+static const pp_backend *const backends[] = {&pp_python_builtin_backend, &pp_python_pyspy_backend,
                                              NULL};
+extern const pp_inwalker pp_python_inwalker;
 
 /* gProfiler's Python blacklist: substrings of the space-joined command line; pypy is not
  * CPython. */
@@ -93,4 +96,5 @@ const pp_runtime pp_rt_python = {
     .metadata = pp_python_metadata,
     .appid = pp_appid_python,
     .backends = backends,
+    .walker = &pp_python_inwalker,
 };

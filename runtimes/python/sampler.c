@@ -22,7 +22,7 @@
 #include "base/log.h"
 #include "base/procfiles.h"
 #include "runtimes/python/cpython.h"
-#include "runtimes/python/pkgversions.h"
+#include "runtimes/python/frametab.h"
 #include "runtimes/python/python_int.h"
 
 #define SAMPLER_NICE (-10)
@@ -56,14 +56,6 @@ typedef struct tfd {
     double carry;
 } tfd;
 
-/* Frame cache: the reader's strings are stable until pp_py_close, so (name, file, line) by
- * pointer identifies a frame; the value is its interned text in the session profile. */
-typedef struct fent {
-    const char *name, *file;
-    int line;
-    uint32_t id;
-} fent;
-
 typedef struct pyproc {
     int pid;
     unsigned long long start_ticks;
@@ -77,7 +69,7 @@ typedef struct pyproc {
     char last_err[200];
     pp_htab fds; /* of tfd */
     unsigned gen;
-    pp_htab frames; /* of fent */
+    pp_pyframes frames;
     pp_pid_profile *pp;
 } pyproc;
 
@@ -211,26 +203,6 @@ static void fds_close(pyproc *p)
 
 /* ---- frames ---- */
 
-static uint32_t frame_id(pysampler *s, pyproc *p, const pp_py_frame *f)
-{
-    const char *name = f->name ? f->name : "[unknown]";
-    const char *file = f->file ? f->file : "";
-    uint64_t h = pp_hash_u64((uintptr_t)name ^ ((uintptr_t)file << 7) ^ (uint64_t)f->line);
-    pp_htab_probe pr;
-    for (fent *e = pp_htab_first(&p->frames, h, &pr); e; e = pp_htab_next(&p->frames, &pr))
-        if (e->name == name && e->file == file && e->line == f->line)
-            return e->id;
-    char ann[320] = "", text[PATH_MAX + 600];
-    if (s->annotate && f->line > 0)
-        pp_pkgver_annotation(p->root, file, p->pyver, ann, sizeof(ann));
-    pp_py_frame_text(text, sizeof(text), name, file, f->line, ann);
-    uint32_t id = pp_profile_intern(s->prof, text);
-    fent *e = pp_htab_add(&p->frames, h);
-    if (e)
-        *e = (fent){name, file, f->line, id};
-    return id;
-}
-
 typedef struct cbarg {
     pysampler *s;
     pyproc *p;
@@ -250,8 +222,11 @@ static int on_stack(void *arg, const pp_py_stack *st)
     size_t n = 0, lim = st->n < PP_PY_MAX_DEPTH ? st->n : PP_PY_MAX_DEPTH;
     if (st->truncated)
         ids[n++] = a->s->truncated_id;
-    for (size_t i = st->n - lim; i < st->n; i++)
-        ids[n++] = frame_id(a->s, p, &st->frames[i]);
+    for (size_t i = st->n - lim; i < st->n; i++) {
+        const pp_py_frame *f = &st->frames[i];
+        uint32_t id = pp_pyframes_id(&p->frames, a->s->prof, f->name, f->file, f->line);
+        ids[n++] = id == UINT32_MAX ? 0 : id;
+    }
     if (!p->pp) {
         p->pp = pp_profile_get(a->s->prof, p->pid, true);
         if (!p->pp)
@@ -328,11 +303,11 @@ static void *sampler_main(void *arg)
 static void open_proc(pysampler *s, pyproc *p, const pp_proc *src)
 {
     PP_HTAB_INIT(&p->fds, tfd, 50);
-    PP_HTAB_INIT(&p->frames, fent, 50);
     p->pid = src->pid;
     p->start_ticks = src->start_ticks;
     pp_python_comm(p->pid, src->comm, p->comm, sizeof(p->comm));
     snprintf(p->root, sizeof(p->root), "/proc/%d/root", p->pid);
+    p->frames = (pp_pyframes){.annotate = s->annotate, .root = p->root, .pyver = p->pyver};
     pp_py_open_status st;
     char err[200] = "";
     p->h = pp_py_open(p->pid, &st, err, sizeof(err));
@@ -380,7 +355,7 @@ void pp_pysampler_free(void *session)
                      st.reads, st.code_cached);
         }
         fds_close(&s->procs[i]);
-        pp_htab_free(&s->procs[i].frames);
+        pp_pyframes_free(&s->procs[i].frames);
         pp_py_close(s->procs[i].h);
     }
     free(s->procs);

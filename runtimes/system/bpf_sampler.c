@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,11 @@
 
 #include "bpf/sampler.h"
 #include "base/log.h"
+#include "base/procfiles.h"
 #include "runtimes/system/cpus.h"
 #include "runtimes/system/ksym_bpf.h"
 #include "runtimes/system/stackcache.h"
+#include "runtimes/system/walks.h"
 #include "sampler.skel.h"
 
 #define MAX_CPUS 1024
@@ -44,10 +47,12 @@ struct pp_bpf_sampler {
     struct ring_buffer *news;   /* first samples of processes */
     struct ring_buffer *traces; /* stack traces, each sent once (bpf/sampler.bpf.c) */
     pp_stackcache *stacks;
-    uint64_t drains, nnews, unresolved[2]; /* [0] user, [1] kernel */
-    uint64_t known_full;                   /* PP_CNT_KNOWN_FULL at the last drain */
-    bool reconsumed;                       /* the traces ring was read again this drain */
-    bool no_batch;                         /* the kernel has no batch ops on hash maps */
+    uint64_t drains, nnews, unresolved[3]; /* [0] user, [1] kernel, [2] runtime */
+    pp_walks walks;                        /* processes registered for in-sampler walks */
+    uint64_t walk_frames_lost;
+    uint64_t known_full; /* PP_CNT_KNOWN_FULL at the last drain */
+    bool reconsumed;     /* the traces ring was read again this drain */
+    bool no_batch;       /* the kernel has no batch ops on hash maps */
     /* drain_map's buffers: BATCH keys and values of any of the drained maps */
     _Alignas(8) unsigned char bkeys[BATCH * MAX_KEY];
     _Alignas(8) unsigned char bvals[BATCH * MAX_VAL];
@@ -77,6 +82,7 @@ void pp_bpf_sampler_stop(pp_bpf_sampler *s)
     }
     free(s->links);
     free(s->fds);
+    pp_walks_destroy(&s->walks);
     ring_buffer__free(s->news);
     ring_buffer__free(s->traces);
     pp_stackcache_free(s->stacks);
@@ -102,6 +108,7 @@ static int on_news(void *ctx, void *data, size_t size)
 }
 
 static uint64_t counter(pp_bpf_sampler *s, uint32_t idx);
+static int drain_locked(pp_bpf_sampler *s, pp_profile *out);
 
 static int on_trace(void *ctx, void *data, size_t size)
 {
@@ -176,6 +183,7 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    pp_walks_init(&s->walks);
     int cpus[MAX_CPUS];
     s->ncpu_possible = libbpf_num_possible_cpus();
     int n = pp_online_cpus(cpus, MAX_CPUS);
@@ -301,6 +309,22 @@ static void clear_map(int fd, size_t key_size)
     }
 }
 
+/* The frame ids of a runtime trace of pid (its registered walker names them), root first;
+ * 0 when there is none or it cannot be named. */
+static size_t runtime_frames(pp_bpf_sampler *s, pp_profile *out, pp_walk_ent *we, uint64_t hash,
+                             uint32_t *ids, size_t cap)
+{
+    size_t n;
+    const uint64_t *w = trace_of(s, hash, 2, &n);
+    if (!w || !we || n < 1 || !PP_RT_HDR_MAGIC(w[0]) || PP_RT_HDR_WALKER(w[0]) != we->walker)
+        return 0;
+    size_t frames = PP_RT_HDR_FRAMES(w[0]);
+    if (frames > (n - 1) / 2)
+        frames = (n - 1) / 2;
+    return we->ops->name(we->state, out, w + 1, frames, PP_RT_HDR_FLAGS(w[0]), ids, cap,
+                         &s->walk_frames_lost);
+}
+
 /* Emits one aggregated counts entry (a struct pp_sample_key and its pp_sample_val). */
 static int emit_entry(pp_bpf_sampler *s, pp_profile *out, const void *k, const void *v)
 {
@@ -309,10 +333,20 @@ static int emit_entry(pp_bpf_sampler *s, pp_profile *out, const void *k, const v
     char comm[PP_TASK_COMM_LEN + 1];
     memcpy(comm, val->comm, PP_TASK_COMM_LEN);
     comm[PP_TASK_COMM_LEN] = '\0';
-    size_t nu, nk;
+    size_t nu, nk, nrt = 0;
     const uint64_t *uips = trace_of(s, key->user_stack, 0, &nu);
     const uint64_t *kips = trace_of(s, key->kernel_stack, 1, &nk);
-    return pp_emit_sample(s->emit, out, (int)key->pid, comm, uips, nu, kips, nk, val->count);
+    pp_walk_ent *we = s->walks.n ? pp_walks_get(&s->walks, (int)key->pid) : NULL;
+    if (!we)
+        return pp_emit_sample(s->emit, out, (int)key->pid, comm, uips, nu, kips, nk, val->count);
+    uint32_t rt[PP_RT_MAX_FRAMES + 2];
+    if (key->rt_stack)
+        nrt = runtime_frames(s, out, we, key->rt_stack, rt, sizeof(rt) / sizeof(rt[0]));
+    we->samples += val->count;
+    if (nrt)
+        we->rt_samples += val->count;
+    return pp_emit_mixed(s->emit, out, (int)key->pid, comm, uips, nu, kips, nk, rt, nrt,
+                         we->ops->loop_symbols, val->count);
 }
 
 typedef int (*entry_fn)(pp_bpf_sampler *s, pp_profile *out, const void *key, const void *val);
@@ -358,9 +392,43 @@ static int drain_map(pp_bpf_sampler *s, int fd, size_t key_size, size_t val_size
     return rc;
 }
 
+/* Drops registered processes that are gone or whose pid now has another image (the sampler
+ * marked their entry stale): checked every few drains. Called with the walks locked. */
+#define WALKS_CHECK_DRAINS 4
+static void walks_prune(pp_bpf_sampler *s)
+{
+    int fd = bpf_map__fd(s->skel->maps.rt_procs);
+    for (size_t i = s->walks.n; i-- > 0;) {
+        uint32_t pid = (uint32_t)s->walks.v[i].pid;
+        struct pp_rt_proc p;
+        bool lost = bpf_map_lookup_elem(fd, &pid, &p) != 0;
+        if (!lost && !p.stale && !pp_pid_gone((int)pid))
+            continue;
+        bpf_map_delete_elem(fd, &pid);
+        pp_debug("sampler: pid %u no longer walked (%s)", pid,
+                 lost      ? "entry lost"
+                 : p.stale ? "new image"
+                           : "exited");
+        pp_walks_remove(&s->walks, (int)pid);
+    }
+}
+
 int pp_bpf_sampler_drain(pp_bpf_sampler *s, pp_profile *out)
 {
+    pthread_mutex_lock(&s->walks.lock);
+    int rc = drain_locked(s, out);
+    if (s->drains % WALKS_CHECK_DRAINS == 0)
+        walks_prune(s);
+    pthread_mutex_unlock(&s->walks.lock);
+    return rc;
+}
+
+static int drain_locked(pp_bpf_sampler *s, pp_profile *out)
+{
     struct sampler_bpf *k = s->skel;
+    for (size_t i = 0; i < s->walks.n; i++)
+        if (s->walks.v[i].ops->begin)
+            s->walks.v[i].ops->begin(s->walks.v[i].state);
     pp_bpf_sampler_take_news(s); /* mappings of processes first sampled since the last call */
     uint32_t idle = k->bss->active;
     /* Flip: new samples go to the other set. A program that read the old value finishes within
@@ -414,4 +482,67 @@ void pp_bpf_sampler_get_stats(pp_bpf_sampler *s, pp_sampler_stats *st)
     st->news = s->nnews;
     st->news_lost = counter(s, PP_CNT_NEWS_LOST);
     st->drains = s->drains;
+    st->walk_ok = counter(s, PP_CNT_WALK_OK);
+    st->walk_no_thread = counter(s, PP_CNT_WALK_NO_THREAD);
+    st->walk_idle = counter(s, PP_CNT_WALK_IDLE);
+    st->walk_read = counter(s, PP_CNT_WALK_READ);
+    st->walk_partial = counter(s, PP_CNT_WALK_PARTIAL);
+    st->walk_truncated = counter(s, PP_CNT_WALK_TRUNCATED);
+    st->walk_lost = counter(s, PP_CNT_WALK_LOST) + s->unresolved[2];
+    st->walk_stale = counter(s, PP_CNT_WALK_STALE);
+    st->walk_frames_lost = s->walk_frames_lost;
+}
+
+int pp_bpf_sampler_walk_attach(pp_bpf_sampler *s, int pid, unsigned long long start_ticks,
+                               unsigned walker, const void *info, size_t len,
+                               const pp_walker_ops *ops, void *state, char *err, size_t errlen)
+{
+    pp_walk_ent e = {
+        .pid = pid, .start = start_ticks, .walker = walker, .ops = ops, .state = state};
+    if (walker == PP_WALK_NONE || walker >= PP_WALK_COUNT || len > PP_RT_INFO_BYTES) {
+        snprintf(err, errlen, "bad walker %u or data size %zu", walker, len);
+        ops->free(state);
+        return -1;
+    }
+    pthread_mutex_lock(&s->walks.lock);
+    pp_walk_ent *old = pp_walks_get(&s->walks, pid);
+    if (old && old->start == start_ticks) {
+        pthread_mutex_unlock(&s->walks.lock);
+        ops->free(state);
+        return 0;
+    }
+    struct pp_rt_proc p = {.walker = walker};
+    memcpy(p.info, info, len);
+    uint32_t key = (uint32_t)pid;
+    int rc =
+        bpf_map__update_elem(s->skel->maps.rt_procs, &key, sizeof(key), &p, sizeof(p), BPF_ANY);
+    if (rc) {
+        snprintf(err, errlen, "cannot register pid %d with the sampler: %s", pid, strerror(-rc));
+        if (old)
+            pp_walks_remove(&s->walks, pid);
+        ops->free(state);
+    } else if (pp_walks_put(&s->walks, &e) < 0) {
+        snprintf(err, errlen, "out of memory");
+        bpf_map__delete_elem(s->skel->maps.rt_procs, &key, sizeof(key), 0);
+        rc = -1;
+    }
+    pthread_mutex_unlock(&s->walks.lock);
+    return rc ? -1 : 0;
+}
+
+bool pp_bpf_sampler_walk_attached(pp_bpf_sampler *s, int pid, unsigned long long start_ticks)
+{
+    pthread_mutex_lock(&s->walks.lock);
+    pp_walk_ent *e = pp_walks_get(&s->walks, pid);
+    bool r = e && e->start == start_ticks;
+    pthread_mutex_unlock(&s->walks.lock);
+    return r;
+}
+
+size_t pp_bpf_sampler_walk_coverage(pp_bpf_sampler *s, pp_walk_cov **out)
+{
+    pthread_mutex_lock(&s->walks.lock);
+    size_t n = pp_walks_coverage(&s->walks, out);
+    pthread_mutex_unlock(&s->walks.lock);
+    return n;
 }

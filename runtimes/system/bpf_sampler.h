@@ -14,5 +14,10 @@ int pp_bpf_sampler_news_fd(pp_bpf_sampler *s);
 void pp_bpf_sampler_take_news(pp_bpf_sampler *s);
 void pp_bpf_sampler_get_stats(pp_bpf_sampler *s, pp_sampler_stats *st);
 void pp_bpf_sampler_stop(pp_bpf_sampler *s);
+int pp_bpf_sampler_walk_attach(pp_bpf_sampler *s, int pid, unsigned long long start_ticks,
+                               unsigned walker, const void *info, size_t len,
+                               const pp_walker_ops *ops, void *state, char *err, size_t errlen);
+bool pp_bpf_sampler_walk_attached(pp_bpf_sampler *s, int pid, unsigned long long start_ticks);
+size_t pp_bpf_sampler_walk_coverage(pp_bpf_sampler *s, pp_walk_cov **out);
 
 #endif

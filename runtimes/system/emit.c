@@ -1,11 +1,12 @@
 #include "runtimes/system/emit.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/hashtab.h"
 
-#define MAX_FRAMES 256
+#define MAX_FRAMES 640 /* native user and kernel frames, and a runtime trace */
 /* The cache starts over rather than grow past this many slots (3/4 of them used). */
 #define CACHE_MAX_SLOTS ((size_t)1 << 20)
 
@@ -83,8 +84,25 @@ static inline uint32_t frame_id(pp_emitter *e, pp_profile *out, int pid, uint64_
     return frame_id_miss(e, out, pid, ip, h);
 }
 
+/* Whether frame id's text starts with one of the interpreter-loop names. */
+static bool is_loop(pp_profile *out, uint32_t id, const char *const *loop)
+{
+    const char *f = id == UINT32_MAX ? NULL : pp_profile_str(out, id);
+    for (const char *const *l = loop; f && l && *l; l++)
+        if (strncmp(f, *l, strlen(*l)) == 0)
+            return true;
+    return false;
+}
+
 int pp_emit_sample(pp_emitter *e, pp_profile *out, int pid, const char *comm, const uint64_t *user,
                    size_t nuser, const uint64_t *kernel, size_t nkernel, uint64_t count)
+{
+    return pp_emit_mixed(e, out, pid, comm, user, nuser, kernel, nkernel, NULL, 0, NULL, count);
+}
+
+int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, const char *comm, const uint64_t *user,
+                  size_t nuser, const uint64_t *kernel, size_t nkernel, const uint32_t *rt,
+                  size_t nrt, const char *const *loop, uint64_t count)
 {
     /* The cached ids are string ids of one profile. A new session's profile may be allocated at
      * the freed one's address, so the cache is keyed on the profile's generation. */
@@ -98,19 +116,40 @@ int pp_emit_sample(pp_emitter *e, pp_profile *out, int pid, const char *comm, co
     if (!pp->comm || pid == 0)
         pp->comm = pp_profile_intern(out, pid == 0 ? "swapper" : comm);
 
-    uint32_t frames[MAX_FRAMES];
+    uint32_t frames[MAX_FRAMES], native[MAX_FRAMES];
     size_t n = 0;
-    if (nuser + nkernel > MAX_FRAMES) {
+    if (nrt > MAX_FRAMES / 2)
+        nrt = MAX_FRAMES / 2; /* the runtime frames are given root first: keep the root side */
+    if (nuser + nkernel + nrt > MAX_FRAMES) {
         /* Keep the leaf-most frames. */
-        size_t room = MAX_FRAMES;
+        size_t room = MAX_FRAMES - nrt;
         if (nkernel > room)
             nkernel = room;
         room -= nkernel;
         if (nuser > room)
             nuser = room;
     }
-    for (size_t i = nuser; i-- > 0;)
-        frames[n++] = frame_id(e, out, pid, user[i]);
+    for (size_t i = 0; i < nuser; i++)
+        native[i] = frame_id(e, out, pid, user[i]);
+    /* With runtime frames: native frames below the outermost interpreter-loop frame, the
+     * runtime's frames, native frames above the innermost one. Without a loop frame in the
+     * native stack (no frame pointers, or an unwind that stopped early) the runtime frames are
+     * the root and every native frame is above them. */
+    size_t inner = nuser, outer = nuser; /* leaf-first indexes of the loop frames */
+    for (size_t i = 0; nrt && i < nuser; i++) {
+        if (!is_loop(out, native[i], loop))
+            continue;
+        if (inner == nuser)
+            inner = i;
+        outer = i;
+    }
+    size_t below = outer < nuser ? outer + 1 : nuser; /* native[below..] are under the loop */
+    for (size_t i = nuser; nrt && i-- > below;)
+        frames[n++] = native[i];
+    for (size_t i = 0; i < nrt; i++)
+        frames[n++] = rt[i];
+    for (size_t i = nrt ? inner : nuser; i-- > 0;)
+        frames[n++] = native[i];
     for (size_t i = nkernel; i-- > 0;)
         frames[n++] = frame_id(e, out, -1, kernel[i]);
     if (n == 0)

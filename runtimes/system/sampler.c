@@ -79,3 +79,32 @@ void pp_sampler_stop(pp_sampler *s)
     pp_perf_sampler_stop(s->perf);
     free(s);
 }
+
+bool pp_sampler_can_walk(const pp_sampler *s)
+{
+    return s && s->bpf;
+}
+
+int pp_sampler_walk_attach(pp_sampler *s, int pid, unsigned long long start_ticks, unsigned walker,
+                           const void *info, size_t len, const pp_walker_ops *ops, void *state,
+                           char *err, size_t errlen)
+{
+    if (!s || !s->bpf) {
+        snprintf(err, errlen, "the system sampler cannot walk runtimes in perf-event mode");
+        ops->free(state);
+        return -1;
+    }
+    return pp_bpf_sampler_walk_attach(s->bpf, pid, start_ticks, walker, info, len, ops, state, err,
+                                      errlen);
+}
+
+bool pp_sampler_walk_attached(pp_sampler *s, int pid, unsigned long long start_ticks)
+{
+    return s && s->bpf && pp_bpf_sampler_walk_attached(s->bpf, pid, start_ticks);
+}
+
+size_t pp_sampler_walk_coverage(pp_sampler *s, pp_walk_cov **out)
+{
+    *out = NULL;
+    return s && s->bpf ? pp_bpf_sampler_walk_coverage(s->bpf, out) : 0;
+}

@@ -34,6 +34,10 @@ typedef struct pp_sampler_stats {
     uint64_t news;          /* processes announced when first sampled */
     uint64_t news_lost;     /* announcements lost (full ring buffer or queue) */
     uint64_t drains;        /* drain passes */
+    /* in-sampler walks (BPF mode): samples of registered processes by outcome */
+    uint64_t walk_ok, walk_no_thread, walk_idle, walk_read, walk_partial, walk_truncated, walk_lost,
+        walk_stale;
+    uint64_t walk_frames_lost; /* runtime frames user space could not name (freed, reused) */
 } pp_sampler_stats;
 
 typedef struct pp_sampler pp_sampler;
@@ -54,5 +58,49 @@ int pp_sampler_news_fd(pp_sampler *s);
 void pp_sampler_take_news(pp_sampler *s);
 void pp_sampler_get_stats(pp_sampler *s, pp_sampler_stats *st);
 void pp_sampler_stop(pp_sampler *s);
+
+/* ---- in-sampler walkers ----
+ * In BPF mode a runtime may have its frames walked by the sampler itself, at the sample instant,
+ * for the processes it registers here (bpf/walkers.bpf.h; docs/ARCHITECTURE.md, "In-sampler
+ * walkers"). Each sample of such a process then carries a runtime trace, which the drain hands
+ * to the runtime's name() and splices into the native stack: kernel frames, native frames above
+ * the innermost interpreter-loop frame, the runtime's frames, native frames below the outermost
+ * interpreter-loop frame. */
+typedef struct pp_walker_ops {
+    /* Native frames whose name starts with one of these are the interpreter loop (replaced by
+     * the runtime's frames). NULL-terminated. */
+    const char *const *loop_symbols;
+    /* At the start of each drain (NULL: none). */
+    void (*begin)(void *state);
+    /* Names one runtime trace: nframes pairs of words (innermost first, as the BPF walker
+     * recorded them) and its PP_RT_* flags. Writes at most cap frame ids of out, ROOT first, into
+     * ids; counts frames it could not name in *lost. Returns the number written. */
+    size_t (*name)(void *state, pp_profile *out, const uint64_t *words, size_t nframes,
+                   unsigned flags, uint32_t *ids, size_t cap, uint64_t *lost);
+    void (*free)(void *state);
+} pp_walker_ops;
+
+/* True when the sampler can walk runtimes (BPF mode). */
+bool pp_sampler_can_walk(const pp_sampler *s);
+/* Registers pid (started at start_ticks) for walker (enum pp_walker_kind of bpf/sampler.h) with
+ * its data (info, len bytes, at most PP_RT_INFO_BYTES); the sampler owns state from now on
+ * (ops->free, on failure too). A pid already registered for the same start is left as it is.
+ * 0, or -1 with err. Thread-safe. */
+int pp_sampler_walk_attach(pp_sampler *s, int pid, unsigned long long start_ticks, unsigned walker,
+                           const void *info, size_t len, const pp_walker_ops *ops, void *state,
+                           char *err, size_t errlen);
+/* Whether pid (started at start_ticks) is registered. Thread-safe. */
+bool pp_sampler_walk_attached(pp_sampler *s, int pid, unsigned long long start_ticks);
+
+/* Coverage of one registered process since the last call (pp_sampler_walk_coverage). */
+typedef struct pp_walk_cov {
+    int pid;
+    unsigned walker;
+    uint64_t rt_samples; /* sampler samples that carried runtime frames */
+    uint64_t samples;    /* all its sampler samples */
+} pp_walk_cov;
+/* The coverage of every registered process with samples since the last call (malloc'd array in
+ * *out, count returned; the counts are reset). */
+size_t pp_sampler_walk_coverage(pp_sampler *s, pp_walk_cov **out);
 
 #endif

@@ -9,7 +9,9 @@ A copy of apps/pyhot.py runs under every CPython found (pyenv 3.8-3.13 and Debia
   each, a few % of a CPU otherwise). A host that still gives a process too few samples fails
   the test as starved; the band is never widened. Also checked: file names and lines, idle
   threads, annotations, the namespace's file names, the skip stack;
-- with the system sampler (-d 3): each process's total equals the sampler's count for its pid.
+- with the BPF sampler (-d 3): the frames are walked in the sampler (issue 12); each process's
+  total is the sampler's count for its pid and the header's coverage counts the samples that
+  carry Python frames (accuracy of walked stacks on busy processes: test_python_bpf.py).
 
 The py-spy test uses tests/integration/standins/py-spy, a stand-in written for these tests
 (there is no py-spy package on this machine): it accepts py-spy's documented command line and
@@ -195,17 +197,29 @@ def check_process(prof, p, scaled, expect_qualified):
     # Idle threads (sleep, lock, pipe read) and the main thread in join() never appear.
     for idle in ("idle_sleeper", "idle_lock_waiter", "idle_pipe_reader", "main"):
         assert not any(frame_name(x) == idle for x in frames), f"{idle} is idle"
-    # With the system sampler: totals are its count for the pid.
-    prof2, counts = scaled
-    assert p.pid in counts, f"no runtime profile for pid {p.pid}"
-    assert counts[p.pid] > 0
-    stacks2 = stacks_of(prof2, p.script)
-    assert sum(c for _, c in stacks2) == counts[p.pid]
-    assert all(f[-1].endswith("_[p]") for f, _ in stacks2), "only Python frames"
     # Standard-library frames carry the exact version.
     ver = exact_version(p.exe)
     std = [x for x in frames if re.search(r"/lib/python3\.\d+/(?!site-packages)", x)]
     assert std and all(f"[standard-library=={ver}])_[p]" in x for x in std), std[:3]
+
+
+def check_walked(p, scaled):
+    # With the BPF sampler the frames are walked in the sampler at each sample (issue 12): one
+    # mixed stack per sample (native frames may be above and below the Python frames), and the
+    # header's coverage counts them. (Before: a runtime profile replaced the native stacks, with
+    # Python frames only.)
+    prof2, _ = scaled
+    cov = {c["pid"]: c for c in prof2.header["polyprof"]["runtime_samples"]}
+    assert p.pid in cov, f"no coverage entry for pid {p.pid}"
+    c = cov[p.pid]
+    assert (c["runtime"], c["mode"], c["profiler"]) == ("python", "builtin", "sampler-walk"), c
+    stacks2 = stacks_of(prof2, p.script)
+    assert sum(n for _, n in stacks2) == c["sampler_samples"] > 0
+    assert sum(n for f, n in stacks2 if any(x.endswith("_[p]") for x in f)) == c["runtime_samples"]
+    # these processes are mostly idle here (a few samples: thread wake-ups, exits); the share
+    # of samples with Python frames on a busy process is checked in test_python_bpf.py
+    assert c["runtime_samples"] > 0 or c["sampler_samples"] < 5, c
+    assert not any(x == "[lost symbol]_[p]" for f, _ in stacks2 for x in f)
 
 
 @pytest.mark.parametrize("label,exe", INTERPRETERS, ids=[i[0] for i in INTERPRETERS])
@@ -213,6 +227,14 @@ def test_builtin_sampler(session, label, exe):
     prof, procs, counts, _ = session
     qualified = tuple(map(int, exact_version(exe).split(".")[:2])) >= (3, 11)
     check_process(prof, procs[label], counts, qualified)
+
+
+@pytest.mark.parametrize("label", [i[0] for i in INTERPRETERS] + ["namespace"])
+def test_walked_in_the_bpf_sampler(session, label):
+    _, procs, scaled, _ = session
+    if label not in procs:
+        pytest.skip("unshare or /usr/bin/python3.11 missing")
+    check_walked(procs[label], scaled)
 
 
 def test_process_in_its_own_mount_namespace(session):
@@ -265,12 +287,15 @@ def test_unsupported_python_gets_the_skip_stack(session):
     assert stacks2 and all(f[4] == "[Profiling skipped: unsupported Python 3.7]" for f, _ in stacks2)
 
 
-@pytest.mark.parametrize("mode", ["pyspy", "auto"])
-def test_pyspy_command_line_contract_with_the_stand_in(tmp_path, mode):
-    """Contract test against the stand-in (not py-spy): --python-mode pyspy, and auto when a
-    py-spy is on PATH, start it with gProfiler's exact command line, and its raw output is
-    parsed, annotated and scaled. The stand-in's fixed frames say nothing about accuracy: the
-    real py-spy is tested in test_pyspy_real."""
+@pytest.mark.parametrize("mode,extra", [("pyspy", []), ("auto", ["--perf-mode", "perf-event"])],
+                         ids=["pyspy", "auto-perf-event"])
+def test_pyspy_command_line_contract_with_the_stand_in(tmp_path, mode, extra):
+    """Contract test against the stand-in (not py-spy): --python-mode pyspy, and auto without
+    the BPF sampler when a py-spy is on PATH, start it with gProfiler's exact command line, and
+    its raw output is parsed, annotated and scaled. (With the BPF sampler, auto walks Python in
+    the sampler and uses py-spy only for versions the walker does not support:
+    test_auto_hands_unsupported_versions_to_pyspy.) The stand-in's fixed frames say nothing
+    about accuracy: the real py-spy is tested in test_pyspy_real."""
     script = tmp_path / "pyhot_spy.py"
     shutil.copy(APPS / "pyhot.py", script)
     a = App(["/usr/bin/python3.11", str(script)])
@@ -279,7 +304,8 @@ def test_pyspy_command_line_contract_with_the_stand_in(tmp_path, mode):
         env = dict(os.environ, PATH=f"{STANDINS}:{os.environ['PATH']}",
                    PYSPY_STANDIN_ARGV_LOG=str(argv_log))
         out = tmp_path / "out"
-        r = run_polyprof("-d", 3, "-f", 99, "-o", out, "--python-mode", mode, "-v", env=env)
+        r = run_polyprof("-d", 3, "-f", 99, "-o", out, "--python-mode", mode, "-v", *extra,
+                         env=env)
     finally:
         a.stop()
     argvs = [json.loads(x) for x in argv_log.read_text().splitlines()]
@@ -301,6 +327,33 @@ def test_pyspy_command_line_contract_with_the_stand_in(tmp_path, mode):
     counts = {int(m[1]): int(m[3]) for m in SAMPLER_LINE.finditer(r.stderr)}
     assert sum(c for _, c in stacks) == counts[a.pid]
     assert not any(Path("/run/polyprof").glob("sess-*/pyspy.*")), "output files removed"
+
+
+def test_auto_hands_unsupported_versions_to_pyspy(tmp_path):
+    """auto with the BPF sampler: a supported CPython is walked in the sampler (py-spy never
+    started for it), an unsupported one (pyenv 3.7) is handed to py-spy (the stand-in)."""
+    old = sorted(glob.glob("/root/.pyenv/versions/3.7.*/bin/python3.7"))
+    if not old:
+        pytest.skip("no pyenv 3.7")
+    script = tmp_path / "pyhot_auto.py"
+    shutil.copy(APPS / "pyhot.py", script)
+    a = App(["/usr/bin/python3.11", str(script)])
+    b = App([old[0], str(script)])
+    try:
+        argv_log = tmp_path / "argv.log"
+        env = dict(os.environ, PATH=f"{STANDINS}:{os.environ['PATH']}",
+                   PYSPY_STANDIN_ARGV_LOG=str(argv_log))
+        out = tmp_path / "out"
+        run_polyprof("-d", 3, "-f", 99, "-o", out, "--python-mode", "auto", "--pids",
+                     f"{a.pid},{b.pid}", env=env)
+    finally:
+        a.stop()
+        b.stop()
+    argvs = [json.loads(x) for x in argv_log.read_text().splitlines()]
+    assert [v[v.index("-p") + 1] for v in argvs] == [str(b.pid)]
+    cov = {c["pid"]: c for c in last_profile(out).header["polyprof"]["runtime_samples"]}
+    assert cov[a.pid]["profiler"] == "sampler-walk" and cov[a.pid]["runtime_samples"] > 0
+    assert cov[b.pid]["profiler"] == "builtin" and cov[b.pid]["runtime_samples"] > 0
 
 
 def test_pyspy_real(tmp_path):

@@ -2,11 +2,14 @@
  * with the cache rotating at every drain. */
 #include "tests/unit/testutil.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 
+#include "bpf/python.h"
+#include "bpf/sampler.h"
 #include "merge/profile.h"
 #include "runtimes/system/sampler.h"
 #include "runtimes/system/stackcache.h"
@@ -17,8 +20,8 @@ Test(sampler, stackcache_generations)
 {
     pp_stackcache *c = pp_stackcache_new(3);
     cr_assert(c);
-    uint64_t a[] = {1, 2, 3}, b[] = {4, 5}, deep[200];
-    for (size_t i = 0; i < 200; i++)
+    uint64_t a[] = {1, 2, 3}, b[] = {4, 5}, deep[400];
+    for (size_t i = 0; i < 400; i++)
         deep[i] = 1000 + i;
     size_t n;
     cr_assert_null(pp_stackcache_get(c, 11, &n));
@@ -31,10 +34,12 @@ Test(sampler, stackcache_generations)
     cr_assert(t && n == 3 && t[0] == 1 && t[2] == 3);
     cr_assert_not(pp_stackcache_full(c));
     cr_assert_eq(pp_stackcache_add(c, 12, b, 2), 0);
-    cr_assert_eq(pp_stackcache_add(c, 13, deep, 200), 0);
+    cr_assert_eq(pp_stackcache_add(c, 13, deep, 400), 0);
     cr_assert(pp_stackcache_full(c));
     t = pp_stackcache_get(c, 13, &n);
-    cr_assert(t && n == PP_STACKCACHE_MAX_DEPTH && t[126] == 1126, "capped at the BPF depth");
+    cr_assert(t && n == PP_STACKCACHE_MAX_DEPTH &&
+                  t[PP_STACKCACHE_MAX_DEPTH - 1] == 1000 + PP_STACKCACHE_MAX_DEPTH - 1,
+              "capped at the longest record");
 
     pp_stackcache_rotate(c); /* the old generation still answers */
     cr_assert_not(pp_stackcache_full(c));
@@ -155,6 +160,104 @@ Test(sampler, bpf_traces_survive_cache_rotation)
     }
     cr_assert_eq(st.ustacks_lost, 0, "%lu user traces lost", (unsigned long)st.ustacks_lost);
     cr_assert_eq(st.kstacks_lost, 0);
+    pp_profile_free(p);
+    pp_sampler_stop(s);
+    pp_symbolizer_free(sym);
+}
+
+/* ---- the in-sampler walker on garbage memory ---- */
+
+/* A fake CPython state in this process's memory, copied into the burner by fork: a thread
+ * state whose thread_id is the burner's thread pointer, and a frame chain of garbage code
+ * objects that loops back on itself (never ends). */
+#define FAKE_FRAMES 300
+static uint64_t fake_rt[2], fake_interp[2], fake_ts[3], fake_frames[FAKE_FRAMES][3];
+static unsigned garbage_names;
+
+static size_t garbage_name(void *state, pp_profile *out, const uint64_t *words, size_t nframes,
+                           unsigned flags, uint32_t *ids, size_t cap, uint64_t *lost)
+{
+    (void)state, (void)words, (void)flags, (void)lost;
+    garbage_names++;
+    size_t n = nframes < cap ? nframes : cap;
+    for (size_t i = 0; i < n; i++)
+        ids[i] = pp_profile_intern(out, "garbage_[p]");
+    return n;
+}
+
+static void garbage_free(void *state)
+{
+    (void)state;
+}
+
+static const pp_walker_ops garbage_ops = {.name = garbage_name, .free = garbage_free};
+
+Test(sampler, walker_survives_garbage_memory)
+{
+    uint64_t x = 0x2545F4914F6CDD1DULL;
+    fake_rt[0] = (uint64_t)(uintptr_t)fake_interp;
+    fake_interp[0] = (uint64_t)(uintptr_t)fake_ts;
+    fake_ts[0] = (uint64_t)pthread_self(); /* the burner's thread pointer after fork */
+    fake_ts[2] = (uint64_t)(uintptr_t)fake_frames[0];
+    for (int i = 0; i < FAKE_FRAMES; i++) {
+        fake_frames[i][0] = (uint64_t)(uintptr_t)fake_frames[i + 1 < FAKE_FRAMES ? i + 1 : 100];
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        fake_frames[i][1] = x; /* a garbage code object pointer */
+        fake_frames[i][2] = x >> 17;
+    }
+    pid_t child = spawn_burner();
+    int pids[1] = {child};
+    pp_symbolizer *sym = pp_symbolizer_new(16);
+    pp_sampler_opts o = {.kind = PP_SAMPLER_BPF, .frequency = 997, .pids = pids, .npids = 1};
+    char err[256] = "";
+    pp_sampler *s = pp_sampler_start(&o, sym, err, sizeof(err));
+    cr_assert(s, "%s", err);
+    pp_profile *p = pp_profile_new();
+    /* Three registrations: the fake state, then random data (garbage addresses and offsets). */
+    for (int round = 0; round < 3; round++) {
+        struct pp_cpython_info in = {.runtime = (uint64_t)(uintptr_t)fake_rt,
+                                     .is_next = 8,
+                                     .ts_next = 8,
+                                     .ts_frame = 16,
+                                     .cframe_current = -1,
+                                     .frame_object = 1,
+                                     .fr_code = 8,
+                                     .fr_ip = 16,
+                                     .fr_size = 24,
+                                     .co_check_len = 16,
+                                     .co_firstlineno_rel = 8,
+                                     .max_threads = 4096};
+        if (round > 0) {
+            unsigned char *b = (unsigned char *)&in;
+            for (size_t i = 0; i < sizeof(in); i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                b[i] = (unsigned char)x;
+            }
+        }
+        cr_assert_eq(pp_sampler_walk_attach(s, child, 1000 + round, PP_WALK_CPYTHON, &in,
+                                            sizeof(in), &garbage_ops, NULL, err, sizeof(err)),
+                     0, "%s", err);
+        struct timespec nap = {0, 400 * 1000 * 1000};
+        for (int i = 0; i < 3; i++) {
+            nanosleep(&nap, NULL);
+            cr_assert_eq(pp_sampler_drain(s, p), 0);
+        }
+    }
+    pp_sampler_stats st;
+    pp_sampler_get_stats(s, &st);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    /* the fake chain was walked (to the frame bound: truncated) and named; the random data
+     * gave failed reads or no thread state; the burner kept being sampled */
+    const char *preload = getenv("LD_PRELOAD");
+    if (!preload || !strstr(preload, "vgpreload")) { /* valgrind's guest has its own fs base */
+        cr_assert_gt(st.walk_truncated, 0, "truncated walks: %lu",
+                     (unsigned long)st.walk_truncated);
+        cr_assert_gt(garbage_names, 0);
+    }
+    cr_assert_gt(st.walk_read + st.walk_no_thread, 0);
+    pp_pid_profile *pp = pp_profile_get(p, child, false);
+    cr_assert(pp && pp_pid_total(pp) > 100);
     pp_profile_free(p);
     pp_sampler_stop(s);
     pp_symbolizer_free(sym);

@@ -1,0 +1,141 @@
+/* The "builtin" Python backend (--python-mode builtin / pyperf, and auto's first choice):
+ *  - with the BPF sampler, every Python process is registered for the sampler's in-sampler
+ *    walker (walker.c): its samples carry their Python frames, taken at the sample instant, and
+ *    nothing else runs (no thread polls idle processes). A process the walker does not support
+ *    gets `[Profiling skipped: unsupported Python X.Y]` in builtin mode; in auto mode it is
+ *    handed to py-spy when py-spy is installed.
+ *  - without it (--perf-mode perf-event or disabled): auto uses py-spy when installed, else, as
+ *    builtin does, the user-space sampler (sampler.c).
+ * See docs/python-bpf.md. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "runtimes/python/python_int.h"
+#include "runtimes/runner.h"
+#include "runtimes/runtime.h"
+
+typedef struct skipped {
+    int pid;
+    char comm[17];
+    bool error; /* "error", else "skipped" */
+    char reason[256];
+} skipped;
+
+typedef struct pysession {
+    void *user; /* the user-space sampler */
+    void *spy;  /* py-spy, for processes the walker does not support (auto) */
+    skipped *skips;
+    size_t nskips;
+} pysession;
+
+static bool pyspy_found(void)
+{
+    char path[PATH_MAX];
+    return pp_pyspy_find(path, sizeof(path)) == 0;
+}
+
+void *pp_pybuiltin_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
+{
+    pysession *s = calloc(1, sizeof(*s));
+    pp_proc *fallback = calloc(n ? n : 1, sizeof(*fallback));
+    s = s && fallback ? s : (free(s), NULL);
+    if (s)
+        s->skips = calloc(n ? n : 1, sizeof(*s->skips));
+    if (!s || !s->skips) {
+        free(fallback);
+        if (s)
+            free(s->skips);
+        free(s);
+        return NULL;
+    }
+    bool auto_mode = strcmp(ctx->mode, "auto") == 0;
+    if (!pp_inwalk_possible(ctx)) {
+        if (auto_mode && pyspy_found())
+            s->spy = pp_pyspy_start(ctx, procs, n, deadline);
+        else
+            s->user = pp_pysampler_start(ctx, procs, n, deadline);
+        free(fallback);
+        if (!s->spy && !s->user) {
+            free(s->skips);
+            free(s);
+            return NULL;
+        }
+        return s;
+    }
+    size_t nfall = 0, walked = 0;
+    bool spy = auto_mode && pyspy_found();
+    for (size_t i = 0; i < n; i++) {
+        char err[256] = "";
+        pp_inwalk_status st = pp_inwalk_attach(ctx, &procs[i], err, sizeof(err));
+        if (st == PP_INWALK_OK) {
+            walked++;
+            continue;
+        }
+        if (st == PP_INWALK_GONE)
+            continue;
+        unsigned long long start = procs[i].start_ticks;
+        if (st == PP_INWALK_UNSUPPORTED && spy) {
+            fallback[nfall++] = procs[i];
+            pp_info_proc(procs[i].pid, start, "python pid %d (%s): %s; profiled with py-spy",
+                         procs[i].pid, procs[i].comm, err);
+            continue;
+        }
+        skipped *k = &s->skips[s->nskips++];
+        k->pid = procs[i].pid;
+        snprintf(k->comm, sizeof(k->comm), "%s", procs[i].comm);
+        k->error = st != PP_INWALK_UNSUPPORTED;
+        snprintf(k->reason, sizeof(k->reason), "%s", err);
+        if (k->error)
+            pp_warn_proc(k->pid, start, "python pid %d (%s) cannot be profiled: %s", k->pid,
+                         k->comm, err);
+        else
+            pp_info_proc(k->pid, start, "python pid %d (%s) not profiled: %s", k->pid, k->comm,
+                         err);
+    }
+    if (nfall)
+        s->spy = pp_pyspy_start(ctx, fallback, nfall, deadline);
+    free(fallback);
+    pp_debug("python: %zu processes walked in the sampler, %zu handed to py-spy, %zu skipped",
+             walked, nfall, s->nskips);
+    return s;
+}
+
+int pp_pybuiltin_collect(void *session, pp_profile *out)
+{
+    pysession *s = session;
+    int rc = 0;
+    if (s->user && pp_pysampler_collect(s->user, out) < 0)
+        rc = -1;
+    if (s->spy && pp_pyspy_collect(s->spy, out) < 0)
+        rc = -1;
+    for (size_t i = 0; i < s->nskips; i++)
+        if (pp_error_stack(out, s->skips[i].pid, s->skips[i].comm, "python",
+                           s->skips[i].error ? "error" : "skipped", s->skips[i].reason) < 0)
+            rc = -1;
+    return rc;
+}
+
+void pp_pybuiltin_stop(void *session)
+{
+    pysession *s = session;
+    if (s->user)
+        pp_pysampler_stop(s->user);
+    if (s->spy)
+        pp_pyspy_stop(s->spy);
+}
+
+void pp_pybuiltin_free(void *session)
+{
+    pysession *s = session;
+    if (!s)
+        return;
+    if (s->user)
+        pp_pysampler_free(s->user);
+    if (s->spy)
+        pp_pyspy_free(s->spy);
+    free(s->skips);
+    free(s);
+}
