@@ -1,5 +1,6 @@
 /* Unit tests: the HotSpot attach client (request encoding, reply parsing, /proc status, a full
- * exchange with a stand-in JVM socket, the SIGQUIT guard), the VM.flags filter, the
+ * exchange with a stand-in JVM socket, the SIGQUIT guard, stopped processes, cancellation), the
+ * VM.flags filter, the
  * `java -version` text rebuilt from system properties, the JFR.start command line and the
  * safemode classifiers. */
 #include "tests/unit/testutil.h"
@@ -12,8 +13,10 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/eventfd.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "runtimes/java/attach.h"
 #include "runtimes/java/jfr_session.h"
@@ -90,6 +93,21 @@ Test(java, parse_status)
     cr_assert_eq(st.nspid, 10);
     cr_assert(!st.sigquit_caught);
     cr_assert_eq(pp_jattach_parse_status("Name:\tx\n", &st), -1);
+}
+
+Test(java, parse_status_stopped)
+{
+    const char *fmt = "State:\t%s\nNSpid:\t10\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n"
+                      "SigCgt:\t0000000000000004\n";
+    const char *states[] = {"T (stopped)", "t (tracing stop)", "S (sleeping)", "R (running)",
+                            "D (disk sleep)"};
+    for (int i = 0; i < 5; i++) {
+        char text[256];
+        snprintf(text, sizeof(text), fmt, states[i]);
+        pp_jattach_status st;
+        cr_assert_eq(pp_jattach_parse_status(text, &st), 0);
+        cr_assert_eq(st.stopped, i < 2, "%s", states[i]);
+    }
 }
 
 /* A stand-in JVM: listens on /tmp/.java_pid<our pid>, checks the request, replies. */
@@ -202,9 +220,10 @@ Test(java, jcmd_error_code_and_timeout)
     cr_assert(strstr(err, "no answer in time"), "%s", err);
 }
 
-Test(java, no_sigquit_without_handler)
+/* A real program, `sleep 60`, once it runs (under valgrind a forked copy would have valgrind's
+ * handlers); SIGQUIT has its default action. */
+static pid_t spawn_sleep(void)
 {
-    /* A real program (under valgrind a forked copy would have valgrind's handlers). */
     pid_t child = fork();
     if (child == 0) {
         signal(SIGQUIT, SIG_DFL);
@@ -219,6 +238,102 @@ Test(java, no_sigquit_without_handler)
             break;
         usleep(1000);
     }
+    return child;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+Test(java, timeout_sets_etimedout)
+{
+    char path[64], *out = NULL, err[256] = "";
+    int fd = listen_at(path, sizeof(path));
+    fake_jvm f;
+    int rc = exchange(fd, NULL, "VM.version", 0.3, &out, &f, err, sizeof(err));
+    int e = errno;
+    close(fd);
+    unlink(path);
+    cr_assert_eq(rc, -1);
+    cr_assert_eq(e, ETIMEDOUT, "%s", strerror(e));
+}
+
+typedef struct {
+    int efd;
+    double after;
+} canceller;
+
+static void *cancel_later(void *arg)
+{
+    canceller *c = arg;
+    struct timespec ts = {0, (long)(c->after * 1e9)};
+    nanosleep(&ts, NULL);
+    uint64_t one = 1;
+    cr_assert_eq(write(c->efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+    return NULL;
+}
+
+/* A JVM that never answers: a cancel descriptor ends the request long before its timeout, only
+ * in the thread that set it. */
+Test(java, cancel_fd_ends_a_request_at_once)
+{
+    char path[64], *out = NULL, err[256] = "";
+    int fd = listen_at(path, sizeof(path));
+    canceller c = {.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), .after = 0.2};
+    pthread_t t;
+    pthread_create(&t, NULL, cancel_later, &c);
+    pp_jattach_set_cancel_fd(c.efd);
+    fake_jvm f;
+    double t0 = now_s();
+    int rc = exchange(fd, NULL, "VM.version", 10.0, &out, &f, err, sizeof(err));
+    int e = errno;
+    double took = now_s() - t0;
+    pp_jattach_set_cancel_fd(-1);
+    pthread_join(t, NULL);
+    close(fd);
+    close(c.efd);
+    unlink(path);
+    cr_assert_eq(rc, -1);
+    cr_assert_eq(e, ECANCELED, "%s", strerror(e));
+    cr_assert(strstr(err, "cancelled"), "%s", err);
+    cr_assert_lt(took, 2.0, "took %.2f s", took);
+}
+
+/* A stopped process is neither signalled nor waited for. */
+Test(java, stopped_process_is_not_attached)
+{
+    pid_t child = spawn_sleep();
+    kill(child, SIGSTOP);
+    siginfo_t si;
+    cr_assert_eq(waitid(P_PID, (id_t)child, &si, WSTOPPED | WNOWAIT), 0);
+    char *out = NULL, err[256] = "";
+    double t0 = now_s();
+    int rc = pp_jattach_jcmd(child, "VM.version", 5.0, &out, err, sizeof(err));
+    int e = errno;
+    double took = now_s() - t0;
+    char path[64], status[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)child);
+    bool read_ok = pp_read_small_file(path, status, sizeof(status)) > 0;
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    cr_assert_eq(rc, -1);
+    cr_assert_eq(e, EAGAIN, "%s", strerror(e));
+    cr_assert(strstr(err, "is stopped"), "%s", err);
+    cr_assert_lt(took, 1.0, "took %.2f s", took);
+    cr_assert(read_ok);
+    /* no SIGQUIT pending: it would make a JVM dump its threads when it continues */
+    const char *pnd = strstr(status, "ShdPnd:");
+    cr_assert_not_null(pnd);
+    unsigned long long mask = strtoull(pnd + 7, NULL, 16);
+    cr_assert_eq(mask & (1ull << (SIGQUIT - 1)), 0);
+}
+
+Test(java, no_sigquit_without_handler)
+{
+    pid_t child = spawn_sleep();
     char *out = NULL, err[256] = "";
     int rc = pp_jattach_jcmd(child, "VM.version", 2.0, &out, err, sizeof(err));
     int alive = kill(child, 0) == 0;
