@@ -529,7 +529,7 @@ static int run_session(run_state *rs, bool *stop)
         pp_runner_free(runner);
     }
     double t_merged = mono_now();
-    pp_identity_annotate(rs->ident, prof, rs->disc);
+    pp_identity_annotate(rs->ident, prof, rs->disc, end);
     json_t *ext = session_extmeta(cfg);
     pp_extmeta_apply(ext, prof);
     pp_debug("session end: drain and merge %.1f ms, identity %.1f ms", (t_merged - t_end) * 1000,
