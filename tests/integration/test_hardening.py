@@ -424,8 +424,11 @@ def test_perf_map_left_by_a_killed_polyprof_is_removed(hot_classes, launchers, s
     def killed_mid_run(out):
         run = Background("-d", 60, "-o", tmp_path / out, *args)
         try:
-            run.wait_line("profiling session started")  # Compiler.perfmap has run
-            assert perfmap.exists()
+            run.wait_line("profiling session started")  # Compiler.perfmap was requested
+            # it runs on a worker thread: the map, then polyprof's record of it
+            wait_for(lambda: perfmap.exists() and
+                     list(Path("/run/polyprof/perfmaps").glob(f"{app.pid}-*")), 10,
+                     "the perf map and polyprof's record of it")
         finally:
             run.kill()
         assert run.proc.returncode == -signal.SIGKILL
