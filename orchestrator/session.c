@@ -520,7 +520,7 @@ static int run_session(run_state *rs, bool *stop)
     }
     if (runner) {
         pp_profile **rts;
-        size_t nrt = pp_runner_finish(runner, *stop ? 0 : 2.0, &rts);
+        size_t nrt = pp_runner_finish(runner, 2.0, &rts);
         for (size_t i = 0; i < nrt; i++) {
             log_runtime_counts(prof, rts[i]);
             if (pp_merge_runtime(prof, rts[i], rs->sampler != NULL) < 0)
