@@ -496,6 +496,7 @@ static int run_session(run_state *rs, bool *stop)
         int ms = left * 1000 < DRAIN_INTERVAL_MS ? (int)(left * 1000 + 0.5) : DRAIN_INTERVAL_MS;
         if (wait_signal(rs->sfd, rs->sampler, ms)) {
             *stop = true;
+            pp_uploader_stop_window(rs->up); /* the stop's bound counts from the signal */
             break;
         }
         if (rs->sampler && mono_now() < deadline) {
