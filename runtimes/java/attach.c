@@ -310,6 +310,71 @@ static int start_listener(int pid, const pp_jattach_status *st, double deadline,
     return rc;
 }
 
+/* The JVMs whose attach listener a thread is starting: one at a time per JVM. A second SIGQUIT
+ * reaching a JVM whose listener has just started makes it print a thread dump on its stdout, and
+ * identity, perf maps and the JFR start all attach to a new JVM at once. Bounded: beyond
+ * MAX_STARTING JVMs at once a thread starts the listener without registering. */
+#define MAX_STARTING 64
+static pthread_mutex_t starting_lock = PTHREAD_MUTEX_INITIALIZER;
+static int starting[MAX_STARTING]; /* 0: free */
+
+/* Takes the slot of pid (true), or finds it taken (false, *busy set) or none free. */
+static bool starting_take(int pid, bool *busy)
+{
+    pthread_mutex_lock(&starting_lock);
+    int free_slot = -1;
+    *busy = false;
+    for (int i = 0; i < MAX_STARTING && !*busy; i++) {
+        *busy = starting[i] == pid;
+        if (!starting[i] && free_slot < 0)
+            free_slot = i;
+    }
+    if (!*busy && free_slot >= 0)
+        starting[free_slot] = pid;
+    pthread_mutex_unlock(&starting_lock);
+    return !*busy && free_slot >= 0;
+}
+
+static void starting_release(int pid)
+{
+    pthread_mutex_lock(&starting_lock);
+    for (int i = 0; i < MAX_STARTING; i++)
+        if (starting[i] == pid)
+            starting[i] = 0;
+    pthread_mutex_unlock(&starting_lock);
+}
+
+/* start_listener, unless another thread is starting pid's listener: then waits for that one
+ * (until the deadline) and uses the socket it made. */
+static int start_listener_once(int pid, const pp_jattach_status *st, double deadline, char *err,
+                               size_t errlen)
+{
+    for (;;) {
+        bool busy;
+        bool mine = starting_take(pid, &busy);
+        if (!busy) {
+            int fd = open_socket(pid, st->nspid); /* made by the thread before */
+            if (fd < 0)
+                fd = start_listener(pid, st, deadline, err, errlen);
+            int e = errno;
+            if (mine)
+                starting_release(pid);
+            errno = fd < 0 ? e : 0;
+            return fd;
+        }
+        double left = deadline - mono_now();
+        if (left <= 0 || !sleep_ms(left < 0.02 ? (long)(left * 1000) + 1 : 20)) {
+            int e = left <= 0 ? ETIMEDOUT : ECANCELED;
+            if (e == ETIMEDOUT)
+                snprintf(err, errlen, "JVM %d did not start its attach listener in time", pid);
+            else
+                snprintf(err, errlen, "attach to JVM %d cancelled (the session is ending)", pid);
+            errno = e;
+            return -1;
+        }
+    }
+}
+
 /* Waits until fd is ready for events: 0, or -1 with errno ETIMEDOUT at the deadline or
  * ECANCELED when a cancel descriptor becomes readable. */
 static int wait_fd(int fd, short events, double deadline)
@@ -494,7 +559,7 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
         return -1;
     }
     int sock = open_socket(pid, st.nspid);
-    if (sock < 0 && (sock = start_listener(pid, &st, deadline, err, errlen)) < 0)
+    if (sock < 0 && (sock = start_listener_once(pid, &st, deadline, err, errlen)) < 0)
         return -1; /* errno set by start_listener */
     char *reply = NULL;
     ssize_t n = exchange(sock, req, reqlen, deadline, NULL, &reply);

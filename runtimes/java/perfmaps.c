@@ -198,6 +198,8 @@ static pthread_cond_t pm_answered = PTHREAD_COND_INITIALIZER; /* a request ended
 /* At exit, requests still running get this long to end, so that a JVM that answers in time
  * does not write its map after polyprof removed it. */
 #define PM_EXIT_WAIT_S 0.5
+/* Then every attach request is cancelled; the requests get this long to end. */
+#define PM_CANCEL_WAIT_S 0.2
 
 static void remove_map(pm_entry *e)
 {
@@ -364,11 +366,16 @@ void pp_java_perfmaps_cleanup(void)
         if (busy && pthread_cond_clockwait(&pm_answered, &pm_lock, CLOCK_MONOTONIC, &ts) != 0)
             break;
     }
+    pthread_mutex_unlock(&pm_lock);
+    /* polyprof is exiting: every attach request still running (here, for metadata, in an
+     * abandoned Java session) ends now and removes its trigger file while polyprof still can;
+     * this pool's requests are given the moment that takes (they need pm_lock to end) */
+    pp_jattach_cancel_all();
+    if (pm_pool)
+        pp_workpool_wait_idle(pm_pool, pp_mono_now() + PM_CANCEL_WAIT_S);
+    pthread_mutex_lock(&pm_lock);
     pp_workpool_free(pm_pool); /* never waits: a request still in flight finds no entry */
     pm_pool = NULL;
-    /* polyprof is exiting: every attach request still running (here, for metadata, in an
-     * abandoned Java session) ends now and removes its trigger file while polyprof still can */
-    pp_jattach_cancel_all();
     for (size_t i = 0; i < npm; i++)
         remove_map(&pm[i]);
     free(pm);

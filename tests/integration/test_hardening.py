@@ -425,9 +425,11 @@ def test_perf_map_left_by_a_killed_polyprof_is_removed(hot_classes, launchers, s
         run = Background("-d", 60, "-o", tmp_path / out, *args)
         try:
             run.wait_line("profiling session started")  # Compiler.perfmap was requested
-            # it runs on a worker thread: the map, then polyprof's record of it
+            # it runs on a worker thread: the map, then polyprof's record of it; and no attach
+            # request still starting the JVM's listener (SIGKILL would leave its trigger file)
             wait_for(lambda: perfmap.exists() and
-                     list(Path("/run/polyprof/perfmaps").glob(f"{app.pid}-*")), 10,
+                     list(Path("/run/polyprof/perfmaps").glob(f"{app.pid}-*")) and
+                     not list(Path(f"/proc/{app.pid}/cwd/").glob(".attach_pid*")), 10,
                      "the perf map and polyprof's record of it")
         finally:
             run.kill()

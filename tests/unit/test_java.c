@@ -5,6 +5,7 @@
  * safemode classifiers. */
 #include "tests/unit/testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -300,6 +301,112 @@ Test(java, cancel_fd_ends_a_request_at_once)
     cr_assert_eq(e, ECANCELED, "%s", strerror(e));
     cr_assert(strstr(err, "cancelled"), "%s", err);
     cr_assert_lt(took, 2.0, "took %.2f s", took);
+}
+
+/* A stand-in JVM process: counts SIGQUITs; the first starts its "attach listener"
+ * (/tmp/.java_pid<pid>, 200 ms later, like a slow JVM), which answers every request; it reports
+ * the count on report_fd after `requests` requests. */
+static volatile sig_atomic_t quits;
+
+static void on_quit(int sig)
+{
+    (void)sig;
+    quits++;
+}
+
+static void standin_jvm(int requests, int report_fd)
+{
+    struct sigaction sa = {.sa_handler = on_quit};
+    sigaction(SIGQUIT, &sa, NULL);
+    if (write(report_fd, "r", 1) != 1) /* ready: the handler is installed */
+        _exit(1);
+    while (!quits)
+        pause();
+    double until = now_s() + 0.2;
+    while (now_s() < until) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/.java_pid%d", (int)getpid());
+    unlink(path);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa_un = {.sun_family = AF_UNIX};
+    snprintf(sa_un.sun_path, sizeof(sa_un.sun_path), "%s", path);
+    if (bind(lfd, (struct sockaddr *)&sa_un, sizeof(sa_un)) < 0 || listen(lfd, 8) < 0)
+        _exit(1);
+    for (int i = 0; i < requests; i++) {
+        int c = accept(lfd, NULL, NULL);
+        char b[256];
+        if (c < 0 || read(c, b, sizeof(b)) <= 0 || write(c, "0\nok\n", 5) != 5)
+            _exit(1);
+        close(c);
+    }
+    unlink(path);
+    char n = (char)quits;
+    if (write(report_fd, &n, 1) != 1)
+        _exit(1);
+    _exit(0);
+}
+
+typedef struct {
+    pid_t pid;
+    int rc;
+    char err[256];
+} attacher;
+
+static void *attach_once(void *arg)
+{
+    attacher *a = arg;
+    char *out = NULL;
+    a->rc = pp_jattach_jcmd(a->pid, "VM.version", 10.0, &out, a->err, sizeof(a->err));
+    free(out);
+    return NULL;
+}
+
+/* Identity, perf maps and the JFR start attach to a new JVM at once: one of them starts its
+ * listener, the others wait for it. A second SIGQUIT after the listener started would make a
+ * JVM print a thread dump. */
+Test(java, one_sigquit_for_concurrent_first_attaches)
+{
+    enum { N = 4 };
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    char *dir = pp_test_mkdtemp(); /* the stand-in's cwd: the trigger files go there */
+    pid_t child = fork();
+    if (child == 0) {
+        close(p[0]);
+        if (chdir(dir) < 0)
+            _exit(1);
+        standin_jvm(N, p[1]);
+    }
+    close(p[1]);
+    char c;
+    cr_assert_eq(read(p[0], &c, 1), 1);
+    attacher a[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) { /* 50 ms apart: no two signals merge into one */
+        a[i] = (attacher){.pid = child};
+        pthread_create(&t[i], NULL, attach_once, &a[i]);
+        struct timespec ts = {0, 50000000};
+        nanosleep(&ts, NULL);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i], NULL);
+    ssize_t got = read(p[0], &c, 1);
+    close(p[0]);
+    waitpid(child, NULL, 0);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(a[i].rc, 0, "%s", a[i].err);
+    cr_assert_eq(got, 1);
+    cr_assert_eq(c, 1, "%d SIGQUITs", c);
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        cr_assert(de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")),
+                  "left in the cwd: %s", de->d_name);
+    closedir(d);
+    pp_test_rmtree(dir);
 }
 
 /* A stopped process is neither signalled nor waited for. */
