@@ -1,5 +1,6 @@
 # polyprof build. `make` builds build/polyprof; `make test` installs deps, builds and runs every
-# test stage; `make run` profiles the host for 10 s into ./out. `make V=1` shows the commands.
+# test stage; `make run` profiles the host for 10 s into ./out; `make install` installs the
+# binary and its resources (PREFIX, DESTDIR). `make V=1` shows the commands.
 CC       := gcc
 CLANG    := clang
 BPFTOOL  := bpftool
@@ -16,7 +17,7 @@ endif
 WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS   := -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -D_GNU_SOURCE -I. -I$(BUILD)
 DEPFLAGS  = -MMD -MP -MF $(@:.o=.d)
-LDLIBS   := -lbpf -lelf -lz -llzma -ljansson -lpcre2-8 -ldl -lpthread -liberty -lm
+LDLIBS   := -lbpf -lelf -lz -llzma -ljansson -lpcre2-8 -larchive -ldl -lpthread -liberty -lm -lwebsockets
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZSAN  := -fsanitize=fuzzer-no-link,address,undefined
 
@@ -42,8 +43,8 @@ UNIT_VG  := $(patsubst tests/unit/%.c,$(BUILD)/tests/vg/%,$(UNIT_SRC))
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all deps run test unit valgrind integration fuzz summary bench format format-check \
-        clean
+.PHONY: all deps run test unit valgrind integration fuzz summary bench format format-check layers \
+        clean install
 # Keep the object files of pattern rules (Make would delete them as intermediates).
 .SECONDARY:
 # A recipe that fails leaves no half-written target behind.
@@ -53,10 +54,10 @@ all: $(BUILD)/polyprof
 
 # ---- dependencies (Debian packages; idempotent and quiet when present) ----
 DEB_PKGS := gcc make clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev liblzma-dev \
-            libjansson-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev \
+            libjansson-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev libarchive-dev \
             libclang-rt-14-dev valgrind python3 python3-pip python3-pytest python3-pytest-timeout \
             golang-go linux-perf stress-ng clang-format ruby php-cli openjdk-17-jdk-headless \
-            nodejs binutils chromium
+            nodejs binutils chromium curl libwebsockets-dev
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 	    | grep -q 'install ok installed' || echo $$p; done); \
@@ -66,6 +67,35 @@ deps:
 	        >/tmp/polyprof-deps.log 2>&1 || { cat /tmp/polyprof-deps.log; exit 1; }; \
 	fi
 	@bash tests/tools/install.sh
+
+# ---- install: PREFIX/bin/polyprof and PREFIX/share/polyprof/resources, the layout the resource
+# search path (base/resource.h) finds from the binary's own directory, so the tree works under
+# any PREFIX, DESTDIR or chroot. LOGDIR (the default --log-file's directory, which polyprof
+# does not create) is made too; LOGDIR= skips it. resources/ is copied as it is (executables stay executable),
+# but for flamegraph/, compiled into the binary (merge/html.c), plus the pinned tools `make deps` fetched into PP_TOOLS when they are there (py-spy, async-profiler's jar) (PP_TOOLS= skips
+# them). The Dockerfile runs this target. ----
+PREFIX   ?= /usr/local
+PP_TOOLS ?= /var/cache/polyprof/tools
+LOGDIR   ?= /var/log/polyprof
+RES_DEST  = $(DESTDIR)$(PREFIX)/share/polyprof/resources
+PYSPY_VERSION := $(shell sed -n 's/^PYSPY_VERSION=//p' tests/tools/install.sh 2>/dev/null)
+ASPROF_VERSION := $(shell sed -n 's/^ASPROF_VERSION=//p' tests/tools/install.sh 2>/dev/null)
+
+install: $(BUILD)/polyprof
+	$(call say,INST,$(DESTDIR)$(PREFIX))
+	$(Q)install -D -m 0755 $(BUILD)/polyprof $(DESTDIR)$(PREFIX)/bin/polyprof
+	$(Q)if [ -n "$(LOGDIR)" ]; then install -d -m 0755 "$(DESTDIR)$(LOGDIR)"; fi
+	$(Q)cd resources && find . -type f ! -name '.*' ! -path './flamegraph/*' | while read -r f; do \
+	    if [ -x "$$f" ]; then m=0755; else m=0644; fi; \
+	    install -D -m $$m "$$f" "$(RES_DEST)/$$f" || exit 1; done
+	$(Q)pyspy="$(PP_TOOLS)/py-spy-$(PYSPY_VERSION)/py-spy"; \
+	if [ -n "$(PP_TOOLS)" ] && [ -n "$(PYSPY_VERSION)" ] && [ -x "$$pyspy" ]; then \
+	    install -D -m 0755 "$$pyspy" "$(RES_DEST)/python/py-spy"; \
+	    echo "  installed py-spy $(PYSPY_VERSION) from $(PP_TOOLS)"; fi
+	$(Q)jar="$(PP_TOOLS)/async-profiler-$(ASPROF_VERSION)/java/async-profiler.jar"; \
+	if [ -n "$(PP_TOOLS)" ] && [ -n "$(ASPROF_VERSION)" ] && [ -f "$$jar" ]; then \
+	    install -D -m 0644 "$$jar" "$(RES_DEST)/java/async-profiler.jar"; \
+	    echo "  installed async-profiler $(ASPROF_VERSION) from $(PP_TOOLS)"; fi
 
 # ---- BPF: CO-RE objects and libbpf skeletons ----
 BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
@@ -107,7 +137,7 @@ $(BUILD)/san/%.o: %.c | $(GEN_HDRS)
 $(BUILD)/fuzzobj/%.o: %.c | $(GEN_HDRS)
 	$(call say,CC-FUZ,$<)
 	@mkdir -p $(dir $@)
-	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -I. -I$(BUILD) $(FUZZSAN) $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CLANG) -std=gnu11 -g -O1 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(FUZZSAN) $(DEPFLAGS) -c $< -o $@
 
 $(LIB): $(OBJ)
 $(SAN_LIB): $(SAN_OBJ)
@@ -160,12 +190,16 @@ summary:
 format-check:
 	@$(STAGES) format
 
+layers:
+	@$(STAGES) layers
+
 # All stages run even when one fails, so that one run reports everything; the summary fails
 # if any did.
 test: deps
 	@$(MAKE) --no-print-directory all
 	@rm -rf $(BUILD)/results
 	@$(MAKE) --no-print-directory format-check || true
+	@$(MAKE) --no-print-directory layers || true
 	@$(MAKE) --no-print-directory unit || true
 	@$(MAKE) --no-print-directory valgrind || true
 	@$(MAKE) --no-print-directory fuzz || true
@@ -179,8 +213,10 @@ run: deps
 	@echo "profile written: $$(readlink -f out/last_profile.col)"
 
 # ---- benchmarks (programs linked with the library) ----
-BENCH_BIN := $(BUILD)/bench/bench_discovery $(BUILD)/bench/bench_pyreader $(BUILD)/bench/bench_jfr
+BENCH_BIN := $(BUILD)/bench/bench_discovery $(BUILD)/bench/bench_pyreader $(BUILD)/bench/bench_jfr \
+             $(BUILD)/bench/bench_merge
 $(BUILD)/bench/bench_discovery: $(BUILD)/obj/bench/discovery/bench_discovery.o
+$(BUILD)/bench/bench_merge: $(BUILD)/obj/bench/merge/bench_merge.o
 $(BUILD)/bench/bench_pyreader: $(BUILD)/obj/bench/python/bench_reader.o
 $(BUILD)/bench/bench_jfr: $(BUILD)/obj/bench/java/bench_jfr.o
 $(BENCH_BIN): $(LIB)
@@ -193,6 +229,8 @@ bench: all
 	bash bench/discovery/run.sh
 	bash bench/python/run.sh
 	bash bench/java/run.sh
+	bash bench/merge/run.sh
+	bash bench/node/run.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -630,7 +630,7 @@ bool pp_child_describe(const pp_child_result *res, char *buf, size_t len)
     return !(res->exited && res->exit_code == 0 && !res->timed_out && !res->stopped);
 }
 
-bool pp_child_log_failure(const pp_child_result *res, int level, const char *what)
+bool pp_child_failure_text(const pp_child_result *res, const char *what, char *out, size_t len)
 {
     char desc[128];
     if (!pp_child_describe(res, desc, sizeof(desc)))
@@ -655,6 +655,15 @@ bool pp_child_log_failure(const pp_child_result *res, int level, const char *wha
         }
     }
     tail[t] = '\0';
-    pp_log((pp_log_level)level, "%s %s%s%s", what, desc, t ? "; stderr: " : "", tail);
+    snprintf(out, len, "%s %s%s%s", what, desc, t ? "; stderr: " : "", tail);
+    return true;
+}
+
+bool pp_child_log_failure(const pp_child_result *res, int level, const char *what)
+{
+    char text[4096];
+    if (!pp_child_failure_text(res, what, text, sizeof(text)))
+        return false;
+    pp_log((pp_log_level)level, "%s", text);
     return true;
 }

@@ -75,8 +75,11 @@ void pp_child_free(pp_child *c); /* kills (SIGKILL) and reaps a child still runn
  * Writes "exited with code N" / "killed by signal N (NAME)" / "timed out after X s" /
  * "stopped" into buf. */
 bool pp_child_describe(const pp_child_result *res, char *buf, size_t len);
-/* Logs "<what> <description>; stderr: <last ~1 KiB of stderr, one line>" at level (a
- * pp_log_level) when res is a failure. Returns whether it was. */
+/* When res is a failure, writes "<what> <description>; stderr: <last ~1 KiB of stderr, one
+ * line>" into out and returns true. */
+bool pp_child_failure_text(const pp_child_result *res, const char *what, char *out, size_t len);
+/* Logs pp_child_failure_text's line at level (a pp_log_level) when res is a failure. Returns
+ * whether it was. */
 bool pp_child_log_failure(const pp_child_result *res, int level, const char *what);
 
 /* SIGKILLs the process group of every child started by this process and not yet reaped.

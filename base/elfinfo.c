@@ -54,7 +54,7 @@ static const char *machine_name(unsigned m)
     }
 }
 
-/* Note callback: sets buildid / go flags. */
+/* Note callback: sets the build id. */
 static int info_note(void *arg, const char *name, size_t namesz, uint32_t type,
                      const unsigned char *desc, size_t descsz)
 {
@@ -64,36 +64,8 @@ static int info_note(void *arg, const char *name, size_t namesz, uint32_t type,
         size_t k = (size_t)snprintf(out->buildid, sizeof(out->buildid), "buildid:");
         for (size_t i = 0; i < descsz; i++)
             k += (size_t)snprintf(out->buildid + k, sizeof(out->buildid) - k, "%02x", desc[i]);
-    } else if (type == PP_NT_GO_BUILDID && pp_elf_note_named(name, namesz, "Go")) {
-        out->go = true;
     }
     return 0;
-}
-
-/* .go.buildinfo: "\xff Go buildinf:" magic, pointer size, flags; with flags & 2 (Go 1.18+) the
- * version follows at offset 32 as a varint-length-prefixed string. */
-static void go_buildinfo(Elf_Data *d, pp_elfinfo *out)
-{
-    static const char magic[] = "\xff Go buildinf:";
-    if (!d || d->d_size < 33 || memcmp(d->d_buf, magic, 14) != 0)
-        return;
-    out->go = true;
-    const unsigned char *b = d->d_buf;
-    if (!(b[15] & 2))
-        return; /* pre-1.18 layout stores pointers; the version stays unknown */
-    size_t off = 32, len = 0;
-    int shift = 0;
-    while (off < d->d_size && shift < 28) {
-        unsigned char c = b[off++];
-        len |= (size_t)(c & 0x7f) << shift;
-        if (!(c & 0x80))
-            break;
-        shift += 7;
-    }
-    if (len > 0 && len < sizeof(out->go_version) && off + len <= d->d_size) {
-        memcpy(out->go_version, b + off, len);
-        out->go_version[len] = '\0';
-    }
 }
 
 int pp_elfinfo_read(const char *path, pp_elfinfo *out)
@@ -119,10 +91,9 @@ int pp_elfinfo_read(const char *path, pp_elfinfo *out)
         if (!gelf_getshdr(scn, &sh))
             continue;
         const char *name = elf_strptr(e, shstrndx, sh.sh_name);
+        (void)name;
         if (sh.sh_type == SHT_SYMTAB)
             out->has_symtab = true;
-        if (name && strcmp(name, ".go.buildinfo") == 0 && sh.sh_type != SHT_NOBITS)
-            go_buildinfo(elf_getdata(scn, NULL), out);
     }
     pp_elf_notes_walk(e, 0, info_note, out);
     size_t nph = 0;
@@ -281,4 +252,33 @@ long pp_elf_symbol_values(const char *path, const char *const *names, size_t n, 
     elf_end(e);
     close(fd);
     return found;
+}
+
+ssize_t pp_elf_section_read(const char *path, const char *section, void *buf, size_t cap)
+{
+    int fd;
+    Elf *e = open_elf(path, &fd);
+    if (!e)
+        return -1;
+    ssize_t r = -1;
+    size_t shstrndx = 0;
+    Elf_Scn *scn = NULL;
+    if (elf_getshdrstrndx(e, &shstrndx) == 0)
+        while ((scn = elf_nextscn(e, scn))) {
+            GElf_Shdr sh;
+            const char *name;
+            if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+                !(name = elf_strptr(e, shstrndx, sh.sh_name)) || strcmp(name, section) != 0)
+                continue;
+            Elf_Data *d = elf_getdata(scn, NULL);
+            if (d && d->d_buf) {
+                size_t n = d->d_size < cap ? d->d_size : cap;
+                memcpy(buf, d->d_buf, n);
+                r = (ssize_t)n;
+            }
+            break;
+        }
+    elf_end(e);
+    close(fd);
+    return r;
 }

@@ -1,5 +1,5 @@
 /* Facts read from an ELF file for application metadata (not symbolization): build id, machine,
- * interpreter, sections, Go build info, version strings. All reads are bounded; a malformed
+ * interpreter, section contents, version strings. All reads are bounded; a malformed
  * file yields "unknown" answers, never a crash. */
 #ifndef PP_ELFINFO_H
 #define PP_ELFINFO_H
@@ -7,20 +7,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct pp_elfinfo {
-    bool valid;          /* a readable ELF */
-    char buildid[96];    /* "buildid:<hex>", "" when absent */
-    char arch[16];       /* uname style: "x86_64", "aarch64", ... ("" if unknown) */
-    bool has_symtab;     /* a .symtab section is present (not stripped) */
-    bool has_interp;     /* PT_INTERP present (dynamically linked) */
-    char interp[128];    /* the interpreter path */
-    bool go;             /* a Go binary: "Go" ELF note (type 4) or .go.buildinfo */
-    char go_version[32]; /* "go1.19.8" from .go.buildinfo, "" if unknown */
+    bool valid;       /* a readable ELF */
+    char buildid[96]; /* "buildid:<hex>", "" when absent */
+    char arch[16];    /* uname style: "x86_64", "aarch64", ... ("" if unknown) */
+    bool has_symtab;  /* a .symtab section is present (not stripped) */
+    bool has_interp;  /* PT_INTERP present (dynamically linked) */
+    char interp[128]; /* the interpreter path */
 } pp_elfinfo;
 
 /* Reads path (e.g. "/proc/<pid>/exe"). Returns 0 when it is an ELF file. */
 int pp_elfinfo_read(const char *path, pp_elfinfo *out);
+
+/* Copies the first cap bytes of the named section's contents (e.g. ".go.buildinfo") into buf.
+ * Returns the bytes copied, or -1 when the file is not an ELF or has no such section. */
+ssize_t pp_elf_section_read(const char *path, const char *section, void *buf, size_t cap);
 
 /* Finds the first NUL-terminated string in the file's .rodata that starts with prefix, is
  * followed only by characters of accept (at most maxlen in all), and that valid() accepts (NULL:

@@ -1,5 +1,5 @@
-/* One walker over the notes of an ELF file (build ids, Go notes), shared by the symbolizer, the
- * application-metadata reader and discovery's Go check. */
+/* One walker over the notes of an ELF file (build ids, runtimes' notes), shared by the
+ * symbolizer, the application-metadata reader and the runtimes' detectors. */
 #ifndef PP_ELFNOTES_H
 #define PP_ELFNOTES_H
 
@@ -7,8 +7,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#define PP_NT_GO_BUILDID 4 /* the Go linker's build-id note, name "Go" */
 
 /* Called per note; a non-zero return stops the walk. desc is desc_size bytes. */
 typedef int (*pp_elf_note_cb)(void *arg, const char *name, size_t namesz, uint32_t type,

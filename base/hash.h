@@ -1,7 +1,8 @@
-/* The one hash family of polyprof's tables: 64-bit FNV-1a over bytes, finished with a
- * murmur3-style mix so that the low bits (used as table indexes) depend on every input byte,
- * and the same finisher alone for integer keys. Not for security (no secret seed): tables that
- * hold attacker-influenced keys bound their probe length instead. */
+/* The one hash family of polyprof's tables (base/hashtab.h): bytes are taken 8 at a time through
+ * MurmurHash3's x64 step, then finished with its 64-bit mix (pp_hash_u64), so that the low bits
+ * (used as table indexes) depend on every input byte; integer keys go through the finisher alone.
+ * Not for security (no secret seed): a process that chooses keys (its symbol or file names) can
+ * make them collide and slow lookups down; the tables bound their sizes. */
 #ifndef PP_HASH_H
 #define PP_HASH_H
 

@@ -5,6 +5,8 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,7 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/hash.h"
+#include "base/logrepeat.h"
 #include "base/safefile.h"
+
+#define PP_LOG_MSG_MAX 4096
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static pp_log_level stderr_level = PP_LOG_INFO;
@@ -22,6 +28,8 @@ static int log_fd = -1, log_dfd = -1;
 static char log_name[NAME_MAX + 1], log_path[PATH_MAX];
 static unsigned long long log_size, log_max;
 static int log_backups;
+/* Per-process messages already logged (pp_log_proc); under log_lock. */
+static pp_logrep repeats;
 
 static const char *const level_names[] = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"};
 
@@ -92,6 +100,15 @@ int pp_log_init(int verbose, const char *path, const pp_log_rotation *rot, char 
 void pp_log_close(void)
 {
     pthread_mutex_lock(&log_lock);
+    unsigned long long held = pp_logrep_held(&repeats, NULL);
+    pp_logrep_clear_held(&repeats);
+    pthread_mutex_unlock(&log_lock);
+    if (held)
+        pp_log(PP_LOG_INFO,
+               "%llu repeated per-process messages were counted and not logged (each is logged "
+               "once per process and hour)",
+               held);
+    pthread_mutex_lock(&log_lock);
     close_file();
     pthread_mutex_unlock(&log_lock);
 }
@@ -148,33 +165,73 @@ static void write_file(const char *line, size_t len)
     log_size += len - left;
 }
 
-void pp_log(pp_log_level level, const char *fmt, ...)
+/* Writes one line with msg; takes log_lock. The time is read under the lock, so that the lines
+ * of a file are in time order whichever thread wrote them. */
+static void emit(pp_log_level level, const char *msg)
 {
-    if (level < stderr_level && log_fd < 0)
-        return;
-    char msg[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-
+    char line[PP_LOG_MSG_MAX + 128];
+    pthread_mutex_lock(&log_lock);
     struct timeval tv;
     gettimeofday(&tv, NULL);
     struct tm tm;
     gmtime_r(&tv.tv_sec, &tm);
     char ts[32];
     strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
-    char line[4096 + 128];
     int n = snprintf(line, sizeof(line), "[%s,%03ld] %s: polyprof: %s\n", ts,
                      (long)tv.tv_usec / 1000, level_names[level], msg);
-    if (n < 0)
-        return;
-    size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
-
-    pthread_mutex_lock(&log_lock);
-    if (level >= stderr_level)
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
+    if (len && level >= stderr_level)
         fwrite(line, 1, len, stderr);
-    if (log_fd >= 0)
+    if (len && log_fd >= 0)
         write_file(line, len);
     pthread_mutex_unlock(&log_lock);
+}
+
+void pp_log(pp_log_level level, const char *fmt, ...)
+{
+    if (level < stderr_level && log_fd < 0)
+        return;
+    char msg[PP_LOG_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    emit(level, msg);
+}
+
+static double mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void pp_log_proc(pp_log_level level, int pid, unsigned long long start_ticks, const char *fmt, ...)
+{
+    uint64_t key = pp_hash_bytes(
+        fmt, strlen(fmt), pp_hash_u64((uint64_t)(unsigned)pid << 32 ^ pp_hash_u64(start_ticks)));
+    unsigned long long held;
+    double since;
+    pthread_mutex_lock(&log_lock);
+    bool log = pp_logrep_check(&repeats, key, mono_seconds(), &held, &since);
+    pthread_mutex_unlock(&log_lock);
+    if (!log || (level < stderr_level && log_fd < 0))
+        return;
+    char msg[PP_LOG_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (held && n >= 0 && (size_t)n < sizeof(msg))
+        snprintf(msg + n, sizeof(msg) - (size_t)n,
+                 " (%llu repeats in the last %.0f min were not logged)", held, since / 60);
+    emit(level, msg);
+}
+
+unsigned long long pp_log_repeats_counted(void)
+{
+    pthread_mutex_lock(&log_lock);
+    unsigned long long n = repeats.suppressed;
+    pthread_mutex_unlock(&log_lock);
+    return n;
 }

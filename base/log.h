@@ -28,16 +28,32 @@ typedef struct pp_log_rotation {
  * a message in err when the log file cannot be used (logging to stderr still works). */
 int pp_log_init(int verbose, const char *log_file, const pp_log_rotation *rot, char *err,
                 size_t errlen);
+/* Logs the repeats of per-process messages that were counted and not logged (pp_log_proc), if
+ * any, in one INFO line; then closes the log file. */
 void pp_log_close(void);
 /* Minimum level written to stderr (tests quiet the logger with PP_LOG_CRITICAL). */
 void pp_log_set_stderr_level(pp_log_level level);
 
 void pp_log(pp_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A message about one process that may come back every session (a process that cannot be
+ * profiled, a runtime profiler's error): the format fmt and the process (pid and start_ticks,
+ * field 22 of /proc/<pid>/stat, so that a reused pid is another process; 0 when unknown) are its
+ * key. The first occurrence of a key is logged; repeats are counted, not logged, until an hour
+ * after it was last logged, when it is logged again with "(N repeats in the last M min were not
+ * logged)". Give each message its own format (not a bare "%s"): two messages with the same
+ * format about one process share a key. The table is bounded (base/logrepeat.h). */
+void pp_log_proc(pp_log_level level, int pid, unsigned long long start_ticks, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Repeats of per-process messages counted instead of logged since the start. */
+unsigned long long pp_log_repeats_counted(void);
+
 #define pp_debug(...) pp_log(PP_LOG_DEBUG, __VA_ARGS__)
 #define pp_info(...) pp_log(PP_LOG_INFO, __VA_ARGS__)
 #define pp_warn(...) pp_log(PP_LOG_WARNING, __VA_ARGS__)
 #define pp_error(...) pp_log(PP_LOG_ERROR, __VA_ARGS__)
 #define pp_critical(...) pp_log(PP_LOG_CRITICAL, __VA_ARGS__)
+#define pp_info_proc(pid, start, ...) pp_log_proc(PP_LOG_INFO, pid, start, __VA_ARGS__)
+#define pp_warn_proc(pid, start, ...) pp_log_proc(PP_LOG_WARNING, pid, start, __VA_ARGS__)
 
 #endif

@@ -73,6 +73,19 @@ char *pp_read_fd(int fd, size_t max, int flags, size_t *len)
     return buf;
 }
 
+const char *pp_status_field(const char *status, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *p = status; p && *p;) {
+        if (strncmp(p, key, kl) == 0 && p[kl] == ':')
+            return p + kl + 1;
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    return NULL;
+}
+
 bool pp_pid_gone(int pid)
 {
     return kill(pid, 0) != 0 && errno == ESRCH;

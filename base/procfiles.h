@@ -19,6 +19,10 @@ char *pp_read_file(const char *path, size_t max, int flags, size_t *len);
  * business), e.g. one opened inside a process's root (inroot.h). */
 char *pp_read_fd(int fd, size_t max, int flags, size_t *len);
 
+/* The value after "Key:" at the start of a line of a /proc/<pid>/status text (leading blanks
+ * included), or NULL. */
+const char *pp_status_field(const char *status, const char *key);
+
 /* True when no process pid exists (kill(pid, 0) fails with ESRCH): one syscall, no /proc read;
  * a zombie is not gone. */
 bool pp_pid_gone(int pid);

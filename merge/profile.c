@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/hash.h"
+#include "base/hashtab.h"
 
 typedef struct {
     uint32_t off, len;
@@ -16,8 +16,7 @@ struct pp_stack_table {
     size_t nframes, frames_cap;
     stack_ent *ents;
     size_t n, cap;
-    uint32_t *index; /* slot -> entry+1 */
-    size_t index_cap;
+    pp_htab index; /* of uint32_t indexes into ents */
     uint64_t total;
 };
 
@@ -26,8 +25,7 @@ struct pp_profile {
     pp_strtab *strings;
     pp_pid_profile **pids;
     size_t n, cap;
-    uint32_t *index; /* slot -> pid entry+1 */
-    size_t index_cap;
+    pp_htab index; /* of uint32_t indexes into pids */
 };
 
 static uint64_t hash_stack(const uint32_t *f, size_t n)
@@ -41,41 +39,23 @@ static void table_free(pp_stack_table *t)
         return;
     free(t->frames);
     free(t->ents);
-    free(t->index);
+    pp_htab_free(&t->index);
     free(t);
-}
-
-static int table_reindex(pp_stack_table *t, size_t ncap)
-{
-    uint32_t *idx = calloc(ncap, sizeof(*idx));
-    if (!idx)
-        return -1;
-    for (size_t i = 0; i < t->n; i++) {
-        size_t slot = hash_stack(t->frames + t->ents[i].off, t->ents[i].len) & (ncap - 1);
-        while (idx[slot])
-            slot = (slot + 1) & (ncap - 1);
-        idx[slot] = (uint32_t)i + 1;
-    }
-    free(t->index);
-    t->index = idx;
-    t->index_cap = ncap;
-    return 0;
 }
 
 static int table_add(pp_stack_table *t, const uint32_t *f, size_t n, uint64_t count)
 {
-    if (t->n * 2 >= t->index_cap && table_reindex(t, t->index_cap ? t->index_cap * 2 : 64) < 0)
+    if (!t->index.cap && pp_htab_reserve(&t->index, 32) < 0) /* 64 slots at first */
         return -1;
-    size_t mask = t->index_cap - 1;
-    size_t slot = hash_stack(f, n) & mask;
-    while (t->index[slot]) {
-        stack_ent *e = &t->ents[t->index[slot] - 1];
+    uint64_t h = hash_stack(f, n);
+    pp_htab_probe p;
+    for (uint32_t *i = pp_htab_first(&t->index, h, &p); i; i = pp_htab_next(&t->index, &p)) {
+        stack_ent *e = &t->ents[*i];
         if (e->len == n && memcmp(t->frames + e->off, f, n * sizeof(*f)) == 0) {
             e->count += count;
             t->total += count;
             return 0;
         }
-        slot = (slot + 1) & mask;
     }
     if (t->nframes + n > UINT32_MAX || t->n >= UINT32_MAX - 1)
         return -1;
@@ -97,11 +77,14 @@ static int table_add(pp_stack_table *t, const uint32_t *f, size_t n, uint64_t co
         t->ents = ne;
         t->cap = nc;
     }
+    uint32_t *slot = pp_htab_add(&t->index, h);
+    if (!slot)
+        return -1;
     if (n)
         memcpy(t->frames + t->nframes, f, n * sizeof(*f));
     t->ents[t->n] = (stack_ent){(uint32_t)t->nframes, (uint32_t)n, count};
     t->nframes += n;
-    t->index[slot] = (uint32_t)++t->n;
+    *slot = (uint32_t)t->n++;
     t->total += count;
     return 0;
 }
@@ -111,6 +94,7 @@ pp_profile *pp_profile_new(void)
     pp_profile *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
+    PP_HTAB_INIT(&p->index, uint32_t, 50);
     p->strings = pp_strtab_new();
     if (!p->strings) {
         free(p);
@@ -142,7 +126,7 @@ void pp_profile_free(pp_profile *p)
     for (size_t i = 0; i < p->n; i++)
         pid_free(p->pids[i]);
     free(p->pids);
-    free(p->index);
+    pp_htab_free(&p->index);
     pp_strtab_free(p->strings);
     free(p);
 }
@@ -162,42 +146,28 @@ uint32_t pp_profile_intern(pp_profile *p, const char *s)
     return pp_strtab_intern_cstr(p->strings, s ? s : "");
 }
 
-static size_t pid_slot(int pid, size_t cap)
+static uint64_t hash_pid(int pid)
 {
-    return pp_hash_bytes(&pid, sizeof(pid), 7) & (cap - 1);
+    return pp_hash_u64((uint64_t)(unsigned)pid);
 }
 
-static int profile_reindex(pp_profile *p, size_t ncap)
+/* The index slot of pid's entry, or NULL. */
+static uint32_t *pid_find(const pp_profile *p, int pid)
 {
-    uint32_t *idx = calloc(ncap, sizeof(*idx));
-    if (!idx)
-        return -1;
-    for (size_t i = 0; i < p->n; i++) {
-        size_t s = pid_slot(p->pids[i]->pid, ncap);
-        while (idx[s])
-            s = (s + 1) & (ncap - 1);
-        idx[s] = (uint32_t)i + 1;
-    }
-    free(p->index);
-    p->index = idx;
-    p->index_cap = ncap;
-    return 0;
+    pp_htab_probe pr;
+    for (uint32_t *i = pp_htab_first(&p->index, hash_pid(pid), &pr); i;
+         i = pp_htab_next(&p->index, &pr))
+        if (p->pids[*i]->pid == pid)
+            return i;
+    return NULL;
 }
 
 pp_pid_profile *pp_profile_get(pp_profile *p, int pid, bool create)
 {
-    if (p->index_cap) {
-        size_t s = pid_slot(pid, p->index_cap);
-        while (p->index[s]) {
-            pp_pid_profile *pp = p->pids[p->index[s] - 1];
-            if (pp->pid == pid)
-                return pp;
-            s = (s + 1) & (p->index_cap - 1);
-        }
-    }
+    uint32_t *i = pid_find(p, pid);
+    if (i)
+        return p->pids[*i];
     if (!create)
-        return NULL;
-    if (p->n * 2 >= p->index_cap && profile_reindex(p, p->index_cap ? p->index_cap * 2 : 64) < 0)
         return NULL;
     if (p->n == p->cap) {
         size_t nc = p->cap ? p->cap * 2 : 32;
@@ -211,16 +181,16 @@ pp_pid_profile *pp_profile_get(pp_profile *p, int pid, bool create)
     if (!pp)
         return NULL;
     pp->stacks = calloc(1, sizeof(*pp->stacks));
-    if (!pp->stacks) {
+    uint32_t *slot = pp->stacks ? pp_htab_add(&p->index, hash_pid(pid)) : NULL;
+    if (!slot) {
+        free(pp->stacks);
         free(pp);
         return NULL;
     }
+    PP_HTAB_INIT(&pp->stacks->index, uint32_t, 50);
     pp->pid = pid;
+    *slot = (uint32_t)p->n;
     p->pids[p->n++] = pp;
-    size_t s = pid_slot(pid, p->index_cap);
-    while (p->index[s])
-        s = (s + 1) & (p->index_cap - 1);
-    p->index[s] = (uint32_t)p->n;
     return pp;
 }
 
@@ -236,15 +206,18 @@ pp_pid_profile *pp_profile_at(const pp_profile *p, size_t i)
 
 void pp_profile_remove(pp_profile *p, int pid)
 {
-    for (size_t i = 0; i < p->n; i++) {
-        if (p->pids[i]->pid != pid)
-            continue;
-        pid_free(p->pids[i]);
-        memmove(p->pids + i, p->pids + i + 1, (p->n - i - 1) * sizeof(*p->pids));
-        p->n--;
-        profile_reindex(p, p->index_cap); /* same size: cannot need more memory than before */
+    uint32_t *slot = pid_find(p, pid);
+    if (!slot)
         return;
-    }
+    size_t i = *slot;
+    pp_htab_remove(&p->index, slot);
+    pid_free(p->pids[i]);
+    memmove(p->pids + i, p->pids + i + 1, (p->n - i - 1) * sizeof(*p->pids));
+    p->n--;
+    size_t pos = 0;
+    for (uint32_t *e; (e = pp_htab_each(&p->index, &pos));)
+        if (*e > i)
+            (*e)--; /* the entries after it moved down by one */
 }
 
 int pp_pid_add(pp_pid_profile *pp, const uint32_t *frames, size_t n, uint64_t count)
@@ -284,8 +257,7 @@ void pp_pid_clear(pp_pid_profile *pp)
     t->nframes = 0;
     t->n = 0;
     t->total = 0;
-    if (t->index)
-        memset(t->index, 0, t->index_cap * sizeof(*t->index));
+    pp_htab_clear(&t->index);
 }
 
 int pp_pid_add_all(pp_profile *dst_profile, pp_pid_profile *dst, const pp_profile *src_profile,
@@ -312,12 +284,11 @@ int pp_pid_add_all(pp_profile *dst_profile, pp_pid_profile *dst, const pp_profil
 
 size_t pp_profile_bytes(const pp_profile *p)
 {
-    size_t b =
-        pp_strtab_bytes(p->strings) + p->cap * sizeof(*p->pids) + p->index_cap * sizeof(*p->index);
+    size_t b = pp_strtab_bytes(p->strings) + p->cap * sizeof(*p->pids) + pp_htab_bytes(&p->index);
     for (size_t i = 0; i < p->n; i++) {
         const pp_stack_table *t = p->pids[i]->stacks;
         b += sizeof(*p->pids[i]) + t->frames_cap * sizeof(*t->frames) + t->cap * sizeof(*t->ents) +
-             t->index_cap * sizeof(*t->index);
+             pp_htab_bytes(&t->index);
     }
     return b;
 }

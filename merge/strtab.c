@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/hash.h"
+#include "base/hashtab.h"
 
-/* Strings live in large chunks; an open-addressing index maps hash -> id. */
+/* Strings live in large chunks; a hash index (of string ids) finds a string's id. */
 #define CHUNK_SIZE (64 * 1024)
 
 typedef struct {
@@ -19,9 +19,8 @@ struct pp_strtab {
     const char **strs; /* id -> string */
     uint32_t *lens;
     size_t count, cap;
-    uint32_t *index; /* slot -> id+1, 0 = empty */
-    size_t index_cap;
-    size_t bytes;
+    pp_htab index; /* of uint32_t ids */
+    size_t bytes;  /* chunks and id arrays (the index is added when asked) */
 };
 
 static char *arena_alloc(pp_strtab *t, size_t n)
@@ -48,30 +47,13 @@ static char *arena_alloc(pp_strtab *t, size_t n)
     return r;
 }
 
-static int rehash(pp_strtab *t, size_t ncap)
-{
-    uint32_t *idx = calloc(ncap, sizeof(*idx));
-    if (!idx)
-        return -1;
-    for (size_t id = 0; id < t->count; id++) {
-        size_t slot = pp_hash_bytes(t->strs[id], t->lens[id], 0) & (ncap - 1);
-        while (idx[slot])
-            slot = (slot + 1) & (ncap - 1);
-        idx[slot] = (uint32_t)id + 1;
-    }
-    free(t->index);
-    t->bytes += (ncap - t->index_cap) * sizeof(*idx);
-    t->index = idx;
-    t->index_cap = ncap;
-    return 0;
-}
-
 pp_strtab *pp_strtab_new(void)
 {
     pp_strtab *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
-    if (rehash(t, 1024) < 0 || pp_strtab_intern(t, "", 0) != 0) {
+    PP_HTAB_INIT(&t->index, uint32_t, 50);
+    if (pp_htab_reserve(&t->index, 512) < 0 || pp_strtab_intern(t, "", 0) != 0) {
         pp_strtab_free(t);
         return NULL;
     }
@@ -87,7 +69,7 @@ void pp_strtab_free(pp_strtab *t)
     free(t->chunks);
     free(t->strs);
     free(t->lens);
-    free(t->index);
+    pp_htab_free(&t->index);
     free(t);
 }
 
@@ -95,18 +77,11 @@ uint32_t pp_strtab_intern(pp_strtab *t, const char *s, size_t len)
 {
     if (len > UINT32_MAX - 1)
         return UINT32_MAX;
-    /* Keep the index at most half full; refuse to fill it past 3/4 if it cannot grow. */
-    if (t->count * 2 >= t->index_cap && rehash(t, t->index_cap * 2) < 0 &&
-        t->count * 4 >= t->index_cap * 3)
-        return UINT32_MAX;
-    size_t mask = t->index_cap - 1;
-    size_t slot = pp_hash_bytes(s, len, 0) & mask;
-    while (t->index[slot]) {
-        uint32_t id = t->index[slot] - 1;
-        if (t->lens[id] == len && memcmp(t->strs[id], s, len) == 0)
-            return id;
-        slot = (slot + 1) & mask;
-    }
+    uint64_t h = pp_hash_bytes(s, len, 0);
+    pp_htab_probe p;
+    for (uint32_t *id = pp_htab_first(&t->index, h, &p); id; id = pp_htab_next(&t->index, &p))
+        if (t->lens[*id] == len && memcmp(t->strs[*id], s, len) == 0)
+            return *id;
     if (t->count >= UINT32_MAX - 1)
         return UINT32_MAX;
     if (t->count == t->cap) {
@@ -127,10 +102,14 @@ uint32_t pp_strtab_intern(pp_strtab *t, const char *s, size_t len)
         return UINT32_MAX;
     memcpy(copy, s, len);
     copy[len] = '\0';
+    /* The index grows at half full; when it cannot (OOM), it is filled up to 3/4. */
+    uint32_t *slot = pp_htab_add(&t->index, h);
+    if (!slot)
+        return UINT32_MAX;
     uint32_t id = (uint32_t)t->count++;
     t->strs[id] = copy;
     t->lens[id] = (uint32_t)len;
-    t->index[slot] = id + 1;
+    *slot = id;
     return id;
 }
 
@@ -156,5 +135,5 @@ size_t pp_strtab_count(const pp_strtab *t)
 
 size_t pp_strtab_bytes(const pp_strtab *t)
 {
-    return t->bytes;
+    return t->bytes + pp_htab_bytes(&t->index);
 }

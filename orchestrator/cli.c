@@ -272,7 +272,7 @@ static int apply(ctx *c, size_t row, bool neg, bool on, const char *val, int lev
     if (level < c->level[row])
         return PP_CLI_OK;
     if (neg && !on && (o->kind == PP_OPT_CHOICE || o->kind == PP_OPT_PERF))
-        return PP_CLI_OK; /* "no-java = false": nothing to do */
+        return PP_CLI_OK; /* "no-<rt> = false": nothing to do */
     bool fresh = level > c->level[row];
     c->level[row] = (unsigned char)level;
     switch (o->kind) {
@@ -710,12 +710,12 @@ static void collect_noops(ctx *c)
         n += c->noop_given[i];
     if (!n)
         return;
-    cfg->noop_options = xrealloc(NULL, n * sizeof(*cfg->noop_options));
+    cfg->named_options = xrealloc(NULL, n * sizeof(*cfg->named_options));
     for (size_t i = 0; i < pp_nopts; i++) {
         if (!c->noop_given[i])
             continue;
-        cfg->noop_options[cfg->nnoop_options++] =
-            (pp_cli_noop){xstrdup(pp_opts[i].name), c->noop_val[i]};
+        cfg->named_options[cfg->nnamed_options++] =
+            (pp_opt_value){xstrdup(pp_opts[i].name), c->noop_val[i]};
         c->noop_val[i] = NULL;
     }
 }
@@ -790,6 +790,7 @@ int pp_cli_parse(int argc, char **argv, char **envp, FILE *out, pp_config *cfg, 
     }
     err[0] = '\0';
     memset(cfg, 0, sizeof(*cfg));
+    pp_cli_table_init();
     pp_cli_set_defaults(cfg);
     ctx c = {.cfg = cfg, .err = err, .errlen = errlen};
     c.level = calloc(pp_nopts, 1);
@@ -803,13 +804,13 @@ int pp_cli_parse(int argc, char **argv, char **envp, FILE *out, pp_config *cfg, 
     if (rc == PP_CLI_OK) {
         for (size_t i = 0; i < c.nnotices; i++)
             pp_info("%s", c.notices[i]);
-        for (size_t i = 0; i < cfg->nnoop_options; i++) {
-            size_t row = row_of(cfg->noop_options[i].name);
+        for (size_t i = 0; i < cfg->nnamed_options; i++) {
+            size_t row = row_of(cfg->named_options[i].name);
             if (row < pp_nopts && pp_opts[row].driver_opt)
                 continue;
             pp_info("option --%s is accepted for gProfiler compatibility and has no effect in "
                     "polyprof",
-                    cfg->noop_options[i].name);
+                    cfg->named_options[i].name);
         }
     }
     for (size_t i = 0; i < pp_nopts; i++)

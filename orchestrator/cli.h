@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "base/options.h"
+#include "runtimes/registry.h"
+
 #define PP_VERSION "0.1.0"
 /* The gProfiler agent version polyprof is compatible with (reported as agent_version). */
 #define PP_GPROFILER_COMPAT_VERSION "1.57.1"
@@ -20,25 +23,6 @@ typedef enum {
 } pp_perf_mode;
 
 typedef enum { PP_CMD_PROFILE = 0, PP_CMD_UPLOAD_FILE } pp_command;
-
-#define PP_CFG_KINDS 8 /* = PP_KIND_COUNT of orchestrator/discovery.h (checked there) */
-
-/* Runtimes polyprof knows. Order is stable: used to index pp_config.runtime_mode. */
-typedef enum {
-    PP_RT_JAVA = 0,
-    PP_RT_PYTHON,
-    PP_RT_RUBY,
-    PP_RT_PHP,
-    PP_RT_DOTNET,
-    PP_RT_NODEJS,
-    PP_RT_COUNT
-} pp_runtime_id;
-
-/* A gProfiler option polyprof accepts for compatibility but does not implement. */
-typedef struct pp_cli_noop {
-    char *name;  /* long option name without dashes, e.g. "perf-dwarf-stack-size" */
-    char *value; /* value as given (comma-joined when repeated), NULL for flags */
-} pp_cli_noop;
 
 typedef struct pp_config {
     pp_command command;
@@ -52,21 +36,19 @@ typedef struct pp_config {
     int *pids;            /* --pids (comma lists, repeatable), NULL if none */
     size_t npids;
     int min_duration; /* --min-duration, seconds, default 0 */
-    /* --<rt>-maps-regex overrides of discovery's regexes, indexed by pp_proc_kind (discovery.h);
-     * NULL = built-in, "" = that kind is never detected from maps. */
-    char *maps_regex[PP_CFG_KINDS];
+    /* --<rt>-maps-regex / --<rt>-exe-regex overrides of discovery's regexes, indexed by
+     * pp_proc_kind; NULL = built-in, "" = that kind is never detected by its rule. */
+    char *maps_regex[PP_KIND_COUNT];
     bool insert_dso_name;   /* --insert-dso-name */
     bool flamegraph;        /* --flamegraph / --no-flamegraph (default true) */
     char *profiling_mode;   /* --mode: "cpu" (default), "allocation", "none" */
     pp_perf_mode perf_mode; /* --perf-mode */
     char *perf_mode_given;  /* the --perf-mode text as given (e.g. "fp"), NULL if default */
 
-    /* runtimes: mode strings after alias mapping ("none" -> "disabled"); --no-<rt> sets
-     * "disabled". Defaults: java "auto", python "auto", ruby "auto", php "disabled",
-     * dotnet "disabled", nodejs "disabled". */
-    char *runtime_mode[PP_RT_COUNT];
-    bool python_versions;  /* --no-python-versions clears it (default true) */
-    char *php_proc_filter; /* --php-proc-filter, default "php-fpm" */
+    /* --<rt>-mode values after alias mapping ("none" -> "disabled"; --no-<rt> sets
+     * "disabled"), indexed by pp_proc_kind; NULL for kinds without a mode option. Defaults are
+     * each runtime's default_mode. */
+    char *runtime_mode[PP_KIND_COUNT];
 
     /* identity, metadata */
     bool disable_container_names;
@@ -111,9 +93,10 @@ typedef struct pp_config {
     /* upload-file subcommand */
     char *file_path; /* --file-path */
 
-    /* gProfiler options given that have no effect in polyprof, in option-table order. */
-    pp_cli_noop *noop_options;
-    size_t nnoop_options;
+    /* Options stored by name (no field here) that were given, in option-table order: gProfiler
+     * options without effect, and the runtimes' own options (pp_runtime_opt). */
+    pp_opt_value *named_options;
+    size_t nnamed_options;
 } pp_config;
 
 /* Input file caps (docs/security.md): the config file, and files holding a secret (--token-file,
@@ -145,8 +128,5 @@ void pp_config_free(pp_config *cfg);
  * (e.g. "output_dir", "frequency", "duration", "perf_mode", "java_mode"...), with the token and
  * any credential replaced by null. New reference. */
 json_t *pp_config_run_arguments(const pp_config *cfg);
-
-/* Runtime names as used in flags: "java", "python", "ruby", "php", "dotnet", "nodejs". */
-const char *pp_runtime_name(pp_runtime_id rt);
 
 #endif

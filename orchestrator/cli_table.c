@@ -2,39 +2,20 @@
 #include "orchestrator/cli_opts.h"
 
 #include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtimes/runtime.h"
+
 #define OFF(field) offsetof(pp_config, field)
-#define RT(id) offsetof(pp_config, runtime_mode[id])
 
 static const pp_choice mode_choices[] = {{"cpu"}, {"allocation"}, {"none"}, {NULL}};
 static const pp_choice api_version_choices[] = {{"v1"}, {NULL}};
 static const pp_choice perf_choices[] = {{"bpf"}, {"perf-event"}, {"disabled"}, {"none"},
                                          {"fp"},  {"smart"},      {"dwarf"},    {NULL}};
-static const pp_choice java_choices[] = {
-    {"auto"}, {"jfr"}, {"ap"}, {"disabled"}, {"none", "disabled"}, {NULL}};
-static const pp_choice python_choices[] = {
-    {"auto"},
-    {"builtin"},
-    {"pyspy"},
-    {"py-spy", "pyspy"},
-    {"pyperf", "builtin",
-     "--python-mode pyperf maps to 'builtin': polyprof's built-in Python unwinder replaces "
-     "PyPerf"},
-    {"disabled"},
-    {"none", "disabled"},
-    {NULL}};
-static const pp_choice ruby_choices[] = {{"auto"},     {"builtin"},          {"rbspy"},
-                                         {"disabled"}, {"none", "disabled"}, {NULL}};
-static const pp_choice php_choices[] = {{"auto"},     {"builtin"},          {"phpspy"},
-                                        {"disabled"}, {"none", "disabled"}, {NULL}};
-static const pp_choice dotnet_choices[] = {
-    {"auto"}, {"dotnet-trace"}, {"disabled"}, {"none", "disabled"}, {NULL}};
-static const pp_choice nodejs_choices[] = {
-    {"auto"}, {"inspector"}, {"attach-maps"}, {"perf"}, {"disabled"}, {"none", "disabled"}, {NULL}};
-
 /* Shorthands for rows. */
 #define FLAG(n, field, d, h)                                                                       \
     {                                                                                              \
@@ -44,39 +25,14 @@ static const pp_choice nodejs_choices[] = {
     {                                                                                              \
         .name = n, .kind = PP_OPT_STR, .dest = d, .off = OFF(field), .metavar = mv, .help = h      \
     }
-#define NOOPF(n, h)                                                                                \
-    {                                                                                              \
-        .name = n, .kind = PP_OPT_NOOP_FLAG, .off = PP_OFF_NONE, .help = h                         \
-    }
-#define NOOPA(n, mv, h)                                                                            \
-    {                                                                                              \
-        .name = n, .kind = PP_OPT_NOOP_ARG, .off = PP_OFF_NONE, .metavar = mv, .help = h           \
-    }
-#define NOOPI(n, lo, hi, h)                                                                        \
-    {                                                                                              \
-        .name = n, .kind = PP_OPT_NOOP_ARG, .off = PP_OFF_NONE, .ranged = true, .min = lo,         \
-        .max = hi, .metavar = "N", .help = h                                                       \
-    }
-#define NOTIMPL "(gProfiler compatibility; no effect)"
-#define APONLY "(with --java-mode ap: passed to async-profiler as gProfiler does)"
-/* async-profiler options: kept in noop_options for the launcher (runtimes/java/asprof_cmd.c). */
-#define APF(n)                                                                                     \
-    {                                                                                              \
-        .name = n, .kind = PP_OPT_NOOP_FLAG, .off = PP_OFF_NONE, .help = APONLY,                   \
-        .driver_opt = true                                                                         \
-    }
-#define APA(n, mv)                                                                                 \
-    {                                                                                              \
-        .name = n, .kind = PP_OPT_NOOP_ARG, .off = PP_OFF_NONE, .metavar = mv, .help = APONLY,     \
-        .driver_opt = true                                                                         \
-    }
-#define API(n, lo, hi)                                                                             \
-    {                                                                                              \
-        .name = n, .kind = PP_OPT_NOOP_ARG, .off = PP_OFF_NONE, .ranged = true, .min = lo,         \
-        .max = hi, .metavar = "N", .help = APONLY, .driver_opt = true                              \
-    }
+#define NOOPF PP_OPT_NOOPF
+#define NOOPA PP_OPT_NOOPA
+#define NOOPI PP_OPT_NOOPI
+#define NOTIMPL PP_NOTIMPL
 
-const pp_opt pp_opts[] = {
+/* The CLI's own rows, in three parts: the runtimes' rows are inserted between them
+ * (pp_cli_table_init). */
+static const pp_opt head_rows[] = {
     /* ---- output and session ---- */
     {.name = "output-dir",
      .shortopt = 'o',
@@ -121,20 +77,11 @@ const pp_opt pp_opts[] = {
      .metavar = "PID[,PID...]",
      .help = "profile only these processes (repeatable, extends the list); those that do not "
              "exist are dropped with a warning, and when none exists polyprof exits 1"},
-    /* ---- discovery regexes (polyprof) ---- */
-    STR("java-maps-regex", maps_regex[1], NULL, "REGEX",
-        "PCRE2 matched per executable file mapping to detect Java (default: ^.+/libjvm\\.so; "
-        "\"\" disables detection)"),
-    STR("python-maps-regex", maps_regex[2], NULL, "REGEX",
-        "same, to detect Python (default: python binaries, libpython, site-packages, "
-        "dist-packages)"),
-    STR("ruby-maps-regex", maps_regex[3], NULL, "REGEX", "same, to detect Ruby"),
-    STR("php-maps-regex", maps_regex[4], NULL, "REGEX", "same, to detect PHP"),
-    STR("dotnet-maps-regex", maps_regex[5], NULL, "REGEX", "same, to detect .NET"),
-    STR("nodejs-exe-regex", maps_regex[6], NULL, "REGEX",
-        "PCRE2 matched against the executable's path to detect Node.js"),
-    STR("go-maps-regex", maps_regex[7], NULL, "REGEX",
-        "same as --java-maps-regex, detects Go in addition to the ELF note check"),
+};
+
+/* --<rt>-maps-regex rows go here. */
+
+static const pp_opt mid_rows[] = {
     {.name = "min-duration",
      .kind = PP_OPT_INT,
      .off = OFF(min_duration),
@@ -144,8 +91,8 @@ const pp_opt pp_opts[] = {
      .metavar = "SECONDS",
      .help = "skip processes younger than this (0: profile all)"},
     FLAG("insert-dso-name", insert_dso_name, NULL,
-         "name the file of native frames: '<symbol> (<file>)' (system sampler frames; "
-         "async-profiler's with --java-mode ap)"),
+         "name the file of native frames: '<symbol> (<file>)' (the system sampler's frames, "
+         "and those of the runtime profilers that support it)"),
     {.name = "flamegraph",
      .neg = "no-flamegraph",
      .kind = PP_OPT_NEGFLAG,
@@ -186,107 +133,11 @@ const pp_opt pp_opts[] = {
     NOOPI("perf-event-period", 1, INT_MAX, NOTIMPL),
     NOOPA("hw-events-file", "PATH", NOTIMPL),
 
-    /* ---- runtimes ---- */
-    {.name = "java-mode",
-     .neg = "no-java",
-     .kind = PP_OPT_CHOICE,
-     .off = RT(PP_RT_JAVA),
-     .def_str = "auto",
-     .choices = java_choices,
-     .section = "runtimes",
-     .metavar = "{auto,jfr,ap,disabled}",
-     .help = "Java profiler (--no-java: disabled)"},
-    NOOPF("java-no-version-check", NOTIMPL),
-    APA("java-async-profiler-mode", "MODE"),
-    API("java-async-profiler-safemode", 0, 511),
-    APA("java-async-profiler-features", "LIST"),
-    APA("java-async-profiler-args", "ARGS"),
-    {.name = "java-safemode",
-     .kind = PP_OPT_NOOP_OPTARG,
-     .off = PP_OFF_NONE,
-     .metavar = "[OPTIONS]",
-     .help = NOTIMPL},
-    API("java-jattach-timeout", 1, INT_MAX),
-    API("java-async-profiler-mcache", 0, 255),
-    NOOPF("java-collect-spark-app-name-as-appid", NOTIMPL),
-    APF("java-async-profiler-no-report-meminfo"),
-    {.name = "java-collect-jvm-flags",
-     .kind = PP_OPT_NOOP_OPTARG,
-     .off = PP_OFF_NONE,
-     .metavar = "[FLAGS]",
-     .help = NOTIMPL},
-    NOOPF("java-full-hserr", NOTIMPL),
-    APF("java-include-method-modifiers"),
-    APA("java-line-numbers", "MODE"),
-    APF("java-collect-thread-names"),
-    {.name = "python-mode",
-     .neg = "no-python",
-     .kind = PP_OPT_CHOICE,
-     .off = RT(PP_RT_PYTHON),
-     .def_str = "auto",
-     .choices = python_choices,
-     .metavar = "{auto,builtin,pyspy,py-spy,pyperf,disabled}",
-     .help = "Python profiler (--no-python: disabled; pyperf maps to builtin)"},
-    {.name = "no-python-versions",
-     .kind = PP_OPT_FLAG,
-     .dest = "python_versions",
-     .off = OFF(python_versions),
-     .inv = true,
-     .def_int = 1,
-     .help = "do not annotate Python frames with package versions ([dist==version])"},
-    NOOPI("pyperf-user-stacks-pages", 0, INT_MAX, NOTIMPL),
-    NOOPF("python-pyperf-verbose", NOTIMPL),
-    {.name = "python-pyspy-process",
-     .kind = PP_OPT_NOOP_ARG,
-     .off = PP_OFF_NONE,
-     .multi = true,
-     .metavar = "PIDS",
-     .help = NOTIMPL},
-    NOOPI("python-skip-pyperf-profiler-above", 0, INT_MAX, NOTIMPL),
-    {.name = "ruby-mode",
-     .neg = "no-ruby",
-     .kind = PP_OPT_CHOICE,
-     .off = RT(PP_RT_RUBY),
-     .def_str = "auto",
-     .choices = ruby_choices,
-     .metavar = "{auto,builtin,rbspy,disabled}",
-     .help = "Ruby profiler: none yet, any mode but disabled warns at start and Ruby processes "
-             "get native frames (--no-ruby: disabled)"},
-    {.name = "php-mode",
-     .neg = "no-php",
-     .kind = PP_OPT_CHOICE,
-     .off = RT(PP_RT_PHP),
-     .def_str = "disabled",
-     .choices = php_choices,
-     .metavar = "{auto,builtin,phpspy,disabled}",
-     .help = "PHP profiler: none yet, any mode but disabled warns at start (--no-php: "
-             "disabled)"},
-    {.name = "php-proc-filter",
-     .kind = PP_OPT_STR,
-     .off = OFF(php_proc_filter),
-     .def_str = "php-fpm",
-     .metavar = "NAME",
-     .help = "process name filter for PHP (no effect until there is a PHP profiler)"},
-    {.name = "dotnet-mode",
-     .neg = "no-dotnet",
-     .kind = PP_OPT_CHOICE,
-     .off = RT(PP_RT_DOTNET),
-     .def_str = "disabled",
-     .choices = dotnet_choices,
-     .metavar = "{auto,dotnet-trace,disabled}",
-     .help = ".NET profiler: none yet, any mode but disabled warns at start (--no-dotnet: "
-             "disabled)"},
-    {.name = "nodejs-mode",
-     .neg = "no-nodejs",
-     .kind = PP_OPT_CHOICE,
-     .off = RT(PP_RT_NODEJS),
-     .def_str = "disabled",
-     .choices = nodejs_choices,
-     .metavar = "{auto,inspector,attach-maps,perf,disabled}",
-     .help = "NodeJS profiler: none yet, any mode but disabled warns at start; Node processes "
-             "get the system sampler's frames (JIT frames named from /tmp/perf-<pid>.map when "
-             "node runs with --perf-prof) (--no-nodejs: disabled)"},
+};
 
+/* The runtimes section goes here. */
+
+static const pp_opt tail_rows[] = {
     /* ---- identity and metadata ---- */
     {.name = "disable-container-names",
      .kind = PP_OPT_FLAG,
@@ -540,7 +391,84 @@ const pp_opt pp_opts[] = {
      .metavar = "PATH",
      .help = "upload-file: the .col file to upload"},
 };
-const size_t pp_nopts = sizeof(pp_opts) / sizeof(pp_opts[0]);
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+const pp_opt *pp_opts;
+size_t pp_nopts;
+static pp_opt *table;
+static char *texts; /* the generated names, metavars and help texts */
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void add_rows(const pp_opt *rows, size_t n)
+{
+    if (n)
+        memcpy(table + pp_nopts, rows, n * sizeof(*rows));
+    pp_nopts += n;
+}
+
+/* A generated string kept for the life of the process (the table's strings). */
+static const char *keep(char **at, const char *fmt, const char *a, const char *b)
+{
+    char *s = *at;
+    *at += sprintf(s, fmt, a, b ? b : "") + 1;
+    return s;
+}
+
+static void build_table(void)
+{
+    size_t n = COUNT(head_rows) + COUNT(mid_rows) + COUNT(tail_rows), text = 0;
+    for (int k = 1; k < PP_KIND_COUNT; k++) {
+        const pp_runtime *rt = pp_runtime_get((pp_proc_kind)k);
+        n += 2 + rt->noptions;
+        text += 3 * (strlen(rt->label) + 32);
+    }
+    table = calloc(n, sizeof(*table));
+    texts = calloc(1, text);
+    if (!table || !texts)
+        abort();
+    char *at = texts;
+    add_rows(head_rows, COUNT(head_rows));
+    for (int k = 1; k < PP_KIND_COUNT; k++) {
+        const pp_runtime *rt = pp_runtime_get((pp_proc_kind)k);
+        if (!rt->regex_option)
+            continue;
+        table[pp_nopts++] = (pp_opt){
+            .name = keep(&at, "%s-%s", rt->label, rt->regex_option),
+            .kind = PP_OPT_STR,
+            .off = offsetof(pp_config, maps_regex[k]),
+            .metavar = "REGEX",
+            .help = rt->regex_help,
+        };
+    }
+    add_rows(mid_rows, COUNT(mid_rows));
+    bool first = true;
+    for (int k = 1; k < PP_KIND_COUNT; k++) {
+        const pp_runtime *rt = pp_runtime_get((pp_proc_kind)k);
+        if (rt->modes) {
+            table[pp_nopts++] = (pp_opt){
+                .name = keep(&at, "%s-mode%s", rt->label, NULL),
+                .neg = keep(&at, "no-%s%s", rt->label, NULL),
+                .kind = PP_OPT_CHOICE,
+                .off = offsetof(pp_config, runtime_mode[k]),
+                .def_str = rt->default_mode,
+                .choices = rt->modes,
+                .section = first ? "runtimes" : NULL,
+                .metavar = rt->mode_metavar,
+                .help = rt->mode_help,
+            };
+            first = false;
+        }
+        add_rows(rt->options, rt->noptions);
+    }
+    add_rows(tail_rows, COUNT(tail_rows));
+    pp_opts = table;
+}
+
+void pp_cli_table_init(void)
+{
+    pthread_once(&table_once, build_table);
+}
 
 const char *pp_opt_dest(const pp_opt *o, char *buf, size_t len)
 {
@@ -582,6 +510,7 @@ bool pp_opt_takes_value(const pp_opt *o)
 
 void pp_cli_print_help(FILE *out)
 {
+    pp_cli_table_init();
     fprintf(
         out,
         "usage: polyprof [options]\n"
@@ -632,6 +561,7 @@ static const char *perf_mode_name(pp_perf_mode m)
 
 json_t *pp_config_run_arguments(const pp_config *cfg)
 {
+    pp_cli_table_init();
     json_t *o = json_object();
     const char *base = (const char *)cfg;
     for (size_t i = 0; i < pp_nopts; i++) {
@@ -695,16 +625,18 @@ json_t *pp_config_run_arguments(const pp_config *cfg)
         case PP_OPT_NOOP_FLAG:
         case PP_OPT_NOOP_ARG:
         case PP_OPT_NOOP_OPTARG: {
-            const pp_cli_noop *found = NULL;
-            for (size_t k = 0; k < cfg->nnoop_options; k++)
-                if (strcmp(cfg->noop_options[k].name, opt->name) == 0)
-                    found = &cfg->noop_options[k];
+            const pp_opt_value *found = NULL;
+            for (size_t k = 0; k < cfg->nnamed_options; k++)
+                if (strcmp(cfg->named_options[k].name, opt->name) == 0)
+                    found = &cfg->named_options[k];
             if (opt->kind == PP_OPT_NOOP_FLAG)
-                v = json_boolean(found != NULL);
+                v = json_boolean(opt->json_inv ? found == NULL : found != NULL);
             else if (found && found->value)
                 v = json_string(found->value);
+            else if (found)
+                v = json_true();
             else
-                v = found ? json_true() : json_null();
+                v = opt->def_str ? json_string(opt->def_str) : json_null();
             break;
         }
         default:
@@ -718,13 +650,6 @@ json_t *pp_config_run_arguments(const pp_config *cfg)
     return o;
 }
 
-const char *pp_runtime_name(pp_runtime_id rt)
-{
-    static const char *const names[PP_RT_COUNT] = {"java", "python", "ruby",
-                                                   "php",  "dotnet", "nodejs"};
-    return (unsigned)rt < PP_RT_COUNT ? names[rt] : "unknown";
-}
-
 static char *dup_default(const char *s)
 {
     char *r = strdup(s);
@@ -735,6 +660,7 @@ static char *dup_default(const char *s)
 
 void pp_cli_set_defaults(pp_config *cfg)
 {
+    pp_cli_table_init();
     for (size_t i = 0; i < pp_nopts; i++) {
         const pp_opt *o = &pp_opts[i];
         void *p = (char *)cfg + o->off;
@@ -762,6 +688,7 @@ void pp_cli_set_defaults(pp_config *cfg)
 
 void pp_config_free(pp_config *cfg)
 {
+    pp_cli_table_init();
     if (!cfg)
         return;
     for (size_t i = 0; i < pp_nopts; i++) {
@@ -788,10 +715,10 @@ void pp_config_free(pp_config *cfg)
         }
     }
     free(cfg->perf_mode_given);
-    for (size_t i = 0; i < cfg->nnoop_options; i++) {
-        free(cfg->noop_options[i].name);
-        free(cfg->noop_options[i].value);
+    for (size_t i = 0; i < cfg->nnamed_options; i++) {
+        free(cfg->named_options[i].name);
+        free(cfg->named_options[i].value);
     }
-    free(cfg->noop_options);
+    free(cfg->named_options);
     memset(cfg, 0, sizeof(*cfg));
 }

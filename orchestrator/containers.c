@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "orchestrator/curl_api.h"
+#include "base/hashtab.h"
 #include "base/log.h"
 #include "base/procfiles.h"
 
@@ -32,11 +33,11 @@ static const char unknown[] = "";
 
 typedef struct {
     char id[ID_LEN + 1];
-    const char *name; /* owned unless == unknown; NULL = empty slot */
+    const char *name; /* owned unless == unknown */
 } id_slot;
 
 typedef struct {
-    int pid;          /* 0 = empty slot */
+    int pid;
     const char *name; /* borrowed from the id table or unknown */
 } pid_slot;
 
@@ -44,11 +45,9 @@ struct pp_containers {
     pthread_mutex_t lock;
     char *host_root;
     char *docker_sock; /* absolute path, or NULL */
-    id_slot *ids;
-    size_t ids_cap, ids_len;
-    pid_slot *pids;
-    size_t pids_cap, pids_len;
-    char **graveyard; /* names replaced during the session, freed at the next one */
+    pp_htab ids;       /* of id_slot */
+    pp_htab pids;      /* of pid_slot, emptied every session */
+    char **graveyard;  /* names replaced during the session, freed at the next one */
     size_t graves, graves_cap;
     bool listed;      /* the full listing ran this session */
     bool warned_none; /* the "no source" debug line was written */
@@ -110,40 +109,16 @@ int pp_container_id_from_cgroup(const char *text, char out[65])
 
 static uint64_t hash_id(const char *id)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < ID_LEN; i++)
-        h = (h ^ (unsigned char)id[i]) * 1099511628211ull;
-    return h;
+    return pp_hash_bytes(id, ID_LEN, 0);
 }
 
 static id_slot *id_find(pp_containers *c, const char *id)
 {
-    if (!c->ids_cap)
-        return NULL;
-    for (size_t i = hash_id(id) & (c->ids_cap - 1);; i = (i + 1) & (c->ids_cap - 1)) {
-        if (!c->ids[i].name)
-            return NULL;
-        if (memcmp(c->ids[i].id, id, ID_LEN) == 0)
-            return &c->ids[i];
-    }
-}
-
-static int ids_rehash(pp_containers *c, size_t cap)
-{
-    id_slot *n = calloc(cap, sizeof(*n));
-    if (!n)
-        return -1;
-    for (size_t i = 0; i < c->ids_cap; i++)
-        if (c->ids[i].name) {
-            size_t j = hash_id(c->ids[i].id) & (cap - 1);
-            while (n[j].name)
-                j = (j + 1) & (cap - 1);
-            n[j] = c->ids[i];
-        }
-    free(c->ids);
-    c->ids = n;
-    c->ids_cap = cap;
-    return 0;
+    pp_htab_probe p;
+    for (id_slot *s = pp_htab_first(&c->ids, hash_id(id), &p); s; s = pp_htab_next(&c->ids, &p))
+        if (memcmp(s->id, id, ID_LEN) == 0)
+            return s;
+    return NULL;
 }
 
 static void bury(pp_containers *c, const char *name)
@@ -180,53 +155,26 @@ static void id_put(pp_containers *c, const char *id, const char *name, bool over
         s->name = v;
         return;
     }
-    if ((c->ids_len + 1) * 10 >= c->ids_cap * 7 &&
-        ids_rehash(c, c->ids_cap ? c->ids_cap * 2 : 64) < 0) {
+    if (!(s = pp_htab_add(&c->ids, hash_id(id)))) {
         if (v != unknown)
             free((char *)v);
         return;
     }
-    size_t j = hash_id(id) & (c->ids_cap - 1);
-    while (c->ids[j].name)
-        j = (j + 1) & (c->ids_cap - 1);
-    memcpy(c->ids[j].id, id, ID_LEN + 1);
-    c->ids[j].name = v;
-    c->ids_len++;
+    memcpy(s->id, id, ID_LEN + 1);
+    s->name = v;
 }
 
 static pid_slot *pid_find(pp_containers *c, int pid, bool create)
 {
-    if (create && (c->pids_len + 1) * 10 >= c->pids_cap * 7) {
-        size_t cap = c->pids_cap ? c->pids_cap * 2 : 256;
-        pid_slot *n = calloc(cap, sizeof(*n));
-        if (!n)
-            return NULL;
-        for (size_t i = 0; i < c->pids_cap; i++)
-            if (c->pids[i].pid) {
-                size_t j = ((uint32_t)c->pids[i].pid * 2654435761u) & (cap - 1);
-                while (n[j].pid)
-                    j = (j + 1) & (cap - 1);
-                n[j] = c->pids[i];
-            }
-        free(c->pids);
-        c->pids = n;
-        c->pids_cap = cap;
-    }
-    if (!c->pids_cap)
-        return NULL;
-    for (size_t i = ((uint32_t)pid * 2654435761u) & (c->pids_cap - 1);;
-         i = (i + 1) & (c->pids_cap - 1)) {
-        if (c->pids[i].pid == pid)
-            return &c->pids[i];
-        if (!c->pids[i].pid) {
-            if (!create)
-                return NULL;
-            c->pids[i].pid = pid;
-            c->pids[i].name = unknown;
-            c->pids_len++;
-            return &c->pids[i];
-        }
-    }
+    uint64_t h = pp_hash_u64((uint64_t)(unsigned)pid);
+    pp_htab_probe p;
+    for (pid_slot *s = pp_htab_first(&c->pids, h, &p); s; s = pp_htab_next(&c->pids, &p))
+        if (s->pid == pid)
+            return s;
+    pid_slot *s = create ? pp_htab_add(&c->pids, h) : NULL;
+    if (s)
+        *s = (pid_slot){pid, unknown};
+    return s;
 }
 
 /* ---- bounded file reading ---- */
@@ -577,6 +525,17 @@ const char *pp_container_name(pp_containers *c, int pid)
     return r;
 }
 
+/* pp_htab_filter: keeps an id with a known name unless *drop_all. */
+static bool id_kept(void *ent, void *drop_all)
+{
+    id_slot *s = ent;
+    if (s->name != unknown && !*(bool *)drop_all)
+        return true;
+    if (s->name != unknown)
+        free((char *)s->name);
+    return false;
+}
+
 void pp_containers_new_session(pp_containers *c)
 {
     if (!c)
@@ -585,35 +544,11 @@ void pp_containers_new_session(pp_containers *c)
     for (size_t i = 0; i < c->graves; i++)
         free(c->graveyard[i]);
     c->graves = 0;
-    free(c->pids);
-    c->pids = NULL;
-    c->pids_cap = c->pids_len = 0;
+    pp_htab_free(&c->pids);
     c->listed = false;
     /* Drop unknown ids (retried this session); drop everything when too many are known. */
-    bool all = c->ids_len > MAX_IDS;
-    size_t kept = 0;
-    for (size_t i = 0; i < c->ids_cap; i++) {
-        id_slot *s = &c->ids[i];
-        if (!s->name)
-            continue;
-        if (all || s->name == unknown) {
-            if (s->name != unknown)
-                free((char *)s->name);
-            s->name = NULL;
-        } else {
-            kept++;
-        }
-    }
-    c->ids_len = kept;
-    if (c->ids_cap && ids_rehash(c, c->ids_cap) < 0) {
-        /* Out of memory: forget everything rather than keep a table with holes. */
-        for (size_t i = 0; i < c->ids_cap; i++)
-            if (c->ids[i].name)
-                free((char *)c->ids[i].name);
-        free(c->ids);
-        c->ids = NULL;
-        c->ids_cap = c->ids_len = 0;
-    }
+    bool all = pp_htab_count(&c->ids) > MAX_IDS;
+    pp_htab_filter(&c->ids, id_kept, &all);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -623,6 +558,8 @@ pp_containers *pp_containers_new(const char *host_root, const char *docker_sock)
     if (!c)
         return NULL;
     pthread_mutex_init(&c->lock, NULL);
+    PP_HTAB_INIT(&c->ids, id_slot, 70);
+    PP_HTAB_INIT(&c->pids, pid_slot, 70);
     /* host_root without trailing slashes ("" for "/"), so host_root + "/var/..." works. */
     c->host_root = strdup(host_root ? host_root : "/");
     if (c->host_root) {
@@ -644,14 +581,13 @@ void pp_containers_free(pp_containers *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->ids_cap; i++)
-        if (c->ids[i].name && c->ids[i].name != unknown)
-            free((char *)c->ids[i].name);
+    bool all = true;
+    pp_htab_filter(&c->ids, id_kept, &all);
     for (size_t i = 0; i < c->graves; i++)
         free(c->graveyard[i]);
     free(c->graveyard);
-    free(c->ids);
-    free(c->pids);
+    pp_htab_free(&c->ids);
+    pp_htab_free(&c->pids);
     free(c->host_root);
     free(c->docker_sock);
     pthread_mutex_destroy(&c->lock);

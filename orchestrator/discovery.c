@@ -16,7 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "orchestrator/cli.h"
+#include "base/hashtab.h"
+#include "runtimes/runtime.h"
 #include "base/log.h"
 #include "base/procfiles.h"
 
@@ -28,35 +29,20 @@
 
 #define BIT(k) (1u << (k))
 
-_Static_assert(PP_KIND_COUNT == PP_CFG_KINDS, "pp_config.maps_regex is indexed by pp_proc_kind");
-/* Kinds with a runtime profiler: when the executable itself matches one of them, it wins. */
-#define RUNTIME_KINDS                                                                              \
-    (BIT(PP_KIND_JAVA) | BIT(PP_KIND_PYTHON) | BIT(PP_KIND_RUBY) | BIT(PP_KIND_PHP) |              \
-     BIT(PP_KIND_DOTNET) | BIT(PP_KIND_NODE))
-
-static const char *const kind_names[PP_KIND_COUNT] = {
-    [PP_KIND_NATIVE] = "native", [PP_KIND_JAVA] = "java", [PP_KIND_PYTHON] = "python",
-    [PP_KIND_RUBY] = "ruby",     [PP_KIND_PHP] = "php",   [PP_KIND_DOTNET] = "dotnet",
-    [PP_KIND_NODE] = "node",     [PP_KIND_GO] = "go",
-};
-
-/* Matched per maps line (except Node: the executable's path). See docs/discovery.md. */
-static const char *const default_regex[PP_KIND_COUNT] = {
-    [PP_KIND_JAVA] = "^.+/libjvm\\.so",
-    [PP_KIND_PYTHON] = "(^.+/(lib)?python[^/]*$)|(^.+/site-packages/.+?$)|(^.+/dist-packages/.+?$)",
-    [PP_KIND_RUBY] = "(^.+/ruby[^/]*$)|(^.+/libruby[^/]*$)",
-    [PP_KIND_PHP] = "^.+/(php[0-9.]*|php-fpm[^/]*|php-cgi[^/]*|libphp[^/]*)( \\(deleted\\))?$",
-    [PP_KIND_DOTNET] = "(^.+/dotnet[^/]*$)|(^.+/libcoreclr\\.so( \\(deleted\\))?$)",
-    [PP_KIND_NODE] = "/node(js)?[-_]?[0-9.]*( \\(deleted\\))?$",
-};
-
-/* gProfiler's Python blacklist: substrings of the space-joined command line. */
-static const char *const python_blacklist[] = {"unattended-upgrades", "networkd-dispatcher",
-                                               "supervisord", "tuned"};
+/* Kinds whose descriptor is an interpreter: when the executable itself matches one of them, it
+ * wins; a process of such a kind keeps its class until it execs. */
+static unsigned interpreter_kinds(void)
+{
+    unsigned m = 0;
+    for (int k = 1; k < PP_KIND_COUNT; k++)
+        if (pp_runtime_get((pp_proc_kind)k)->interpreter)
+            m |= BIT(k);
+    return m;
+}
 
 /* Classification of a process in the previous pass, keyed by pid. */
 typedef struct pc_entry {
-    int pid; /* 0: empty slot */
+    int pid;
     pp_proc_kind kind;
     unsigned kinds;
     bool blacklisted;
@@ -64,10 +50,7 @@ typedef struct pc_entry {
     char comm[17];
 } pc_entry;
 
-typedef struct pcache {
-    pc_entry *tab;
-    size_t cap, n;
-} pcache;
+typedef pp_htab pcache; /* of pc_entry */
 
 typedef struct cand {
     int pid;
@@ -76,8 +59,10 @@ typedef struct cand {
 } cand;
 
 struct pp_discovery {
+    const pp_runtime *rt[PP_KIND_COUNT];
     pcre2_code *re[PP_KIND_COUNT];
-    bool go_off;
+    void *detect[PP_KIND_COUNT]; /* detector state, NULL: none or disabled */
+    unsigned interp;             /* interpreter_kinds() */
     pcre2_match_data *md;
     int *pids;
     size_t npids;
@@ -87,7 +72,6 @@ struct pp_discovery {
     double uptime; /* seconds, read once per pass when min_duration > 0 */
     char *buf;
     size_t bufcap;
-    pp_go_cache go;
     cand *cands;
     size_t ncands, candcap;
     int *excl;
@@ -95,11 +79,6 @@ struct pp_discovery {
     pcache cur, next; /* previous pass (and on-demand checks); the pass being built */
     pp_discovery_stats stats;
 };
-
-const char *pp_proc_kind_name(pp_proc_kind k)
-{
-    return (unsigned)k < PP_KIND_COUNT ? kind_names[k] : "unknown";
-}
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -114,6 +93,8 @@ pp_discovery *pp_discovery_new(const pp_discovery_opts *o, char *err, size_t err
         snprintf(err, errlen, "discovery: out of memory");
         return NULL;
     }
+    PP_HTAB_INIT(&d->cur, pc_entry, 50);
+    PP_HTAB_INIT(&d->next, pc_entry, 50);
     d->min_duration = o->min_duration > 0 ? o->min_duration : 0;
     d->self_pid = o->self_pid == 0 ? (int)getpid() : o->self_pid < 0 ? -1 : o->self_pid;
     d->clk_tck = sysconf(_SC_CLK_TCK);
@@ -123,10 +104,15 @@ pp_discovery *pp_discovery_new(const pp_discovery_opts *o, char *err, size_t err
         snprintf(err, errlen, "discovery: no regex applies to kind native");
         goto fail;
     }
+    d->interp = interpreter_kinds();
     for (int k = 1; k < PP_KIND_COUNT; k++) {
-        const char *pat = o->maps_regex[k] ? o->maps_regex[k] : default_regex[k];
-        if (k == PP_KIND_GO && o->maps_regex[k] && !o->maps_regex[k][0])
-            d->go_off = true; /* "" disables a kind, Go's ELF check included */
+        const pp_runtime *rt = d->rt[k] = pp_runtime_get((pp_proc_kind)k);
+        const char *pat = o->maps_regex[k] ? o->maps_regex[k] : rt->default_regex;
+        bool off = o->maps_regex[k] && !o->maps_regex[k][0]; /* "" disables its detector too */
+        if (rt->detector && !off && !(d->detect[k] = rt->detector->create())) {
+            snprintf(err, errlen, "discovery: out of memory");
+            goto fail;
+        }
         if (!pat || !pat[0])
             continue;
         int ec;
@@ -135,8 +121,8 @@ pp_discovery *pp_discovery_new(const pp_discovery_opts *o, char *err, size_t err
         if (!d->re[k]) {
             char msg[160];
             pcre2_get_error_message(ec, (PCRE2_UCHAR *)msg, sizeof(msg));
-            snprintf(err, errlen, "discovery: bad %s regex '%s': %s at offset %zu", kind_names[k],
-                     pat, msg, (size_t)eoff);
+            snprintf(err, errlen, "discovery: bad %s regex '%s': %s at offset %zu", rt->name, pat,
+                     msg, (size_t)eoff);
             goto fail;
         }
         (void)pcre2_jit_compile(d->re[k], PCRE2_JIT_COMPLETE); /* interpreter if JIT is absent */
@@ -176,12 +162,14 @@ void pp_discovery_free(pp_discovery *d)
 {
     if (!d)
         return;
-    for (int k = 0; k < PP_KIND_COUNT; k++)
+    for (int k = 0; k < PP_KIND_COUNT; k++) {
         pcre2_code_free(d->re[k]);
+        if (d->detect[k])
+            d->rt[k]->detector->destroy(d->detect[k]);
+    }
     pcre2_match_data_free(d->md);
-    pp_go_cache_free(&d->go);
-    free(d->cur.tab);
-    free(d->next.tab);
+    pp_htab_free(&d->cur);
+    pp_htab_free(&d->next);
     free(d->pids);
     free(d->buf);
     free(d->cands);
@@ -201,45 +189,29 @@ void pp_proc_list_free(pp_proc_list *l)
 void pp_discovery_get_stats(const pp_discovery *d, pp_discovery_stats *s)
 {
     *s = d->stats;
-    s->elf_opens = d->go.elf_opens;
+    s->elf_opens = 0;
+    for (int k = 1; k < PP_KIND_COUNT; k++)
+        if (d->detect[k] && d->rt[k]->detector->files_parsed)
+            s->elf_opens += d->rt[k]->detector->files_parsed(d->detect[k]);
 }
 
 /* ---- per-process cache ---- */
 
-static pc_entry *pc_slot(const pcache *c, int pid)
+static pc_entry *pc_find(const pcache *c, int pid)
 {
-    size_t i = ((size_t)(unsigned)pid * 0x9E3779B1u) & (c->cap - 1);
-    while (c->tab[i].pid && c->tab[i].pid != pid)
-        i = (i + 1) & (c->cap - 1);
-    return &c->tab[i];
-}
-
-static const pc_entry *pc_find(const pcache *c, int pid)
-{
-    if (!c->cap)
-        return NULL;
-    const pc_entry *e = pc_slot(c, pid);
-    return e->pid ? e : NULL;
+    pp_htab_probe p;
+    for (pc_entry *e = pp_htab_first(c, pp_hash_u64((uint64_t)(unsigned)pid), &p); e;
+         e = pp_htab_next(c, &p))
+        if (e->pid == pid)
+            return e;
+    return NULL;
 }
 
 static void pc_put(pcache *c, const pc_entry *e)
 {
-    if ((c->n + 1) * 2 > c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 1024;
-        pc_entry *nt = calloc(ncap, sizeof(*nt));
-        if (!nt)
-            return; /* the cache is an optimisation */
-        pcache old = *c;
-        c->tab = nt;
-        c->cap = ncap;
-        for (size_t i = 0; i < old.cap; i++)
-            if (old.tab[i].pid)
-                *pc_slot(c, old.tab[i].pid) = old.tab[i];
-        free(old.tab);
-    }
-    pc_entry *s = pc_slot(c, e->pid);
-    if (!s->pid)
-        c->n++;
+    pc_entry *s = pc_find(c, e->pid);
+    if (!s && !(s = pp_htab_add(c, pp_hash_u64((uint64_t)(unsigned)e->pid))))
+        return; /* the cache is an optimisation */
     *s = *e;
 }
 
@@ -276,8 +248,8 @@ void pp_disc_match_maps(pp_discovery *d, const char *buf, size_t len, const char
         prev = s;
         prevlen = plen;
         bool is_exe = exelen && plen == exelen && memcmp(s, exe, plen) == 0;
-        for (int k = PP_KIND_JAVA; k < PP_KIND_COUNT; k++) {
-            if (k == PP_KIND_NODE || !d->re[k] || ((*kinds & BIT(k)) && !is_exe))
+        for (int k = 1; k < PP_KIND_COUNT; k++) {
+            if (!d->re[k] || d->rt[k]->match_on != PP_MATCH_MAPS || ((*kinds & BIT(k)) && !is_exe))
                 continue;
             if (re_match(d, k, ls, (size_t)(le - ls))) {
                 *kinds |= BIT(k);
@@ -286,27 +258,6 @@ void pp_disc_match_maps(pp_discovery *d, const char *buf, size_t len, const char
             }
         }
     }
-}
-
-static bool python_blacklisted(pp_discovery *d, int pid, const char *exe, size_t exelen)
-{
-    const char *base = memrchr(exe, '/', exelen);
-    base = base ? base + 1 : exe;
-    if (strncmp(base, "pypy", 4) == 0)
-        return true;
-    char path[48];
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-    size_t cap = d->bufcap < CMDLINE_CAP ? d->bufcap : CMDLINE_CAP;
-    ssize_t n = pp_read_small_file(path, d->buf, cap);
-    if (n <= 0)
-        return false;
-    for (ssize_t i = 0; i < n; i++)
-        if (d->buf[i] == '\0')
-            d->buf[i] = ' ';
-    for (size_t i = 0; i < sizeof(python_blacklist) / sizeof(python_blacklist[0]); i++)
-        if (memmem(d->buf, (size_t)n, python_blacklist[i], strlen(python_blacklist[i])))
-            return true;
-    return false;
 }
 
 static void fill(pp_proc *out, int pid, const pp_stat_info *st, pp_proc_kind kind, unsigned kinds,
@@ -330,7 +281,7 @@ static int classify(pp_discovery *d, int pid, const pp_stat_info *st, pp_proc *o
 {
     const pc_entry *c = pc_find(&d->cur, pid);
     if (c && c->start_ticks == st->start_ticks && strcmp(c->comm, st->comm) == 0 &&
-        (c->vsize == st->vsize || (BIT(c->kind) & RUNTIME_KINDS))) {
+        (c->vsize == st->vsize || (BIT(c->kind) & d->interp))) {
         fill(out, pid, st, c->kind, c->kinds, c->blacklisted);
         d->stats.reused++;
         if (store != &d->cur)
@@ -356,18 +307,22 @@ static int classify(pp_discovery *d, int pid, const pp_stat_info *st, pp_proc *o
         return -1; /* exiting: its address space is gone */
     if (ml > 0)
         pp_disc_match_maps(d, d->buf, (size_t)ml, exe, (size_t)el, &kinds, &exe_kinds);
-    if (el > 0 && d->re[PP_KIND_NODE] && re_match(d, PP_KIND_NODE, exe, (size_t)el)) {
-        kinds |= BIT(PP_KIND_NODE);
-        exe_kinds |= BIT(PP_KIND_NODE);
+    for (int k = 1; el > 0 && k < PP_KIND_COUNT; k++) {
+        bool match = false;
+        if (d->re[k] && d->rt[k]->match_on == PP_MATCH_EXE && re_match(d, k, exe, (size_t)el)) {
+            kinds |= BIT(k);
+            exe_kinds |= BIT(k);
+        }
+        if (d->detect[k] && d->rt[k]->detector->check(d->detect[k], pid, &match) == 0 && match)
+            kinds |= BIT(k);
     }
-    bool is_go = false;
-    if (!d->go_off && el > 0 && pp_go_check_pid(&d->go, pid, &is_go) == 0 && is_go)
-        kinds |= BIT(PP_KIND_GO);
 
-    /* The executable's own runtime wins; otherwise the first in enum order. */
-    unsigned pick = (exe_kinds & RUNTIME_KINDS) ? (exe_kinds & RUNTIME_KINDS) : kinds;
+    /* The executable's own runtime wins; otherwise the first in registry order. */
+    unsigned pick = (exe_kinds & d->interp) ? (exe_kinds & d->interp) : kinds;
     pp_proc_kind kind = pick ? (pp_proc_kind)__builtin_ctz(pick) : PP_KIND_NATIVE;
-    bool bl = kind == PP_KIND_PYTHON && python_blacklisted(d, pid, exe, (size_t)el);
+    const pp_runtime *rt = pp_runtime_get(kind);
+    size_t cap = d->bufcap < CMDLINE_CAP ? d->bufcap : CMDLINE_CAP;
+    bool bl = rt && rt->excluded && rt->excluded(pid, exe, (size_t)el, d->buf, cap);
     fill(out, pid, st, kind, kinds, bl);
     pc_entry e = {.pid = pid,
                   .kind = kind,
@@ -512,9 +467,7 @@ int pp_discover(pp_discovery *d, pp_proc_list *out)
     out->n = 0;
     d->ncands = 0;
     d->stats.passes++;
-    if (d->next.cap)
-        memset(d->next.tab, 0, d->next.cap * sizeof(*d->next.tab));
-    d->next.n = 0;
+    pp_htab_clear(&d->next);
     read_uptime(d);
     if (d->pids) {
         for (size_t i = 0; i < d->npids; i++)

@@ -6,30 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef enum {
-    PP_KIND_NATIVE = 0,
-    PP_KIND_JAVA,
-    PP_KIND_PYTHON,
-    PP_KIND_RUBY,
-    PP_KIND_PHP,
-    PP_KIND_DOTNET,
-    PP_KIND_NODE,
-    PP_KIND_GO,
-    PP_KIND_COUNT
-} pp_proc_kind;
-
-typedef struct pp_proc {
-    int pid;
-    int ppid;
-    pp_proc_kind kind;
-    char comm[17];                  /* comm of /proc/<pid>/stat (= Name: of status, unescaped) */
-    unsigned long long start_ticks; /* field 22 of /proc/<pid>/stat */
-    bool blacklisted;               /* matched the runtime but must not be runtime-profiled (e.g.
-                                       gProfiler's Python blacklist, pypy) */
-    /* Bit (1u << k) for every kind whose rule matched; kind is the one chosen
-     * (docs/discovery.md: the executable's runtime first, then enum order). 0 for native. */
-    unsigned kinds;
-} pp_proc;
+#include "runtimes/registry.h"
 
 typedef struct pp_proc_list {
     pp_proc *procs;
@@ -42,10 +19,10 @@ typedef struct pp_discovery_opts {
     int min_duration; /* skip processes younger than this many seconds (0 = none) */
     int self_pid;     /* polyprof's pid: it and its descendants are never listed.
                          0 = getpid(), negative = no self-exclusion (tests). */
-    /* Regex overrides (PCRE2) per kind, NULL = built-in default, "" = kind disabled; matched per
-     * maps line of a distinct file mapping, except Node: matched against the executable's path
-     * (readlink /proc/<pid>/exe). Go: the ELF note check always applies, a regex adds to it.
-     * native: must be NULL. */
+    /* Regex overrides (PCRE2) per kind, NULL = the descriptor's default, "" = kind disabled
+     * (its detector too); matched as the descriptor's match_on says (each distinct file
+     * mapping's maps line, or the executable's path). A kind's detector (an ELF check) applies
+     * whatever its regex, which only adds to it. native: must be NULL. */
     const char *maps_regex[PP_KIND_COUNT];
 } pp_discovery_opts;
 
@@ -62,16 +39,15 @@ int pp_discover(pp_discovery *d, pp_proc_list *out);
 /* Classifies one process on demand. Returns -1 if it is gone or excluded. */
 int pp_discover_one(pp_discovery *d, int pid, pp_proc *out);
 void pp_proc_list_free(pp_proc_list *l);
-const char *pp_proc_kind_name(pp_proc_kind k); /* "native", "java", "python", ... */
 
 /* Counters since pp_discovery_new. A process seen in the previous pass with the same start time
  * and comm, and the same vsize or a runtime kind, reuses its classification without reading its
- * maps (docs/discovery.md); Go answers are cached per executable identity. */
+ * maps (docs/discovery.md); detectors cache their answers per executable identity. */
 typedef struct pp_discovery_stats {
     unsigned long passes;     /* pp_discover calls */
     unsigned long maps_reads; /* /proc/<pid>/maps files read */
     unsigned long reused;     /* classifications reused from the previous pass */
-    unsigned long elf_opens;  /* executables parsed for the Go check */
+    unsigned long elf_opens;  /* executables parsed by the detectors */
 } pp_discovery_stats;
 void pp_discovery_get_stats(const pp_discovery *d, pp_discovery_stats *s);
 

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "base/hashtab.h"
 #include "orchestrator/discovery.h"
 
 /* Fields of /proc/<pid>/stat that discovery uses. */
@@ -25,32 +26,6 @@ int pp_disc_parse_stat(const char *buf, size_t len, pp_stat_info *out);
 
 /* Reads a whole (small) /proc file into buf (NUL-terminated, at most cap - 1 bytes). Returns
  * the length, or -1 with errno. */
-
-/* Go executables: an ELF note named "Go" of type 4 (NT_GO_BUILDID) in a PT_NOTE segment or
- * SHT_NOTE section, or a .go.buildinfo section. The answer is cached per executable identity
- * (st_dev, st_ino, mtime, size of the file /proc/<pid>/exe points to), so the ELF file is opened
- * once per distinct executable. */
-typedef struct pp_go_entry {
-    dev_t dev;
-    ino_t ino;
-    long long mtime_sec;
-    long mtime_nsec;
-    long long size;
-    unsigned char used, is_go;
-} pp_go_entry;
-
-typedef struct pp_go_cache {
-    pp_go_entry *tab;
-    size_t cap, n;
-    unsigned long elf_opens; /* ELF files parsed (cache misses), for tests and the benchmark */
-} pp_go_cache;
-
-/* Sets *is_go for the executable of pid. Returns 0, or -1 if /proc/<pid>/exe cannot be stat'ed
- * (process gone, kernel thread, no permission). */
-int pp_go_check_pid(pp_go_cache *c, int pid, bool *is_go);
-/* Same for an open file (uncached): 1 Go, 0 not Go, -1 unreadable or not ELF. */
-int pp_go_check_fd(int fd);
-void pp_go_cache_free(pp_go_cache *c);
 
 /* Reads the file mappings of pid as maps text into *buf (grown as needed up to limit bytes,
  * NUL-terminated; what does not fit is left out at a line boundary): with PROCMAP_QUERY only

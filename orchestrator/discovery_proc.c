@@ -1,20 +1,14 @@
-/* Process discovery helpers: /proc/<pid>/stat parsing and the cached Go-executable check. */
+/* Process discovery helpers: /proc/<pid>/stat parsing. */
 #include "orchestrator/discovery_int.h"
-#include "base/elfnotes.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define GO_NOTE_MAX (64 * 1024) /* a Go build-id note is ~100 bytes; bound what we map */
-#define GO_CACHE_MAX 65536      /* distinct executables; beyond this the cache starts over */
 
 /* Next space-separated unsigned field; advances *p. */
 static int next_ull(const char **p, const char *end, unsigned long long *v)
@@ -69,141 +63,4 @@ int pp_disc_parse_stat(const char *buf, size_t len, pp_stat_info *out)
     out->start_ticks = v[22 - 3];
     out->vsize = v[23 - 3];
     return 0;
-}
-
-/* ---- Go check ---- */
-
-static int go_note(void *arg, const char *name, size_t namesz, uint32_t type,
-                   const unsigned char *desc, size_t descsz)
-{
-    (void)arg, (void)desc, (void)descsz;
-    /* The Go linker writes the name "Go" NUL-padded to 4 bytes (n_namesz 4). */
-    return type == PP_NT_GO_BUILDID && pp_elf_note_named(name, namesz, "Go");
-}
-
-static bool elf_is_go(Elf *e)
-{
-    if (pp_elf_notes_walk(e, GO_NOTE_MAX, go_note, NULL))
-        return true;
-    size_t shstrndx;
-    if (elf_getshdrstrndx(e, &shstrndx) != 0)
-        return false;
-    Elf_Scn *scn = NULL;
-    while ((scn = elf_nextscn(e, scn))) {
-        GElf_Shdr sh;
-        if (!gelf_getshdr(scn, &sh))
-            continue;
-        const char *name = elf_strptr(e, shstrndx, sh.sh_name);
-        if (name && strcmp(name, ".go.buildinfo") == 0)
-            return true;
-    }
-    return false;
-}
-
-int pp_go_check_fd(int fd)
-{
-    static bool inited;
-    if (!inited) {
-        elf_version(EV_CURRENT);
-        inited = true;
-    }
-    Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-    if (!e)
-        return -1;
-    int r = -1;
-    if (elf_kind(e) == ELF_K_ELF)
-        r = elf_is_go(e) ? 1 : 0;
-    elf_end(e);
-    return r;
-}
-
-static size_t go_hash(const struct stat *st)
-{
-    uint64_t h = (uint64_t)st->st_ino * 0x9E3779B97F4A7C15ULL;
-    h ^=
-        (uint64_t)st->st_dev + ((uint64_t)st->st_mtim.tv_nsec << 20) + (uint64_t)st->st_mtim.tv_sec;
-    h ^= h >> 29;
-    return (size_t)(h * 0xBF58476D1CE4E5B9ULL >> 17);
-}
-
-static bool go_same(const pp_go_entry *g, const struct stat *st)
-{
-    return g->dev == st->st_dev && g->ino == st->st_ino && g->mtime_sec == st->st_mtim.tv_sec &&
-           g->mtime_nsec == st->st_mtim.tv_nsec && g->size == (long long)st->st_size;
-}
-
-static pp_go_entry *go_slot(pp_go_cache *c, const struct stat *st)
-{
-    size_t i = go_hash(st) & (c->cap - 1);
-    while (c->tab[i].used && !go_same(&c->tab[i], st))
-        i = (i + 1) & (c->cap - 1);
-    return &c->tab[i];
-}
-
-static int go_grow(pp_go_cache *c)
-{
-    size_t ncap = c->cap ? c->cap * 2 : 256;
-    if (ncap > GO_CACHE_MAX * 2) { /* start over rather than grow without bound */
-        memset(c->tab, 0, c->cap * sizeof(*c->tab));
-        c->n = 0;
-        return 0;
-    }
-    pp_go_entry *old = c->tab;
-    size_t ocap = c->cap;
-    c->tab = calloc(ncap, sizeof(*c->tab));
-    if (!c->tab) {
-        c->tab = old;
-        return -1;
-    }
-    c->cap = ncap;
-    for (size_t i = 0; i < ocap; i++) {
-        if (!old[i].used)
-            continue;
-        struct stat st = {.st_dev = old[i].dev, .st_ino = old[i].ino, .st_size = old[i].size};
-        st.st_mtim.tv_sec = old[i].mtime_sec;
-        st.st_mtim.tv_nsec = old[i].mtime_nsec;
-        *go_slot(c, &st) = old[i];
-    }
-    free(old);
-    return 0;
-}
-
-int pp_go_check_pid(pp_go_cache *c, int pid, bool *is_go)
-{
-    char path[48];
-    struct stat st;
-    snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-    if (stat(path, &st) != 0)
-        return -1;
-    if ((c->n + 1) * 2 > c->cap && go_grow(c) < 0)
-        return -1;
-    pp_go_entry *g = go_slot(c, &st);
-    if (g->used) {
-        *is_go = g->is_go;
-        return 0;
-    }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    c->elf_opens++;
-    int r = pp_go_check_fd(fd);
-    close(fd);
-    /* Cache "not Go" for non-ELF or unreadable files as well: the answer will not change for
-     * this identity. */
-    g->used = 1;
-    g->is_go = r == 1;
-    g->dev = st.st_dev;
-    g->ino = st.st_ino;
-    g->mtime_sec = st.st_mtim.tv_sec;
-    g->mtime_nsec = st.st_mtim.tv_nsec;
-    g->size = (long long)st.st_size;
-    c->n++;
-    *is_go = g->is_go;
-    return 0;
-}
-
-void pp_go_cache_free(pp_go_cache *c)
-{
-    free(c->tab);
-    memset(c, 0, sizeof(*c));
 }

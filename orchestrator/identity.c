@@ -66,8 +66,7 @@ static void job_unref(ident_job *j)
 
 static void compute(ident_job *j)
 {
-    const pp_runtime_driver *d = pp_runtime_for_kind(j->kind);
-    char *appid = d && d->appid ? d->appid(j->pid) : NULL;
+    char *appid = pp_runtime_appid(j->pid, j->kind);
     json_t *md = pp_app_metadata(j->pid, j->kind);
     pthread_mutex_lock(&ident_lock);
     j->appid = appid;
@@ -187,7 +186,7 @@ void pp_identity_set_procs(pp_identity *id, const pp_proc_list *procs)
     if (id->containers)
         pp_containers_new_session(id->containers);
     for (size_t i = 0; i < procs->n; i++)
-        if (pp_runtime_for_kind(procs->procs[i].kind))
+        if (pp_runtime_get(procs->procs[i].kind))
             add(id, &procs->procs[i]);
 }
 

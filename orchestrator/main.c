@@ -15,26 +15,29 @@
 #include "orchestrator/precond.h"
 #include "orchestrator/session.h"
 #include "orchestrator/upload.h"
-#include "runtimes/java/asprof.h"
-#include "runtimes/java/java.h"
+#include "runtimes/runtime.h"
 
 extern char **environ;
 
 static bool all_runtimes_disabled(const pp_config *cfg)
 {
-    for (int i = 0; i < PP_RT_COUNT; i++)
-        if (cfg->runtime_mode[i] && strcmp(cfg->runtime_mode[i], "disabled") != 0)
+    for (int k = 1; k < PP_KIND_COUNT; k++)
+        if (cfg->runtime_mode[k] && strcmp(cfg->runtime_mode[k], "disabled") != 0)
             return false;
     return true;
 }
 
-/* Whether the Java driver would run async-profiler (--java-mode ap, or auto with asprof found). */
-static bool uses_async_profiler(const pp_config *cfg)
+/* The first runtime that must not run beside gProfiler in its mode, with why; NULL if none. */
+static const pp_runtime *gprofiler_conflict(const pp_config *cfg, const char **why)
 {
-    const char *mode = cfg->runtime_mode[PP_RT_JAVA];
-    char asprof[4096];
-    return mode && (strcmp(mode, "ap") == 0 ||
-                    (strcmp(mode, "auto") == 0 && pp_asprof_find(asprof, sizeof(asprof)) == 0));
+    for (int k = 1; k < PP_KIND_COUNT; k++) {
+        const pp_runtime *rt = pp_runtime_get((pp_proc_kind)k);
+        const char *mode = cfg->runtime_mode[k];
+        if (mode && strcmp(mode, "disabled") != 0 && rt->gprofiler_conflict &&
+            (*why = rt->gprofiler_conflict(mode)))
+            return rt;
+    }
+    return NULL;
 }
 
 /* A --<rt>-maps-regex that does not compile is a usage error. */
@@ -96,12 +99,14 @@ int main(int argc, char **argv)
         pp_grab_lock("polyprof_lock", "polyprof.lock") < 0)
         goto out;
     if (pp_gprofiler_running()) {
-        /* docs/decisions.md: async-profiler cannot run twice in one JVM, and each would stop the
-         * other's; everything else only costs twice */
-        if (uses_async_profiler(&cfg)) {
-            pp_critical("gProfiler is running on this host (it holds gprofiler_lock) and would "
-                        "drive async-profiler in the same JVMs as polyprof; stop gProfiler, or "
-                        "run polyprof with --java-mode jfr or --no-java");
+        /* docs/decisions.md: a runtime may refuse (two profilers that cannot share a process);
+         * everything else only costs twice */
+        const char *why = NULL;
+        const pp_runtime *rt = gprofiler_conflict(&cfg, &why);
+        if (rt) {
+            pp_critical("gProfiler is running on this host (it holds gprofiler_lock) and %s "
+                        "profiling conflicts with it: %s",
+                        rt->label, why);
             goto out;
         }
         pp_warn("gProfiler is also running on this host (it holds gprofiler_lock): both profile "
@@ -117,11 +122,9 @@ int main(int argc, char **argv)
     if (stale > 0)
         pp_info("removed %d temporary directories left by a polyprof that did not exit cleanly",
                 stale);
-    stale = pp_java_perfmaps_cleanup_stale();
-    if (stale > 0)
-        pp_info("removed %d JIT perf maps left by a polyprof that did not exit cleanly (their JVMs "
-                "are gone)",
-                stale);
+    for (int k = 1; k < PP_KIND_COUNT; k++)
+        if (pp_runtime_get((pp_proc_kind)k)->at_start)
+            pp_runtime_get((pp_proc_kind)k)->at_start();
     pp_info("polyprof %s starting", PP_VERSION);
     exit_code = pp_run_sessions(&cfg);
     pp_remove_pid_file(&cfg);

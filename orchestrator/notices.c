@@ -9,28 +9,22 @@
 
 #define DEFAULT_API_SERVER "https://api.granulate.io"
 
-/* True when some driver profiles runtime rt (has a start()). */
-static bool has_runtime_profiler(pp_runtime_id rt)
-{
-    for (int k = 0; k < PP_KIND_COUNT; k++) {
-        const pp_runtime_driver *d = pp_runtime_for_kind((pp_proc_kind)k);
-        if (d && d->start && d->cli_runtime == (int)rt)
-            return true;
-    }
-    return false;
-}
-
 void pp_log_startup_notices(const pp_config *cfg)
 {
-    for (int rt = 0; rt < PP_RT_COUNT; rt++) {
-        const char *mode = cfg->runtime_mode[rt];
-        if (!mode || strcmp(mode, "disabled") == 0 || has_runtime_profiler((pp_runtime_id)rt))
+    for (int k = 1; k < PP_KIND_COUNT; k++) {
+        const pp_runtime *rt = pp_runtime_get((pp_proc_kind)k);
+        const char *mode = cfg->runtime_mode[k];
+        if (!mode || strcmp(mode, "disabled") == 0 || rt->backends)
+            continue;
+        bool by_hooks = false;
+        for (const char *const *m = rt->hook_modes; m && *m; m++)
+            by_hooks |= strcmp(*m, mode) == 0;
+        if (by_hooks)
             continue;
         pp_warn("--%s-mode %s is not implemented: polyprof has no %s runtime profiler yet, so "
                 "%s processes get the system sampler's native frames only (--no-%s silences "
                 "this)",
-                pp_runtime_name((pp_runtime_id)rt), mode, pp_runtime_name((pp_runtime_id)rt),
-                pp_runtime_name((pp_runtime_id)rt), pp_runtime_name((pp_runtime_id)rt));
+                rt->label, mode, rt->label, rt->label, rt->label);
     }
     bool would_send = cfg->upload && !cfg->profile_api_version && !cfg->dont_send_logs;
     bool api_given = cfg->api_server && strcmp(cfg->api_server, DEFAULT_API_SERVER) != 0;

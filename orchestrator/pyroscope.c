@@ -16,16 +16,10 @@
 #include "base/log.h"
 #include "base/safefile.h"
 
-enum { RT_NATIVE = 0, RT_JAVA, RT_PYTHON, RT_RUBY, RT_PHP, RT_DOTNET, RT_NODEJS, RT_N };
-static const char *const rt_names[RT_N] = {"native", "java",   "python", "ruby",
-                                           "php",    "dotnet", "nodejs"};
-
 struct pp_pyroscope {
     char *server, *app, *tenant, *user, *password;
     char hostname[256];
     pp_http *http;
-    char resume_id[128]; /* spool entry whose first resume_next groups were accepted */
-    size_t resume_next;
 };
 
 static char *trim(char *s)
@@ -146,294 +140,178 @@ char *pp_pyroscope_label_value(const char *v, size_t len)
     return out;
 }
 
-static bool ends_with(const char *s, size_t n, const char *suf)
+/* Where one stack of a .col line starts, once the prefix frames the header announces are
+ * skipped: cont and contl the container frame ("" when none or not in a container), comm and
+ * comml the comm frame. False for a line with nothing after the prefix. */
+static bool split_prefix(const char *s, const char *se, bool app_idx, bool container,
+                         const char **cont, size_t *contl, const char **comm, size_t *comml)
 {
-    size_t k = strlen(suf);
-    return n >= k && memcmp(s + n - k, suf, k) == 0;
-}
-
-static int frame_runtime(const char *f, size_t n)
-{
-    if (n > 4 && f[n - 1] == ']') {
-        if (ends_with(f, n, "_[j]") || ends_with(f, n, "_[i]") || ends_with(f, n, "_[1]") ||
-            ends_with(f, n, "_[0]"))
-            return RT_JAVA;
-        if (ends_with(f, n, "_[p]") || ends_with(f, n, "_[pe]") || ends_with(f, n, "_[pn]"))
-            return RT_PYTHON;
-        if (ends_with(f, n, "_[rb]"))
-            return RT_RUBY;
-        if (ends_with(f, n, "_[php]"))
-            return RT_PHP;
-        if (ends_with(f, n, "_[net]"))
-            return RT_DOTNET;
-        if (ends_with(f, n, "_[js]"))
-            return RT_NODEJS;
-    }
-    if ((n >= 11 && memcmp(f, "LazyCompile", 11) == 0) ||
-        (n >= 19 && memcmp(f, "InterpretedFunction", 19) == 0))
-        return RT_NODEJS;
-    return RT_NATIVE;
-}
-
-static int stack_runtime(const char *s, size_t len)
-{
-    const char *p = s, *e = s + len;
-    while (p < e) {
-        const char *q = memchr(p, ';', (size_t)(e - p));
-        size_t n = q ? (size_t)(q - p) : (size_t)(e - p);
-        int rt = frame_runtime(p, n);
-        if (rt != RT_NATIVE)
-            return rt;
-        p = q ? q + 1 : e;
-    }
-    return RT_NATIVE;
-}
-
-const char *pp_pyroscope_runtime(const char *stack, size_t len)
-{
-    return rt_names[stack_runtime(stack, len)];
-}
-
-/* ---- grouping ---- */
-
-typedef struct gtab {
-    pp_pyro_group *g;
-    size_t n, cap;
-    uint32_t *slots; /* index+1, 0 empty */
-    size_t nslots;
-} gtab;
-
-static uint32_t hash2(const char *a, size_t al, const char *b, size_t bl)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < al; i++)
-        h = (h ^ (unsigned char)a[i]) * 16777619u;
-    h = (h ^ 0xff) * 16777619u;
-    for (size_t i = 0; i < bl; i++)
-        h = (h ^ (unsigned char)b[i]) * 16777619u;
-    return h;
-}
-
-static int gtab_grow(gtab *t)
-{
-    size_t ns = t->nslots ? t->nslots * 2 : 64;
-    uint32_t *s = calloc(ns, sizeof(*s));
-    if (!s)
-        return -1;
-    for (size_t i = 0; i < t->n; i++) {
-        pp_pyro_group *g = &t->g[i];
-        uint32_t h = hash2(g->comm, strlen(g->comm), g->container, strlen(g->container));
-        size_t k = h & (ns - 1);
-        while (s[k])
-            k = (k + 1) & (ns - 1);
-        s[k] = (uint32_t)i + 1;
-    }
-    free(t->slots);
-    t->slots = s;
-    t->nslots = ns;
-    return 0;
-}
-
-static pp_pyro_group *gtab_get(gtab *t, const char *comm, size_t cl, const char *cont, size_t ctl)
-{
-    if ((t->n + 1) * 2 > t->nslots && gtab_grow(t) < 0)
-        return NULL;
-    uint32_t h = hash2(comm, cl, cont, ctl);
-    size_t k = h & (t->nslots - 1);
-    while (t->slots[k]) {
-        pp_pyro_group *g = &t->g[t->slots[k] - 1];
-        if (strlen(g->comm) == cl && memcmp(g->comm, comm, cl) == 0 &&
-            strlen(g->container) == ctl && memcmp(g->container, cont, ctl) == 0)
-            return g;
-        k = (k + 1) & (t->nslots - 1);
-    }
-    if (t->n == t->cap) {
-        size_t nc = t->cap ? t->cap * 2 : 16;
-        pp_pyro_group *ng = realloc(t->g, nc * sizeof(*ng));
-        if (!ng)
-            return NULL;
-        t->g = ng;
-        t->cap = nc;
-    }
-    pp_pyro_group *g = &t->g[t->n];
-    memset(g, 0, sizeof(*g));
-    g->comm = strndup(comm, cl);
-    g->container = strndup(cont, ctl);
-    if (!g->comm || !g->container) {
-        free(g->comm);
-        free(g->container);
-        return NULL;
-    }
-    t->slots[k] = (uint32_t)++t->n;
-    return g;
-}
-
-static int append(pp_pyro_group *g, size_t *cap, const char *s, size_t n)
-{
-    if (g->len + n + 1 > *cap) {
-        size_t nc = *cap ? *cap : 256;
-        while (nc < g->len + n + 1)
-            nc *= 2;
-        char *nb = realloc(g->body, nc);
-        if (!nb)
-            return -1;
-        g->body = nb;
-        *cap = nc;
-    }
-    memcpy(g->body + g->len, s, n);
-    g->len += n;
-    g->body[g->len] = '\0';
-    return 0;
-}
-
-/* The group's body from its distinct stacks ("stack N\n" each, first-seen order). */
-static int write_body(pp_pyro_group *g, const pp_linecount *lc)
-{
-    size_t cap = 0;
-    for (size_t i = 0; i < pp_linecount_size(lc); i++) {
-        size_t n;
-        uint64_t count;
-        const char *st = pp_linecount_get(lc, i, &n, &count);
-        char num[32];
-        int nl = snprintf(num, sizeof(num), " %llu\n", (unsigned long long)count);
-        if (append(g, &cap, st, n) < 0 || append(g, &cap, num, (size_t)nl) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-size_t pp_pyroscope_groups(const char *col, size_t len, pp_pyro_group **out)
-{
-    *out = NULL;
-    const char *p = col, *e = col + len;
-    bool app_idx = true, container = true;
-    if (p < e && *p == '#') {
-        const char *nl = memchr(p, '\n', (size_t)(e - p));
-        size_t hl = nl ? (size_t)(nl - p) : (size_t)(e - p);
-        json_t *h = json_loadb(p + 1, hl - 1, 0, NULL);
-        if (json_is_object(h)) {
-            app_idx = json_is_true(json_object_get(h, "application_metadata_enabled"));
-            const char *v = json_string_value(
-                json_object_get(json_object_get(json_object_get(h, "metadata"), "run_arguments"),
-                                "profile_api_version"));
-            container = !(v && strcmp(v, "v1") == 0);
-            app_idx = app_idx && container;
+    *cont = "";
+    *contl = 0;
+    int skip = (app_idx ? 1 : 0) + (container ? 1 : 0);
+    for (int k = 0; k < skip && s < se; k++) {
+        const char *semi = memchr(s, ';', (size_t)(se - s));
+        if (!semi)
+            return false;
+        if (container && k == skip - 1) {
+            *cont = s;
+            *contl = (size_t)(semi - s);
         }
-        json_decref(h);
-        p = nl ? nl + 1 : e;
+        s = semi + 1;
     }
-    gtab t = {0};
-    pp_linecount **sets = NULL; /* per group: its distinct stacks (several .col lines can differ
-                                 * only in the stripped prefix) */
-    size_t nsets = 0;
+    if (s >= se)
+        return false;
+    const char *semi = memchr(s, ';', (size_t)(se - s));
+    *comm = s;
+    *comml = semi ? (size_t)(semi - s) : (size_t)(se - s);
+    return true;
+}
+
+/* Tracks whether every stack has the same value of a label: v and len the first value seen
+ * (set once one was), many once another differs. */
+typedef struct same_value {
+    const char *v;
+    size_t len;
+    bool set, many;
+} same_value;
+
+static void same_add(same_value *sv, const char *v, size_t len)
+{
+    if (!sv->set) {
+        sv->v = v;
+        sv->len = len;
+        sv->set = true;
+    } else if (len != sv->len || memcmp(v, sv->v, len) != 0) {
+        sv->many = true;
+    }
+}
+
+/* The header's choice of prefix frames: the app index (application_metadata_enabled, v2 only)
+ * and the container (v2 only). Advances *p past the header line. */
+static void read_header(const char **p, const char *e, bool *app_idx, bool *container)
+{
+    *app_idx = *container = true;
+    if (*p >= e || **p != '#')
+        return;
+    const char *nl = memchr(*p, '\n', (size_t)(e - *p));
+    size_t hl = nl ? (size_t)(nl - *p) : (size_t)(e - *p);
+    json_t *h = json_loadb(*p + 1, hl - 1, 0, NULL);
+    if (json_is_object(h)) {
+        *app_idx = json_is_true(json_object_get(h, "application_metadata_enabled"));
+        const char *v = json_string_value(
+            json_object_get(json_object_get(json_object_get(h, "metadata"), "run_arguments"),
+                            "profile_api_version"));
+        *container = !(v && strcmp(v, "v1") == 0);
+        *app_idx = *app_idx && *container;
+    }
+    json_decref(h);
+    *p = nl ? nl + 1 : e;
+}
+
+/* Adds one stack (container and comm frames first), cut below Pyroscope's line limit. */
+static int add_stack(pp_linecount *lc, const char *stack, size_t len, unsigned long long count,
+                     char **cutbuf)
+{
+    if (len > PP_PYRO_MAX_LINE) {
+        const char *last = stack + PP_PYRO_MAX_LINE;
+        while (last > stack && *last != ';')
+            last--;
+        size_t keep = last > stack ? (size_t)(last - stack) : PP_PYRO_MAX_LINE;
+        if (!*cutbuf && !(*cutbuf = malloc(PP_PYRO_MAX_LINE + 16)))
+            return -1;
+        memcpy(*cutbuf, stack, keep);
+        memcpy(*cutbuf + keep, ";[truncated]", 12);
+        stack = *cutbuf;
+        len = keep + 12;
+    }
+    return pp_linecount_add(lc, stack, len, count);
+}
+
+/* The body text from the distinct stacks ("stack N\n" each, first-seen order). */
+static int write_body(pp_pyro_body *b, const pp_linecount *lc)
+{
+    size_t total = 0, n = pp_linecount_size(lc);
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        uint64_t count;
+        pp_linecount_get(lc, i, &len, &count);
+        total += len + 22; /* " <count>\n": at most 22 bytes */
+    }
+    if (!(b->text = malloc(total + 1)))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        uint64_t count;
+        const char *st = pp_linecount_get(lc, i, &len, &count);
+        memcpy(b->text + b->len, st, len);
+        b->len += len;
+        b->len += (size_t)snprintf(b->text + b->len, total + 1 - b->len, " %llu\n",
+                                   (unsigned long long)count);
+    }
+    b->lines = n;
+    return 0;
+}
+
+int pp_pyroscope_body(const char *col, size_t len, pp_pyro_body *b)
+{
+    memset(b, 0, sizeof(*b));
+    const char *p = col, *e = col + len;
+    bool app_idx, container;
+    read_header(&p, e, &app_idx, &container);
+    pp_linecount *lc = pp_linecount_new();
     char *cutbuf = NULL;
-    while (p < e) {
+    same_value comms = {0}, conts = {0};
+    int rc = lc ? 0 : -1;
+    while (rc == 0 && p < e) {
         const char *q = memchr(p, '\n', (size_t)(e - p));
         size_t ll = q ? (size_t)(q - p) : (size_t)(e - p);
         const char *line = p;
         p = q ? q + 1 : e;
-        size_t sl;
+        size_t sl, contl, comml;
         unsigned long long count;
-        if (!ll || pp_col_split_count(line, ll, &sl, &count) < 0 || !count)
+        const char *cont, *comm;
+        if (!ll || pp_col_split_count(line, ll, &sl, &count) < 0 || !count ||
+            !split_prefix(line, line + sl, app_idx, container, &cont, &contl, &comm, &comml))
             continue;
-        const char *s = line, *se = line + sl;
-        const char *cont = "";
-        size_t contl = 0;
-        int skip = (app_idx ? 1 : 0) + (container ? 1 : 0);
-        for (int k = 0; k < skip && s < se; k++) {
-            const char *semi = memchr(s, ';', (size_t)(se - s));
-            if (!semi) {
-                s = se;
-                break;
-            }
-            if (container && k == skip - 1) {
-                cont = s;
-                contl = (size_t)(semi - s);
-            }
-            s = semi + 1;
-        }
-        if (s >= se)
-            continue;
-        const char *semi = memchr(s, ';', (size_t)(se - s));
-        size_t cl = semi ? (size_t)(semi - s) : (size_t)(se - s);
-        pp_pyro_group *g = gtab_get(&t, s, cl, cont, contl);
-        if (!g)
-            break;
-        size_t gi = (size_t)(g - t.g);
-        if (gi >= nsets) {
-            pp_linecount **ns = realloc(sets, t.cap * sizeof(*ns));
-            if (!ns)
-                break;
-            memset(ns + nsets, 0, (t.cap - nsets) * sizeof(*ns));
-            sets = ns;
-            nsets = t.cap;
-        }
-        if (!sets[gi] && !(sets[gi] = pp_linecount_new()))
-            break;
-        size_t stack_len = (size_t)(se - s);
-        const char *stack = s;
-        if (stack_len > PP_PYRO_MAX_LINE) {
-            const char *last = s + PP_PYRO_MAX_LINE;
-            while (last > s && *last != ';')
-                last--;
-            stack_len = last > s ? (size_t)(last - s) : PP_PYRO_MAX_LINE;
-            if (!cutbuf && !(cutbuf = malloc(PP_PYRO_MAX_LINE + 16)))
-                break;
-            memcpy(cutbuf, s, stack_len);
-            memcpy(cutbuf + stack_len, ";[truncated]", 12);
-            stack_len += 12;
-            stack = cutbuf;
-        }
-        if (pp_linecount_add(sets[gi], stack, stack_len, count) < 0)
-            break;
-        g->samples += count;
-        g->rt_samples[stack_runtime(s, (size_t)(se - s))] += count;
+        const char *stack = contl ? cont : comm; /* "container;comm;..." or "comm;..." */
+        rc = add_stack(lc, stack, (size_t)(line + sl - stack), count, &cutbuf);
+        b->samples += count;
+        same_add(&comms, comm, comml);
+        same_add(&conts, cont, contl);
     }
+    if (rc == 0 && pp_linecount_size(lc))
+        rc = write_body(b, lc);
+    if (rc == 0 && comms.set && !comms.many && !(b->comm = strndup(comms.v, comms.len)))
+        rc = -1;
+    if (rc == 0 && conts.set && !conts.many && conts.len &&
+        !(b->container = strndup(conts.v, conts.len)))
+        rc = -1;
     free(cutbuf);
-    free(t.slots);
-    for (size_t i = 0; i < t.n; i++) {
-        pp_pyro_group *g = &t.g[i];
-        if (i < nsets && sets[i] && write_body(g, sets[i]) < 0) {
-            free(g->body); /* out of memory: an empty group, which is not sent */
-            g->body = NULL;
-            g->len = 0;
-        }
-        pp_linecount_free(i < nsets ? sets[i] : NULL);
-        int best = RT_NATIVE;
-        for (int r = 1; r < RT_N; r++)
-            if (g->rt_samples[r] > (best == RT_NATIVE ? 0 : g->rt_samples[best]))
-                best = r;
-        g->runtime = rt_names[best];
-    }
-    free(sets);
-    if (!t.n) {
-        free(t.g);
-        return 0;
-    }
-    *out = t.g;
-    return t.n;
+    pp_linecount_free(lc);
+    if (rc < 0)
+        pp_pyroscope_body_free(b);
+    return rc;
 }
 
-void pp_pyroscope_groups_free(pp_pyro_group *g, size_t n)
+void pp_pyroscope_body_free(pp_pyro_body *b)
 {
-    for (size_t i = 0; i < n; i++) {
-        free(g[i].comm);
-        free(g[i].container);
-        free(g[i].body);
-    }
-    free(g);
+    free(b->text);
+    free(b->comm);
+    free(b->container);
+    memset(b, 0, sizeof(*b));
 }
 
 char *pp_pyroscope_url(const char *server, const char *app, const char *hostname,
-                       const pp_pyro_group *g, time_t from, time_t until, int rate)
+                       const pp_pyro_body *b, time_t from, time_t until, int rate)
 {
     char *h = pp_pyroscope_label_value(hostname, strlen(hostname));
-    char *c = pp_pyroscope_label_value(g->comm, strlen(g->comm));
-    char *ct = pp_pyroscope_label_value(g->container, strlen(g->container));
+    char *c = b->comm ? pp_pyroscope_label_value(b->comm, strlen(b->comm)) : strdup("");
+    char *ct =
+        b->container ? pp_pyroscope_label_value(b->container, strlen(b->container)) : strdup("");
     char *name = NULL, *ename = NULL, *url = NULL;
     if (h && c && ct &&
-        asprintf(&name, "%s{hostname=%s%s%s%s%s,runtime=%s}", app, h, *c ? ",comm=" : "", c,
-                 *ct ? ",container=" : "", ct, g->runtime) >= 0 &&
+        asprintf(&name, "%s{hostname=%s%s%s%s%s}", app, h, *c ? ",comm=" : "", c,
+                 *ct ? ",container=" : "", ct) >= 0 &&
         (ename = pp_url_escape(name)) &&
         asprintf(&url,
                  "%s/ingest?name=%s&from=%lld&until=%lld&sampleRate=%d&spyName=polyprof"
@@ -467,70 +345,53 @@ pp_send_result pp_pyroscope_send(pp_pyroscope *p, const pp_upload_item *it)
 {
     char st[32];
     pp_iso_time(it->start, st, sizeof(st));
-    pp_pyro_group *g;
-    size_t n = pp_pyroscope_groups(it->text, it->len, &g);
-    size_t first = 0;
-    if (it->id && strcmp(it->id, p->resume_id) == 0)
-        first = p->resume_next;
-    p->resume_id[0] = '\0';
-    p->resume_next = 0;
+    pp_pyro_body b;
+    if (pp_pyroscope_body(it->text, it->len, &b) < 0) {
+        pp_error("Pyroscope: out of memory building the request for the session of %s; will "
+                 "retry",
+                 st);
+        return PP_SEND_RETRY;
+    }
+    if (!b.len) {
+        pp_debug("Pyroscope: the session of %s has no stacks; nothing to send", st);
+        return PP_SEND_OK;
+    }
+    char *url =
+        pp_pyroscope_url(p->server, p->app, p->hostname, &b, it->start, it->end, it->frequency);
+    if (!url) {
+        pp_pyroscope_body_free(&b);
+        pp_error("Pyroscope: out of memory building the request for the session of %s; will "
+                 "retry",
+                 st);
+        return PP_SEND_RETRY;
+    }
     char tenant[512] = "";
     if (p->tenant)
         snprintf(tenant, sizeof(tenant), "X-Scope-OrgID: %s", p->tenant);
     const char *hdrs[] = {"Content-Type: text/plain", p->tenant ? tenant : NULL, NULL};
-    size_t sent = 0, dropped = 0;
-    double secs = 0;
+    pp_http_resp r;
+    pp_http_outcome oc = pp_http_request(p->http, "POST", url, hdrs, b.text, b.len, &r);
+    free(url);
     pp_send_result res = PP_SEND_OK;
-    for (size_t i = first; i < n; i++) {
-        if (!g[i].len)
-            continue; /* its body could not be built (out of memory): nothing to send */
-        char *url = pp_pyroscope_url(p->server, p->app, p->hostname, &g[i], it->start, it->end,
-                                     it->frequency);
-        if (!url) {
-            res = PP_SEND_RETRY;
-            pp_error("Pyroscope: out of memory building a request; will retry");
-        } else {
-            pp_http_resp r;
-            pp_http_outcome oc =
-                pp_http_request(p->http, "POST", url, hdrs, g[i].body, g[i].len, &r);
-            free(url);
-            secs += r.seconds;
-            char msg[512];
-            if (oc == PP_HTTP_OK) {
-                sent++;
-            } else if (oc == PP_HTTP_TOO_LARGE || oc == PP_HTTP_REJECTED) {
-                reply_message(&r, msg, sizeof(msg));
-                pp_error("Pyroscope refused the stacks of %s%s%s from the session of %s (HTTP "
-                         "%ld: %s)%s; dropped",
-                         g[i].comm, g[i].container[0] ? " in container " : "", g[i].container, st,
-                         r.status, msg,
-                         oc == PP_HTTP_TOO_LARGE ? ": too large, lower -d or -f, or use --pids"
-                                                 : "");
-                dropped++;
-            } else if (oc == PP_HTTP_ABORTED) {
-                res = PP_SEND_ABORTED;
-            } else {
-                reply_message(&r, msg, sizeof(msg));
-                pp_error("Pyroscope upload of the session of %s failed: %s%s (%zu of %zu "
-                         "groups left, kept in the spool)",
-                         st, r.timed_out ? "timed out: " : "", msg, n - i, n);
-                res = PP_SEND_RETRY;
-            }
-            pp_http_resp_free(&r);
-        }
-        if (res != PP_SEND_OK) {
-            if (it->id) {
-                snprintf(p->resume_id, sizeof(p->resume_id), "%s", it->id);
-                p->resume_next = i;
-            }
-            break;
-        }
+    char msg[512];
+    if (oc == PP_HTTP_OK) {
+        pp_info("Pyroscope: uploaded the session of %s (%llu samples, %zu stacks, %zu KiB, %.0f "
+                "ms)",
+                st, b.samples, b.lines, b.len >> 10, r.seconds * 1000);
+    } else if (oc == PP_HTTP_TOO_LARGE || oc == PP_HTTP_REJECTED) {
+        reply_message(&r, msg, sizeof(msg));
+        pp_error("Pyroscope refused the session of %s (HTTP %ld: %s)%s; dropped", st, r.status, msg,
+                 oc == PP_HTTP_TOO_LARGE ? ": too large, lower -d or -f, or use --pids" : "");
+        res = PP_SEND_DROP;
+    } else if (oc == PP_HTTP_ABORTED) {
+        res = PP_SEND_ABORTED;
+    } else {
+        reply_message(&r, msg, sizeof(msg));
+        pp_error("Pyroscope upload of the session of %s failed: %s%s (kept in the spool)", st,
+                 r.timed_out ? "timed out: " : "", msg);
+        res = PP_SEND_RETRY;
     }
-    if (res == PP_SEND_OK && !n)
-        pp_debug("Pyroscope: the session of %s has no stacks; nothing to send", st);
-    else if (res == PP_SEND_OK)
-        pp_info("Pyroscope: uploaded the session of %s (%zu requests%s, %.0f ms)", st, sent,
-                dropped ? ", some dropped" : "", secs * 1000);
-    pp_pyroscope_groups_free(g, n);
+    pp_http_resp_free(&r);
+    pp_pyroscope_body_free(&b);
     return res;
 }

@@ -1,7 +1,8 @@
-/* Grafana Pyroscope client: POST {server}/ingest in folded format.
- * The folded format carries no per-line labels, so each
- * session is sent as one request per (comm, container) group, labelled with hostname, comm,
- * container and runtime. */
+/* Grafana Pyroscope client: POST {server}/ingest in folded format, one request per session.
+ * The folded format carries no per-line labels: the process name (comm) is the root frame of
+ * every stack (under the container's name for processes in a container), and the request's
+ * labels are those that hold for the whole session (docs/uploads.md): hostname; comm and
+ * container only when every stack has the same one. */
 #ifndef PP_PYROSCOPE_H
 #define PP_PYROSCOPE_H
 
@@ -23,32 +24,30 @@ pp_pyroscope *pp_pyroscope_new(const pp_config *cfg, const atomic_int *abort, ch
                                size_t errlen);
 void pp_pyroscope_free(pp_pyroscope *p);
 
-/* Sends every group of one session; logs the outcome. A group refused with a 4xx is dropped
- * (logged); when a group must be retried, the groups already accepted are not sent again on the
- * next attempt with the same it->id. */
+/* Sends one session in one request; logs the outcome. A request refused with a 4xx is dropped
+ * (PP_SEND_DROP, logged); a 5xx or a network error is retried (PP_SEND_RETRY). */
 pp_send_result pp_pyroscope_send(pp_pyroscope *p, const pp_upload_item *it);
 
 /* ---- building (exposed for the unit tests) ---- */
 
-typedef struct pp_pyro_group {
-    char *comm, *container; /* container "" when none */
-    const char *runtime;    /* "java", "python", "ruby", "php", "dotnet", "nodejs", "native" */
-    char *body;             /* folded lines "comm;...;leaf N\n" in .col order */
-    size_t len;
+/* One session's request body and the labels that hold for all of it. */
+typedef struct pp_pyro_body {
+    char *text; /* folded lines "[container;]comm;...;leaf N\n", distinct, in .col order; NULL
+                 * when the session has no stacks */
+    size_t len, lines;
     unsigned long long samples;
-    unsigned long long rt_samples[7];
-} pp_pyro_group;
+    char *comm;      /* the comm of every stack when they all have the same one, else NULL */
+    char *container; /* the container of every stack when they are all in the same one, else
+                      * NULL (also when none is in a container) */
+} pp_pyro_body;
 
-/* Splits a .col text into groups, in order of first appearance. The header line decides which
- * prefix frames to strip (application_metadata_enabled, run_arguments.profile_api_version).
- * Returns the number of groups (*out malloc'd), or 0 (then *out is NULL). */
-size_t pp_pyroscope_groups(const char *col, size_t len, pp_pyro_group **out);
-void pp_pyroscope_groups_free(pp_pyro_group *g, size_t n);
-
-/* Runtime of one folded stack from its frame suffixes (_[j] java, _[p]/_[pe]/_[pn] python,
- * _[rb] ruby, _[php] php, _[net] dotnet, _[js] or LazyCompile/InterpretedFunction nodejs), or
- * "native". */
-const char *pp_pyroscope_runtime(const char *stack, size_t len);
+/* Builds the body from a .col text. The header line decides which prefix frames to strip
+ * (application_metadata_enabled, run_arguments.profile_api_version): the app index always; the
+ * container frame stays as the root frame of the stacks of processes in a container, and is
+ * dropped when empty. Stacks that are equal once stripped are summed. Returns 0, or -1 when out
+ * of memory (then *b is empty). */
+int pp_pyroscope_body(const char *col, size_t len, pp_pyro_body *b);
+void pp_pyroscope_body_free(pp_pyro_body *b);
 
 /* The application name: the service name with characters outside [A-Za-z0-9_./-] replaced by
  * '_' ("polyprof" when empty), plus ".cpu". malloc'd. */
@@ -56,8 +55,9 @@ char *pp_pyroscope_app_name(const char *service);
 /* A label value safe for Pyroscope's name{k=v} syntax (no ',', '{', '}', '=', '"', control
  * characters; trimmed; at most 256 bytes). malloc'd; "" when nothing is left. */
 char *pp_pyroscope_label_value(const char *v, size_t len);
-/* The full /ingest URL for one group. malloc'd. */
+/* The full /ingest URL for one session: labels hostname, and comm and container when b has
+ * them. malloc'd. */
 char *pp_pyroscope_url(const char *server, const char *app, const char *hostname,
-                       const pp_pyro_group *g, time_t from, time_t until, int rate);
+                       const pp_pyro_body *b, time_t from, time_t until, int rate);
 
 #endif

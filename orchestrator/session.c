@@ -27,8 +27,9 @@
 #include "base/log.h"
 #include "orchestrator/notices.h"
 #include "orchestrator/output.h"
+#include "orchestrator/runtime_modes.h"
+#include "orchestrator/summary.h"
 #include "orchestrator/upload.h"
-#include "runtimes/java/java.h"
 #include "base/procfiles.h"
 #include "runtimes/runner.h"
 #include "runtimes/runtime.h"
@@ -283,9 +284,12 @@ typedef struct run_state {
     json_t *static_md;
     pp_sampler_stats prev;
     uint64_t perfmap_dropped_prev; /* symbolizer's perfmap_entries_dropped at the last session */
-    const pp_runtime_driver *drivers[PP_KIND_COUNT];
-    size_t ndrivers;
-    char tmpdir[PATH_MAX];        /* private temp directory of the runtime profilers, "" if none */
+    pp_runtime_ctx ctx[PP_KIND_COUNT]; /* per runtime with a mode option (lives for the run:
+                                          an abandoned backend may still read it) */
+    bool profiled[PP_KIND_COUNT];      /* its mode is not disabled and a backend exists */
+    size_t nprofiled;
+    size_t nactive;        /* runtimes whose mode is not disabled (backends or hooks act on them) */
+    char tmpdir[PATH_MAX]; /* private temp directory of the runtime profilers, "" if none */
     char target_tmpdir[PATH_MAX]; /* pp_target_tmpdir, "" if none */
     int *pids;                    /* the --pids that exist at start */
     size_t npids;
@@ -294,7 +298,9 @@ typedef struct run_state {
 
 static void run_teardown(run_state *rs)
 {
-    pp_java_perfmaps_cleanup();
+    for (int k = 1; k < PP_KIND_COUNT; k++)
+        if (pp_runtime_get((pp_proc_kind)k)->at_exit)
+            pp_runtime_get((pp_proc_kind)k)->at_exit(&rs->ctx[k]);
     json_decref(rs->static_md);
     free(rs->pids);
     if (rs->tmpdir[0])
@@ -308,16 +314,76 @@ static void run_teardown(run_state *rs)
         close(rs->sfd);
 }
 
-/* The runtime profilers enabled by --<rt>-mode (drivers that have a start()). */
-static void pick_drivers(run_state *rs)
+/* The runtimes profiled by a runtime profiler: a mode other than disabled, and a backend for it
+ * (the modes that have none were reported at start, pp_log_startup_notices). */
+static void pick_runtimes(run_state *rs)
 {
-    for (int k = 0; k < PP_KIND_COUNT; k++) {
-        const pp_runtime_driver *d = pp_runtime_for_kind((pp_proc_kind)k);
-        if (!d || !d->start || d->cli_runtime < 0)
-            continue;
-        const char *mode = rs->cfg->runtime_mode[d->cli_runtime];
+    const pp_config *cfg = rs->cfg;
+    for (int k = 1; k < PP_KIND_COUNT; k++) {
+        const pp_runtime *rt = pp_runtime_get((pp_proc_kind)k);
+        const char *mode = cfg->runtime_mode[k];
+        rs->ctx[k] = (pp_runtime_ctx){.rt = rt,
+                                      .mode = mode ? mode : "disabled",
+                                      .frequency = cfg->frequency,
+                                      .duration = cfg->duration,
+                                      .profiling_mode = cfg->profiling_mode,
+                                      .insert_dso_name = cfg->insert_dso_name,
+                                      .values = cfg->named_options,
+                                      .nvalues = cfg->nnamed_options};
         if (mode && strcmp(mode, "disabled") != 0)
-            rs->drivers[rs->ndrivers++] = d;
+            rs->nactive++;
+        if (mode && strcmp(mode, "disabled") != 0 && rt->backends) {
+            rs->profiled[k] = true;
+            rs->nprofiled++;
+        }
+    }
+}
+
+/* This session's runtime profilers: each profiled runtime's backend for its mode ("auto" picks
+ * the first available one now, so a tool installed during the run is used from the next
+ * session). An explicit mode whose tool is missing still gets its backend, whose start fails
+ * and gives the processes an error stack. */
+static size_t session_tasks(run_state *rs, pp_runner_task *tasks)
+{
+    size_t n = 0;
+    for (int k = 1; k < PP_KIND_COUNT; k++) {
+        if (!rs->profiled[k])
+            continue;
+        char why[1024];
+        const pp_backend *b = pp_runtime_backend(rs->ctx[k].rt, rs->ctx[k].mode, why, sizeof(why));
+        if (b && why[0])
+            pp_error("--%s-mode %s: %s", rs->ctx[k].rt->label, rs->ctx[k].mode, why);
+        if (b)
+            tasks[n++] =
+                (pp_runner_task){.kind = (pp_proc_kind)k, .backend = b, .ctx = &rs->ctx[k]};
+    }
+    return n;
+}
+
+/* A hook of every runtime that has it, over this session's processes. */
+static void each_runtime_hook(run_state *rs, const pp_proc_list *procs, bool last_drain)
+{
+    for (int k = 1; k < PP_KIND_COUNT; k++) {
+        const pp_runtime *rt = pp_runtime_get((pp_proc_kind)k);
+        void (*hook)(const pp_runtime_ctx *, const pp_proc *, size_t) =
+            last_drain ? rt->before_last_drain : rt->session_begin;
+        if (hook)
+            hook(&rs->ctx[k], procs->procs, procs->n);
+    }
+}
+
+/* The stacks of processes the runtimes' hooks could not prepare this session. */
+static void merge_hook_stacks(run_state *rs, pp_profile *prof)
+{
+    for (int k = 1; k < PP_KIND_COUNT; k++) {
+        const pp_runtime *rt = pp_runtime_get((pp_proc_kind)k);
+        if (!rt->hook_stacks)
+            continue;
+        pp_profile *p = pp_profile_new();
+        if (!p || rt->hook_stacks(&rs->ctx[k], p) < 0 ||
+            pp_merge_runtime(prof, p, rs->sampler != NULL) < 0)
+            pp_warn("out of memory while merging the %s hooks' stacks", rt->label);
+        pp_profile_free(p);
     }
 }
 
@@ -413,15 +479,20 @@ static int run_init(run_state *rs, const pp_config *cfg)
         return -1;
     }
     pp_symbolizer_set_dso_names(rs->sym, cfg->insert_dso_name);
-    pick_drivers(rs);
-    if (rs->ndrivers && pp_session_tmpdir(rs->tmpdir, sizeof(rs->tmpdir), err, sizeof(err)) < 0) {
+    pick_runtimes(rs);
+    pp_log_runtime_modes(cfg, rs->profiled);
+    if (rs->nprofiled && pp_session_tmpdir(rs->tmpdir, sizeof(rs->tmpdir), err, sizeof(err)) < 0) {
         pp_critical("cannot create a temporary directory for the runtime profilers: %s", err);
         return -1;
     }
-    if (rs->ndrivers &&
+    if (rs->nactive &&
         pp_target_tmpdir(rs->target_tmpdir, sizeof(rs->target_tmpdir), err, sizeof(err)) < 0) {
         pp_critical("cannot choose the directory for files the profiled processes read: %s", err);
         return -1;
+    }
+    for (int k = 1; k < PP_KIND_COUNT; k++) {
+        rs->ctx[k].tmpdir = rs->tmpdir[0] ? rs->tmpdir : NULL;
+        rs->ctx[k].target_tmpdir = rs->target_tmpdir[0] ? rs->target_tmpdir : NULL;
     }
     if (cfg->perf_mode != PP_PERF_DISABLED) {
         pp_sampler_opts so = {
@@ -474,12 +545,13 @@ static int run_session(run_state *rs, bool *stop)
         pp_warn("cannot read /proc: processes are not classified this session");
     double disc_ms = (mono_now() - t0) * 1000;
     pp_identity_set_procs(rs->ident, &procs);
-    pp_java_perfmaps_refresh(&procs); /* JIT symbols for the sampler */
-    pp_runtime_ctx ctx = {.cfg = cfg,
-                          .tmpdir = rs->tmpdir[0] ? rs->tmpdir : NULL,
-                          .target_tmpdir = rs->target_tmpdir[0] ? rs->target_tmpdir : NULL};
+    each_runtime_hook(rs, &procs, false); /* e.g. JIT symbols for the sampler */
+    pp_runner_task tasks[PP_KIND_COUNT];
+    size_t ntasks = session_tasks(rs, tasks);
+    pp_summary sum;
+    pp_summary_begin(&sum, &procs, tasks, ntasks);
     pp_runner *runner =
-        rs->ndrivers ? pp_runner_start(rs->drivers, rs->ndrivers, &ctx, &procs, deadline) : NULL;
+        ntasks ? pp_runner_start(tasks, ntasks, procs.procs, procs.n, deadline) : NULL;
     pp_info("profiling session started (%d s, %zu processes classified in %.1f ms)", cfg->duration,
             procs.n, disc_ms);
 
@@ -489,7 +561,7 @@ static int run_session(run_state *rs, bool *stop)
         if (left <= 0)
             break;
         if (!maps_refreshed && left * 1000 <= DRAIN_INTERVAL_MS) {
-            pp_java_perfmaps_refresh(&procs); /* code compiled during the session */
+            each_runtime_hook(rs, &procs, true); /* code compiled during the session */
             maps_refreshed = true;
             left = deadline - mono_now();
         }
@@ -524,11 +596,13 @@ static int run_session(run_state *rs, bool *stop)
         size_t nrt = pp_runner_finish(runner, 2.0, &rts);
         for (size_t i = 0; i < nrt; i++) {
             log_runtime_counts(prof, rts[i]);
+            pp_summary_runtime(&sum, rts[i]);
             if (pp_merge_runtime(prof, rts[i], rs->sampler != NULL) < 0)
                 pp_warn("out of memory while merging runtime profiles");
         }
         pp_runner_free(runner);
     }
+    merge_hook_stacks(rs, prof);
     double t_merged = mono_now();
     pp_identity_annotate(rs->ident, prof, rs->disc, end);
     json_t *ext = session_extmeta(cfg);
@@ -546,6 +620,7 @@ static int run_session(run_state *rs, bool *stop)
     json_decref(counters);
     json_decref(ext);
     heartbeat(rs);
+    pp_summary_end(&sum, prof, rs->up);
     pp_profile_free(prof);
     pp_proc_list_free(&procs);
     return rc;

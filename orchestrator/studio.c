@@ -412,12 +412,12 @@ static void merge_into(json_t *dst, json_t *src)
     json_object_foreach(src, k, v)
     {
         if (json_is_object(v)) {
-            json_t *node = json_object_get(dst, k);
-            if (!json_is_object(node)) {
-                node = json_object();
-                json_object_set_new(dst, k, node);
+            json_t *sub = json_object_get(dst, k);
+            if (!json_is_object(sub)) {
+                sub = json_object();
+                json_object_set_new(dst, k, sub);
             }
-            merge_into(node, v);
+            merge_into(sub, v);
         } else {
             json_object_set(dst, k, v);
         }

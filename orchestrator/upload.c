@@ -23,6 +23,7 @@
 #include "base/log.h"
 #include "orchestrator/pyroscope.h"
 #include "base/safefile.h"
+#include "base/textbuf.h"
 #include "orchestrator/spool.h"
 #include "orchestrator/studio.h"
 #include "orchestrator/upload_item.h"
@@ -39,6 +40,11 @@ typedef struct backend {
     long long next_try_ms; /* monotonic; retry not before */
     long long backoff_ms;
     bool failing;
+    /* For pp_uploader_status, under the uploader's mu: sessions accepted and dropped since the
+     * start, entries in the spool, and whether the last attempt must be retried. */
+    unsigned long long st_sent, st_dropped;
+    size_t st_spooled;
+    bool st_failing;
 } backend;
 
 typedef struct qitem {
@@ -53,6 +59,7 @@ struct pp_uploader {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     qitem *head, *tail;
+    size_t queued; /* submitted, not yet in the spools */
     bool stopping;
     long long stop_deadline_ms;
     atomic_int abort;
@@ -215,6 +222,20 @@ static pp_send_result send_to(backend *b, const pp_upload_item *it)
     return b->studio ? pp_studio_send(b->studio, it) : pp_pyroscope_send(b->pyro, it);
 }
 
+/* Records a send's result for pp_uploader_status; spooled: the entries left in b's spool, or -1
+ * when unchanged. */
+static void note_result(pp_uploader *u, backend *b, pp_send_result r, long spooled)
+{
+    pthread_mutex_lock(&u->mu);
+    b->st_sent += r == PP_SEND_OK;
+    b->st_dropped += r == PP_SEND_DROP;
+    if (r != PP_SEND_ABORTED)
+        b->st_failing = r == PP_SEND_RETRY;
+    if (spooled >= 0)
+        b->st_spooled = (size_t)spooled;
+    pthread_mutex_unlock(&u->mu);
+}
+
 /* Moves the queued sessions into the spools. Called by the thread only. */
 static void spool_pending(pp_uploader *u)
 {
@@ -225,13 +246,21 @@ static void spool_pending(pp_uploader *u)
     while (q) {
         qitem *next = q->next;
         json_t *meta = pp_upload_item_meta(&q->it);
+        bool spooled[2] = {false, false};
         for (int i = 0; i < u->nb; i++) {
             char err[512];
-            if (pp_spool_put(u->b[i].spool, meta, q->text, q->it.len, err, sizeof(err)) < 0) {
+            spooled[i] =
+                pp_spool_put(u->b[i].spool, meta, q->text, q->it.len, err, sizeof(err)) == 0;
+            if (!spooled[i]) {
                 pp_error("%s: %s; sending the profile without keeping a copy", u->b[i].label, err);
-                send_to(&u->b[i], &q->it);
+                note_result(u, &u->b[i], send_to(&u->b[i], &q->it), -1);
             }
         }
+        pthread_mutex_lock(&u->mu);
+        u->queued--;
+        for (int i = 0; i < u->nb; i++)
+            u->b[i].st_spooled += spooled[i];
+        pthread_mutex_unlock(&u->mu);
         json_decref(meta);
         free_qitem(q);
         q = next;
@@ -266,6 +295,7 @@ static void drain(pp_uploader *u, backend *b)
         it.text = text;
         it.id = names[0];
         pp_send_result r = send_to(b, &it);
+        note_result(u, b, r, (long)(r == PP_SEND_OK || r == PP_SEND_DROP ? n - 1 : n));
         if (r == PP_SEND_OK || r == PP_SEND_DROP) {
             pp_spool_remove(b->spool, names[0]);
             if (b->failing && r == PP_SEND_OK) {
@@ -457,6 +487,7 @@ int pp_uploader_start(const pp_config *cfg, pp_uploader **out, char *err, size_t
             uploader_free(u);
             return -1;
         }
+        b->st_spooled = pp_spool_count(b->spool, NULL);
     }
     if (pthread_create(&u->thread, NULL, thread_main, u) != 0) {
         snprintf(err, errlen, "cannot start the upload thread: %s", strerror(errno));
@@ -498,6 +529,7 @@ void pp_uploader_submit(pp_uploader *u, const pp_session_result *r)
     else
         u->head = q;
     u->tail = q;
+    u->queued++;
     pthread_cond_signal(&u->cv);
     pthread_mutex_unlock(&u->mu);
 }
@@ -541,6 +573,27 @@ void pp_uploader_stop(pp_uploader *u)
                     u->b[i].label, n, pp_spool_path(u->b[i].spool));
     }
     uploader_free(u);
+}
+
+void pp_uploader_status(pp_uploader *u, char *out, size_t len)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    if (!u) {
+        pp_textbuf_add(out, len, &o, "off");
+        return;
+    }
+    pthread_mutex_lock(&u->mu);
+    for (int i = 0; i < u->nb; i++) {
+        const backend *b = &u->b[i];
+        pp_textbuf_add(out, len, &o, "%s%s %llu sent, %zu waiting", i ? "; " : "", b->label,
+                       b->st_sent, b->st_spooled + u->queued);
+        if (b->st_dropped)
+            pp_textbuf_add(out, len, &o, ", %llu dropped", b->st_dropped);
+        if (b->st_failing)
+            pp_textbuf_add(out, len, &o, " (failing)");
+    }
+    pthread_mutex_unlock(&u->mu);
 }
 
 /* ---- upload-file ---- */

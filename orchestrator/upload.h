@@ -26,6 +26,10 @@ typedef struct pp_session_result {
 int pp_uploader_start(const pp_config *cfg, pp_uploader **out, char *err, size_t errlen);
 /* Queues one session for upload; returns at once. */
 void pp_uploader_submit(pp_uploader *u, const pp_session_result *r);
+/* The uploads' state for the session summary: per backend "<name> N sent, M waiting" (waiting:
+ * queued or in the spool, not yet accepted), ", K dropped" when the server refused some, and
+ * " (failing)" when the last attempt must be retried; "off" when u is NULL. */
+void pp_uploader_status(pp_uploader *u, char *out, size_t len);
 /* A stop signal arrived: the stop window (5 s, POLYPROF_UPLOAD_STOP_MS) starts now, and
  * pp_uploader_stop ends it then instead of starting its own, so the whole stop stays within the
  * window however long the session took to wind down. Uploads go on meanwhile. */

@@ -20,11 +20,10 @@
 
 #define MAX_SYMLINKS 40
 #define MAX_PATH_WORK 16384            /* bound on the path being resolved */
-#define MAX_INI_BYTES (1024 * 1024)    /* uwsgi ini files larger than this are not read */
 #define MAX_CMDLINE_BYTES (256 * 1024) /* /proc/<pid>/cmdline prefix read */
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
+char *pp_appid_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+char *pp_appid_fmt(const char *f, ...)
 {
     va_list ap;
     char *s = NULL;
@@ -35,19 +34,19 @@ static char *fmt(const char *f, ...)
     return s;
 }
 
-static const char *base_name(const char *p)
+const char *pp_appid_base_name(const char *p)
 {
     const char *s = strrchr(p, '/');
     return s ? s + 1 : p;
 }
 
-static bool ends_with(const char *s, const char *suffix)
+bool pp_appid_ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && memcmp(s + a - b, suffix, b) == 0;
 }
 
-static bool starts_with(const char *s, const char *prefix)
+bool pp_appid_starts_with(const char *s, const char *prefix)
 {
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
@@ -149,9 +148,9 @@ done:
 /* a.b -> a/b.py unless it already ends with .py, then resolved. */
 static char *module_path(const char *root, const char *cwd, const char *module)
 {
-    if (ends_with(module, ".py"))
+    if (pp_appid_ends_with(module, ".py"))
         return pp_appid_path(root, cwd, module);
-    char *m = fmt("%s.py", module);
+    char *m = pp_appid_fmt("%s.py", module);
     if (!m)
         return NULL;
     for (size_t i = 0, l = strlen(module); i < l; i++)
@@ -163,489 +162,75 @@ static char *module_path(const char *root, const char *cwd, const char *module)
 }
 
 /* "<prefix>: <shown> (<path>)" with path = module_path(shown-or-mod). */
-static char *with_module(const char *prefix, const char *shown, const char *mod, const char *root,
-                         const char *cwd)
+char *pp_appid_with_module(const char *prefix, const char *shown, const char *mod, const char *root,
+                           const char *cwd)
 {
     char *p = module_path(root, cwd, mod);
     if (!p)
         return NULL;
-    char *r = fmt("%s: %s (%s)", prefix, shown, p);
+    char *r = pp_appid_fmt("%s: %s (%s)", prefix, shown, p);
     free(p);
     return r;
 }
 
-static char *with_file(const char *prefix, const char *arg, const char *root, const char *cwd)
+char *pp_appid_with_file(const char *prefix, const char *arg, const char *root, const char *cwd)
 {
     char *p = pp_appid_path(root, cwd, arg);
     if (!p)
         return NULL;
-    char *r = fmt("%s: %s (%s)", prefix, arg, p);
+    char *r = pp_appid_fmt("%s: %s (%s)", prefix, arg, p);
     free(p);
     return r;
 }
 
 /* ---- gProfiler's command-line argument lookup ---- */
 
-enum { ARG_ERR = -1, ARG_NA = 0, ARG_FOUND = 1 };
-
-/* `_get_cli_arg_by_name`: "name value" (first occurrence; ARG_ERR when it is the last
+/* `_get_cli_arg_by_name`: "name value" (first occurrence; PP_ARG_ERR when it is the last
  * argument), then with eq "name=value", then with prefix "namevalue". */
-static int arg_by_name(char *const *argv, int argc, const char *name, bool eq, bool prefix,
-                       const char **out)
+int pp_appid_arg(char *const *argv, int argc, const char *name, bool eq, bool prefix,
+                 const char **out)
 {
     size_t nl = strlen(name);
     for (int i = 0; i < argc; i++)
         if (strcmp(argv[i], name) == 0) {
             if (i + 1 >= argc)
-                return ARG_ERR;
+                return PP_ARG_ERR;
             *out = argv[i + 1];
-            return ARG_FOUND;
+            return PP_ARG_FOUND;
         }
     if (eq)
         for (int i = 0; i < argc; i++)
             if (strncmp(argv[i], name, nl) == 0 && argv[i][nl] == '=') {
                 *out = argv[i] + nl + 1;
-                return ARG_FOUND;
+                return PP_ARG_FOUND;
             }
     if (prefix)
         for (int i = 0; i < argc; i++)
             if (strncmp(argv[i], name, nl) == 0) {
                 *out = argv[i] + nl;
-                return ARG_FOUND;
+                return PP_ARG_FOUND;
             }
-    return ARG_NA;
+    return PP_ARG_NA;
 }
 
 /* Python's `a or b` over two lookups: a when found and non-empty, else b. */
-static int arg_or(char *const *argv, int argc, const char *n1, bool eq1, bool pre1, const char *n2,
-                  bool eq2, bool pre2, const char **out)
+int pp_appid_arg_or(char *const *argv, int argc, const char *n1, bool eq1, bool pre1,
+                    const char *n2, bool eq2, bool pre2, const char **out)
 {
     const char *v = NULL;
-    int r = arg_by_name(argv, argc, n1, eq1, pre1, &v);
-    if (r == ARG_ERR)
-        return ARG_ERR;
-    if (r == ARG_FOUND && v[0]) {
+    int r = pp_appid_arg(argv, argc, n1, eq1, pre1, &v);
+    if (r == PP_ARG_ERR)
+        return PP_ARG_ERR;
+    if (r == PP_ARG_FOUND && v[0]) {
         *out = v;
-        return ARG_FOUND;
+        return PP_ARG_FOUND;
     }
-    return arg_by_name(argv, argc, n2, eq2, pre2, out);
+    return pp_appid_arg(argv, argc, n2, eq2, pre2, out);
 }
 
-static const char *arg_at(char *const *argv, int argc, int i)
+const char *pp_appid_arg_at(char *const *argv, int argc, int i)
 {
     return i < argc ? argv[i] : "";
-}
-
-/* ^python([23](\.\d{1,2})?)?$ on the basename. */
-static bool is_python_bin(const char *path)
-{
-    const char *b = base_name(path);
-    if (!starts_with(b, "python"))
-        return false;
-    b += 6;
-    if (!*b)
-        return true;
-    if (*b != '2' && *b != '3')
-        return false;
-    b++;
-    if (!*b)
-        return true;
-    if (*b != '.')
-        return false;
-    b++;
-    int d = 0;
-    while (d < 3 && b[d] >= '0' && b[d] <= '9')
-        d++;
-    return (d == 1 || d == 2) && b[d] == '\0';
-}
-
-static bool is_python_m(char *const *argv, int argc, const char *module)
-{
-    return argc >= 3 && is_python_bin(argv[0]) && strcmp(argv[1], "-m") == 0 &&
-           strcmp(argv[2], module) == 0;
-}
-
-/* ---- gunicorn / uvicorn ---- */
-
-static char *gunicorn_appid(const char *server, const char *spec, const char *root, const char *cwd)
-{
-    size_t fl = strcspn(spec, ":");
-    char *file = strndup(spec, fl);
-    if (!file)
-        return NULL;
-    char *r = with_module(server, spec, file, root, cwd);
-    free(file);
-    return r;
-}
-
-/* ^gunicorn: (?:master|worker) \[([^\]]*)\]$ on the only non-empty argument. */
-static char *rule_gunicorn_title(char *const *argv, int argc, const char *cwd, const char *root)
-{
-    if (argc < 1 || !starts_with(argv[0], "gunicorn: "))
-        return NULL;
-    for (int i = 1; i < argc; i++)
-        if (argv[i][0])
-            return NULL;
-    const char *s = argv[0] + 10;
-    if (!starts_with(s, "master [") && !starts_with(s, "worker ["))
-        return NULL;
-    s += 8;
-    size_t sl = strcspn(s, "]");
-    const char *end = s + sl;
-    if (*end != ']' || !(end[1] == '\0' || (end[1] == '\n' && end[2] == '\0')))
-        return NULL;
-    char *spec = strndup(s, sl);
-    if (!spec)
-        return NULL;
-    char *r = gunicorn_appid("gunicorn", spec, root, cwd);
-    free(spec);
-    return r;
-}
-
-static char *rule_server(const char *server, char *const *argv, int argc, const char *cwd,
-                         const char *root, bool factory)
-{
-    if (strcmp(base_name(arg_at(argv, argc, 0)), server) != 0 &&
-        strcmp(base_name(arg_at(argv, argc, 1)), server) != 0)
-        return NULL;
-    const char *spec = "unknown app name";
-    for (int i = 1; i < argc; i++)
-        if (strchr(argv[i], ':') &&
-            (argv[i - 1][0] != '-' || (factory && strcmp(argv[i - 1], "--factory") == 0))) {
-            spec = argv[i];
-            break;
-        }
-    return gunicorn_appid(server, spec, root, cwd);
-}
-
-/* ---- uwsgi ---- */
-
-/* configparser-like reader: returns 1 and *module (malloc'd, or NULL when [uwsgi] has no
- * module), or -1 when the file cannot be read or configparser would raise. */
-static char *ini_strip(char *s)
-{
-    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\f' || *s == '\v')
-        s++;
-    size_t l = strlen(s);
-    while (l > 0 && (s[l - 1] == ' ' || s[l - 1] == '\t' || s[l - 1] == '\r' || s[l - 1] == '\f' ||
-                     s[l - 1] == '\v'))
-        s[--l] = '\0';
-    return s;
-}
-
-typedef struct {
-    char *text;        /* the whole file, modified in place */
-    const char *uwsgi; /* value of module in [uwsgi] (last wins), NULL if absent */
-    const char *deflt; /* value of module in [DEFAULT] */
-    bool has_uwsgi;    /* a [uwsgi] section exists */
-    char *cont[2];     /* malloc'd multi-line values (uwsgi, DEFAULT), owned */
-} ini_result;
-
-static int ini_parse(ini_result *r)
-{
-    enum { NONE, UWSGI, DEFAULT, OTHER } sect = NONE;
-    int cur = -1; /* which module value a continuation line extends: 0 uwsgi, 1 DEFAULT */
-    int opt_indent = -1;
-    char *line = r->text;
-    while (line) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        int indent = 0;
-        while (line[indent] == ' ' || line[indent] == '\t')
-            indent++;
-        char *v = ini_strip(line);
-        if (!*v || v[0] == '#' || v[0] == ';') {
-            if (!*v)
-                opt_indent = -1; /* simplification: a blank line ends a value */
-        } else if (opt_indent >= 0 && sect != NONE && indent > opt_indent) {
-            if (cur >= 0) { /* continuation of a module value */
-                const char *prev = cur == 0 ? r->uwsgi : r->deflt;
-                char *joined = fmt("%s\n%s", prev, v);
-                if (!joined)
-                    return -1;
-                free(r->cont[cur]);
-                r->cont[cur] = joined;
-                if (cur == 0)
-                    r->uwsgi = joined;
-                else
-                    r->deflt = joined;
-            }
-        } else if (v[0] == '[' && strrchr(v, ']') > v + 1) {
-            *strrchr(v, ']') = '\0';
-            const char *h = v + 1;
-            sect = strcmp(h, "uwsgi") == 0 ? UWSGI : strcmp(h, "DEFAULT") == 0 ? DEFAULT : OTHER;
-            if (sect == UWSGI)
-                r->has_uwsgi = true;
-            opt_indent = -1;
-            cur = -1;
-        } else {
-            if (sect == NONE)
-                return -1; /* MissingSectionHeaderError */
-            size_t k = strcspn(v, "=:");
-            if (!v[k])
-                return -1; /* ParsingError (allow_no_value is off) */
-            v[k] = '\0';
-            char *key = ini_strip(v), *val = ini_strip(v + k + 1);
-            if (!*key)
-                return -1;
-            for (char *p = key; *p; p++)
-                if (*p >= 'A' && *p <= 'Z')
-                    *p = (char)(*p - 'A' + 'a');
-            opt_indent = indent;
-            cur = -1;
-            if (strcmp(key, "module") == 0 && (sect == UWSGI || sect == DEFAULT)) {
-                cur = sect == UWSGI ? 0 : 1;
-                if (cur == 0)
-                    r->uwsgi = val;
-                else
-                    r->deflt = val;
-            }
-        }
-        line = nl ? nl + 1 : NULL;
-    }
-    return 0;
-}
-
-/* BasicInterpolation of the module value: "%%" -> "%", "%(module)s" -> itself is a loop, any
- * other "%" raises in configparser -> -1. Only "%%" is supported; "%(name)s" references to
- * other keys are treated as a failure (documented). */
-static char *ini_interpolate(const char *v)
-{
-    char *out = malloc(strlen(v) + 1), *o = out;
-    if (!out)
-        return NULL;
-    for (const char *p = v; *p; p++) {
-        if (*p == '%') {
-            if (p[1] != '%') {
-                free(out);
-                return NULL;
-            }
-            p++;
-        }
-        *o++ = *p;
-    }
-    *o = '\0';
-    return out;
-}
-
-/* 1: *module set (may be NULL: no module), -1: the identifier fails. */
-static int uwsgi_ini_module(const char *root, const char *cwd, const char *ini, char **module)
-{
-    *module = NULL;
-    char *rel = pp_appid_path(root, cwd, ini);
-    if (!rel)
-        return -1;
-    /* Opened inside root: rel may still hold a symlink (a link left lexically past
-     * MAX_SYMLINKS, or one planted since), which must not lead out of it. */
-    int rootfd = open(root && root[0] ? root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    int fd = rootfd >= 0 ? pp_openat_in_root(rootfd, rel, O_RDONLY | O_NONBLOCK) : -1;
-    if (rootfd >= 0)
-        close(rootfd);
-    free(rel);
-    if (fd < 0)
-        return -1;
-    size_t got;
-    char *text = pp_read_fd(fd, MAX_INI_BYTES, 0, &got); /* a regular file only */
-    close(fd);
-    if (!text)
-        return -1;
-    if (strlen(text) != got) { /* NUL bytes: not a text file */
-        free(text);
-        return -1;
-    }
-    ini_result r = {.text = text};
-    int rc = ini_parse(&r);
-    if (rc == 0 && r.has_uwsgi) {
-        const char *v = r.uwsgi ? r.uwsgi : r.deflt;
-        if (v) {
-            *module = ini_interpolate(v);
-            if (!*module)
-                rc = -1;
-        }
-    }
-    free(r.cont[0]);
-    free(r.cont[1]);
-    free(text);
-    return rc == 0 ? 1 : -1;
-}
-
-static char *rule_uwsgi(char *const *argv, int argc, const char *cwd, const char *root)
-{
-    if (strcmp(base_name(arg_at(argv, argc, 0)), "uwsgi") != 0)
-        return NULL;
-    const char *w = NULL;
-    int r = arg_or(argv, argc, "-w", false, false, "--wsgi-file", true, false, &w);
-    if (r == ARG_ERR)
-        return NULL;
-    if (r == ARG_FOUND)
-        return with_module("uwsgi", w, w, root, cwd);
-
-    const char *ini = NULL;
-    static const char *const ini_opts[] = {"--ini", "--ini-paste", "--ini-paste-logged"};
-    r = ARG_NA;
-    for (size_t i = 0; i < 3 && r == ARG_NA; i++)
-        r = arg_by_name(argv, argc, ini_opts[i], true, false, &ini);
-    if (r == ARG_ERR)
-        return NULL;
-    if (r == ARG_NA) {
-        int n = 0;
-        for (int i = 0; i < argc; i++)
-            if (ends_with(argv[i], ".ini")) {
-                n++;
-                ini = argv[i];
-            }
-        if (n != 1)
-            return strdup("uwsgi: ini file / wsgi module not found");
-    }
-    char *module = NULL;
-    if (uwsgi_ini_module(root, cwd, ini, &module) < 0)
-        return NULL;
-    if (!module)
-        return fmt("uwsgi: %s", ini);
-    char *res = with_module("uwsgi", ini, module, root, cwd);
-    free(module);
-    return res;
-}
-
-/* ---- celery, pyspark, python ---- */
-
-static char *rule_celery(char *const *argv, int argc, const char *cwd, const char *root)
-{
-    if (strcmp(base_name(arg_at(argv, argc, 0)), "celery") != 0 &&
-        strcmp(base_name(arg_at(argv, argc, 1)), "celery") != 0 &&
-        !is_python_m(argv, argc, "celery"))
-        return NULL;
-    const char *app = NULL;
-    int r = arg_or(argv, argc, "-A", false, true, "--app", true, false, &app);
-    if (r == ARG_ERR)
-        return NULL;
-    if (r == ARG_FOUND)
-        return with_module("celery", app, app, root, cwd);
-    const char *q = NULL;
-    r = arg_or(argv, argc, "-Q", false, true, "--queues", true, false, &q);
-    if (r != ARG_FOUND || !cwd)
-        return NULL;
-    return fmt("celery queue: %s (%s)", q, cwd);
-}
-
-static char *rule_python(char *const *argv, int argc, const char *cwd, const char *root)
-{
-    if (!is_python_bin(arg_at(argv, argc, 0)))
-        return NULL;
-    const char *m = NULL;
-    int r = arg_by_name(argv, argc, "-m", false, false, &m);
-    if (r == ARG_ERR)
-        return NULL;
-    if (r == ARG_FOUND)
-        return fmt("python: -m %s", m);
-    const char *a1 = arg_at(argv, argc, 1);
-    if (ends_with(a1, ".py"))
-        return with_module("python", a1, a1, root, cwd);
-    return NULL;
-}
-
-char *pp_appid_python(char *const *argv, int argc, const char *cwd, const char *root)
-{
-    if (!argv || argc <= 0)
-        return NULL;
-    char *r;
-    if ((r = rule_gunicorn_title(argv, argc, cwd, root)))
-        return r;
-    if ((r = rule_server("gunicorn", argv, argc, cwd, root, false)))
-        return r;
-    if ((r = rule_server("uvicorn", argv, argc, cwd, root, true)))
-        return r;
-    if ((r = rule_uwsgi(argv, argc, cwd, root)))
-        return r;
-    if ((r = rule_celery(argv, argc, cwd, root)))
-        return r;
-    if (is_python_m(argv, argc, "pyspark.daemon"))
-        return strdup("pyspark");
-    return rule_python(argv, argc, cwd, root);
-}
-
-/* ---- java, node, ruby ---- */
-
-char *pp_appid_java(char *const *argv, int argc, const char *cwd, const char *root)
-{
-    (void)cwd;
-    (void)root;
-    static const char *const with_value[] = {
-        "-cp",
-        "-classpath",
-        "--class-path",
-        "-p",
-        "--module-path",
-        "--add-modules",
-        "--upgrade-module-path",
-        "--limit-modules",
-        "--add-reads",
-        "--add-exports",
-        "--add-opens",
-        "--patch-module",
-        "--source",
-        "-d",
-        "--enable-native-access",
-        "--describe-module",
-    };
-    if (!argv)
-        return NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-jar") == 0 || strcmp(a, "-m") == 0 || strcmp(a, "--module") == 0)
-            return i + 1 < argc && argv[i + 1][0] ? fmt("java: %s", argv[i + 1]) : NULL;
-        if (starts_with(a, "--module="))
-            return a[9] ? fmt("java: %s", a + 9) : NULL;
-        if (a[0] == '@')
-            continue;
-        if (a[0] == '-') {
-            for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
-                if (strcmp(a, with_value[k]) == 0) {
-                    i++;
-                    break;
-                }
-            continue;
-        }
-        if (a[0])
-            return fmt("java: %s", a);
-    }
-    return NULL;
-}
-
-char *pp_appid_node(char *const *argv, int argc, const char *cwd, const char *root)
-{
-    if (!argv)
-        return NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (starts_with(a, "--require="))
-            continue;
-        if (strcmp(a, "--require") == 0 || strcmp(a, "-r") == 0) {
-            i++;
-            continue;
-        }
-        if (ends_with(a, ".js"))
-            return with_file("nodejs", a, root, cwd);
-    }
-    return NULL;
-}
-
-char *pp_appid_ruby(char *const *argv, int argc, const char *cwd, const char *root)
-{
-    if (!argv)
-        return NULL;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (starts_with(a, "-r")) {
-            if (strlen(a) <= 2)
-                i++;
-            continue;
-        }
-        if (ends_with(a, ".rb"))
-            return with_file("ruby", a, root, cwd);
-    }
-    return NULL;
 }
 
 /* ---- /proc ---- */
@@ -681,37 +266,33 @@ char **pp_appid_split_cmdline(const char *data, size_t len, int *argc)
     return v;
 }
 
-char *pp_appid_for_pid(int pid, const char *runtime)
+char **pp_appid_proc_cmdline(int pid, int *argc, char *cwd, size_t cwdlen)
 {
-    char *(*fn)(char *const *, int, const char *, const char *) = NULL;
-    if (!runtime)
-        return NULL;
-    if (strcmp(runtime, "python") == 0)
-        fn = pp_appid_python;
-    else if (strcmp(runtime, "java") == 0)
-        fn = pp_appid_java;
-    else if (strcmp(runtime, "node") == 0 || strcmp(runtime, "nodejs") == 0)
-        fn = pp_appid_node;
-    else if (strcmp(runtime, "ruby") == 0)
-        fn = pp_appid_ruby;
-    if (!fn || pid <= 0)
-        return NULL;
-
-    char path[64], root[64], cwd[PATH_MAX];
+    char path[64];
+    *argc = 0;
     snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
     char *buf = malloc(MAX_CMDLINE_BYTES + 1);
     ssize_t len = buf ? pp_read_small_file(path, buf, MAX_CMDLINE_BYTES + 1) : -1;
-    int argc = 0;
-    char **argv = len > 0 ? pp_appid_split_cmdline(buf, (size_t)len, &argc) : NULL;
+    char **argv = len > 0 ? pp_appid_split_cmdline(buf, (size_t)len, argc) : NULL;
     free(buf);
+    snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
+    ssize_t cl = argv && cwdlen ? readlink(path, cwd, cwdlen - 1) : -1;
+    if (cwdlen)
+        cwd[cl > 0 ? cl : 0] = '\0';
+    return argv;
+}
+
+char *pp_appid_for_pid(int pid, pp_appid_fn rule)
+{
+    if (!rule || pid <= 0)
+        return NULL;
+    char root[64], cwd[PATH_MAX];
+    int argc;
+    char **argv = pp_appid_proc_cmdline(pid, &argc, cwd, sizeof(cwd));
     if (!argv)
         return NULL;
-    snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
-    ssize_t cl = readlink(path, cwd, sizeof(cwd) - 1);
-    if (cl > 0)
-        cwd[cl] = '\0';
     snprintf(root, sizeof(root), "/proc/%d/root", pid);
-    char *r = fn(argv, argc, cl > 0 ? cwd : NULL, root);
+    char *r = rule(argv, argc, cwd[0] ? cwd : NULL, root);
     free(argv);
     return r;
 }

@@ -1,11 +1,11 @@
 /* Application identifiers ("appids"), the optional `appid: <id>` frame after the comm
  * (decisions in docs/containers-and-appids.md).
  *
- * Every pp_appid_* function returns a malloc'd string WITHOUT the "appid: " prefix, e.g.
- * "python: lister.py (/app/lister.py)", or NULL when its rules give none (or on OOM).
- *   argv/argc: the process's command line, split the way psutil does (pp_appid_split_cmdline).
- *   cwd:       its working directory as the process sees it (NULL when unknown: every rule that
- *              needs a path then gives nothing, as gProfiler's failing cwd() does).
+ * Every runtime's rule set (pp_appid_fn, in runtimes/<rt>/appid.c) returns a malloc'd string
+ * WITHOUT the "appid: " prefix, e.g. "python: lister.py (/app/lister.py)", or NULL when its rules
+ * give none (or on OOM). argv/argc: the process's command line, split the way psutil does
+ * (pp_appid_split_cmdline). cwd:       its working directory as the process sees it (NULL when
+ * unknown: every rule that needs a path then gives nothing, as gProfiler's failing cwd() does).
  *   root:      the directory the process's paths are resolved under: "/proc/<pid>/root" in
  *              production, "/" or a fixture directory in tests.
  * "(path)" in the formats is pp_appid_path(root, cwd, arg). Nothing here caches; the caller
@@ -13,35 +13,19 @@
 #ifndef PP_APPID_H
 #define PP_APPID_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
-/* Python rules, first match wins: gunicorn process title, gunicorn, uvicorn, uwsgi (-w,
- * --wsgi-file, --ini/--ini-paste/--ini-paste-logged or one bare *.ini read for
- * `[uwsgi] module`), celery (-A/--app, else -Q/--queues), `python -m pyspark.daemon`, plain
- * python (`-m X`, or argv[1] ending in .py). */
-char *pp_appid_python(char *const *argv, int argc, const char *cwd, const char *root);
+/* A runtime's rule set over a command line (each runtime's appid.c), as described above. */
+typedef char *(*pp_appid_fn)(char *const *argv, int argc, const char *cwd, const char *root);
 
-/* Java, from the command line instead of gProfiler's `jcmd VM.command_line` (same first token of
- * sun.java.command): "java: <jar>" for `-jar <jar>`, "java: <module>[/<class>]" for
- * `-m`/`--module`/`--module=`, else "java: <main class>" = the first argument after argv[0] that
- * is not a launcher option (options -cp/-classpath/--class-path/-p/--module-path/
- * --upgrade-module-path/--add-modules/--limit-modules/--add-reads/--add-exports/--add-opens/
- * --patch-module/--enable-native-access/--source/--describe-module/-d take the next argument;
- * @argfiles are skipped). NULL when there is none (e.g. `java -version`). */
-char *pp_appid_java(char *const *argv, int argc, const char *cwd, const char *root);
+/* Reads /proc/<pid>/cmdline (first 256 KiB) and /proc/<pid>/cwd and calls rule; root is
+ * "/proc/<pid>/root". NULL for processes that are gone, and when no rule matches. */
+char *pp_appid_for_pid(int pid, pp_appid_fn rule);
 
-/* "nodejs: <arg> (path)": the first argument after argv[0] ending in .js, skipping -r X,
- * --require X and --require=X. */
-char *pp_appid_node(char *const *argv, int argc, const char *cwd, const char *root);
-
-/* "ruby: <arg> (path)": the first argument ending in .rb, scanning from argv[0], skipping -r X
- * and -rX. */
-char *pp_appid_ruby(char *const *argv, int argc, const char *cwd, const char *root);
-
-/* Reads /proc/<pid>/cmdline (first 256 KiB) and /proc/<pid>/cwd and calls the rule set for
- * runtime: "python", "java", "node" (or "nodejs") or "ruby"; root is "/proc/<pid>/root".
- * NULL for other runtimes, for processes that are gone, and when no rule matches. */
-char *pp_appid_for_pid(int pid, const char *runtime);
+/* The command line of pid (first 256 KiB, split by pp_appid_split_cmdline: one free()) and its
+ * working directory as it sees it into cwd ("" when unknown). NULL when it is gone. */
+char **pp_appid_proc_cmdline(int pid, int *argc, char *cwd, size_t cwdlen);
 
 /* join(cwd, arg) (arg wins when absolute), resolved component by component inside root:
  * "." and empty components are dropped, ".." goes up but never above root, symlinks are
@@ -57,5 +41,29 @@ char *pp_appid_path(const char *root, const char *cwd, const char *arg);
  * (processes that rewrote their title). Returns a malloc'd NULL-terminated vector whose
  * strings live in the same allocation (one free()), with *argc set; NULL for empty data/OOM. */
 char **pp_appid_split_cmdline(const char *data, size_t len, int *argc);
+
+/* ---- helpers for the rule sets ---- */
+
+char *pp_appid_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+const char *pp_appid_base_name(const char *p);
+bool pp_appid_ends_with(const char *s, const char *suffix);
+bool pp_appid_starts_with(const char *s, const char *prefix);
+/* "<prefix>: <shown> (<path>)" with path = mod as a module (a.b -> a/b.py unless it ends with
+ * .py) resolved by pp_appid_path; NULL when it cannot be resolved. */
+char *pp_appid_with_module(const char *prefix, const char *shown, const char *mod, const char *root,
+                           const char *cwd);
+/* "<prefix>: <arg> (<path>)" with path = pp_appid_path(root, cwd, arg). */
+char *pp_appid_with_file(const char *prefix, const char *arg, const char *root, const char *cwd);
+
+/* gProfiler's `_get_cli_arg_by_name`: "name value" (first occurrence; PP_ARG_ERR when it is
+ * the last argument), then with eq "name=value", then with prefix "namevalue". */
+enum { PP_ARG_ERR = -1, PP_ARG_NA = 0, PP_ARG_FOUND = 1 };
+int pp_appid_arg(char *const *argv, int argc, const char *name, bool eq, bool prefix,
+                 const char **out);
+/* Python's `a or b` over two lookups: a when found and non-empty, else b. */
+int pp_appid_arg_or(char *const *argv, int argc, const char *n1, bool eq1, bool pre1,
+                    const char *n2, bool eq2, bool pre2, const char **out);
+/* argv[i], or "" past the end. */
+const char *pp_appid_arg_at(char *const *argv, int argc, int i);
 
 #endif

@@ -10,7 +10,7 @@
 #include "base/log.h"
 
 typedef struct job {
-    const pp_runtime_driver *drv;
+    const pp_backend *drv;
     const pp_runtime_ctx *ctx;
     pp_proc *procs;
     size_t n;
@@ -68,8 +68,8 @@ static void *job_main(void *arg)
     return NULL;
 }
 
-pp_runner *pp_runner_start(const pp_runtime_driver *const *drivers, size_t n,
-                           const pp_runtime_ctx *ctx, const pp_proc_list *procs, double deadline)
+pp_runner *pp_runner_start(const pp_runner_task *tasks, size_t n, const pp_proc *procs,
+                           size_t nprocs, double deadline)
 {
     pp_runner *r = calloc(1, sizeof(*r));
     if (!r)
@@ -81,27 +81,27 @@ pp_runner *pp_runner_start(const pp_runtime_driver *const *drivers, size_t n,
         return NULL;
     }
     for (size_t d = 0; d < n; d++) {
-        const pp_runtime_driver *drv = drivers[d];
-        if (!drv->start || !drv->collect)
+        const pp_backend *drv = tasks[d].backend;
+        if (!drv || !drv->start || !drv->collect)
             continue;
         job *j = calloc(1, sizeof(*j));
         if (!j)
             continue;
-        j->procs = calloc(procs->n ? procs->n : 1, sizeof(*j->procs));
+        j->procs = calloc(nprocs ? nprocs : 1, sizeof(*j->procs));
         j->out = pp_profile_new();
         if (!j->procs || !j->out) {
             job_free(j);
             continue;
         }
-        for (size_t i = 0; i < procs->n; i++)
-            if (procs->procs[i].kind == drv->kind && !procs->procs[i].blacklisted)
-                j->procs[j->n++] = procs->procs[i];
+        for (size_t i = 0; i < nprocs; i++)
+            if (procs[i].kind == tasks[d].kind && !procs[i].blacklisted)
+                j->procs[j->n++] = procs[i];
         if (j->n == 0) {
             job_free(j);
             continue;
         }
         j->drv = drv;
-        j->ctx = ctx;
+        j->ctx = tasks[d].ctx;
         j->deadline = deadline;
         j->lock = &runner_lock;
         j->cond = &runner_cond;
@@ -118,17 +118,28 @@ pp_runner *pp_runner_start(const pp_runtime_driver *const *drivers, size_t n,
     return r;
 }
 
+int pp_error_stack(pp_profile *out, int pid, const char *comm, const char *runtime,
+                   const char *what, const char *reason)
+{
+    pp_pid_profile *pp = pp_profile_get(out, pid, true);
+    if (!pp)
+        return -1;
+    pp_pid_clear(pp);
+    pp->comm = pp_profile_intern(out, comm ? comm : "");
+    if (runtime)
+        pp->runtime = runtime;
+    char frame[512];
+    snprintf(frame, sizeof(frame), "[Profiling %s: %s]", what, reason);
+    uint32_t f = pp_profile_intern(out, frame);
+    pp_pid_add(pp, &f, 1, 1);
+    return 0;
+}
+
 static void error_stacks(job *j, pp_profile *out, const char *reason)
 {
-    for (size_t i = 0; i < j->n; i++) {
-        pp_pid_profile *pp = pp_profile_get(out, j->procs[i].pid, true);
-        if (!pp)
+    for (size_t i = 0; i < j->n; i++)
+        if (pp_error_stack(out, j->procs[i].pid, j->procs[i].comm, NULL, "error", reason) < 0)
             return;
-        pp_pid_clear(pp);
-        pp->comm = pp_profile_intern(out, j->procs[i].comm);
-        uint32_t f = pp_profile_intern(out, reason);
-        pp_pid_add(pp, &f, 1, 1);
-    }
 }
 
 static void abs_time(double mono_deadline, struct timespec *ts)
@@ -188,7 +199,7 @@ size_t pp_runner_finish(pp_runner *r, double grace, pp_profile ***profiles)
             res = j->out;
             j->out = NULL;
             if (j->rc < 0 && !j->session)
-                error_stacks(j, res, "[Profiling error: profiler failed to start]");
+                error_stacks(j, res, "profiler failed to start");
         } else {
             /* Abandon it: the thread frees the job if it ever returns. */
             j->abandoned = true;
@@ -196,7 +207,7 @@ size_t pp_runner_finish(pp_runner *r, double grace, pp_profile ***profiles)
             pp_error("%s profiler did not stop; its processes get an error stack", j->drv->name);
             res = pp_profile_new();
             if (res)
-                error_stacks(j, res, "[Profiling error: profiler did not finish in time]");
+                error_stacks(j, res, "profiler did not finish in time");
         }
         pthread_mutex_unlock(&runner_lock);
         if (res)

@@ -12,14 +12,28 @@
 
 typedef struct pp_runner pp_runner;
 
-/* Starts every driver of drivers[0..n) that has a start() on its processes of procs
- * (blacklisted ones excluded), to run until deadline (monotonic seconds). */
-pp_runner *pp_runner_start(const pp_runtime_driver *const *drivers, size_t n,
-                           const pp_runtime_ctx *ctx, const pp_proc_list *procs, double deadline);
+/* One runtime profiler of a session: a runtime's backend and its context (which must outlive
+ * the runner, also an abandoned one: keep it for the whole run). */
+typedef struct pp_runner_task {
+    pp_proc_kind kind;
+    const pp_backend *backend;
+    const pp_runtime_ctx *ctx;
+} pp_runner_task;
+
+/* Starts every task on its kind's processes of procs (blacklisted ones excluded), to run until
+ * deadline (monotonic seconds). */
+pp_runner *pp_runner_start(const pp_runner_task *tasks, size_t n, const pp_proc *procs,
+                           size_t nprocs, double deadline);
 /* Waits for the drivers until deadline + grace (or now + grace when called before the deadline,
  * e.g. after a signal), stops laggards, and returns their profiles
  * (owned by the runner until pp_runner_free), one per started driver. */
 size_t pp_runner_finish(pp_runner *r, double grace, pp_profile ***profiles);
 void pp_runner_free(pp_runner *r);
+
+/* The single stack of a process that has no profile: "[Profiling <what>: <reason>]" (what:
+ * "error" or "skipped", gProfiler's words), replacing whatever the pid had. comm and runtime
+ * (the profile's runtime label, may be NULL) name it. 0, or -1 out of memory. */
+int pp_error_stack(pp_profile *out, int pid, const char *comm, const char *runtime,
+                   const char *what, const char *reason);
 
 #endif

@@ -1,4 +1,4 @@
-/* Driver registry and the base application metadata keys. */
+/* The registry table, backend choice, options by name and the base application metadata. */
 #include "runtimes/runtime.h"
 
 #include <elf.h>
@@ -10,29 +10,72 @@
 #include <unistd.h>
 
 #include "base/elfinfo.h"
+#include "runtimes/appid.h"
 
-extern const pp_runtime_driver pp_go_driver;
-extern const pp_runtime_driver pp_python_driver;
-extern const pp_runtime_driver pp_java_driver;
-extern const pp_runtime_driver pp_node_driver;
-extern const pp_runtime_driver pp_ruby_driver;
+#define PP_RT_EXTERN_(id, sym) extern const pp_runtime pp_rt_##sym;
+PP_RUNTIME_LIST(PP_RT_EXTERN_)
+#undef PP_RT_EXTERN_
 
-const pp_runtime_driver *pp_runtime_for_kind(pp_proc_kind kind)
+static const pp_runtime *const registry[PP_KIND_COUNT] = {
+#define PP_RT_ROW_(id, sym) [PP_KIND_##id] = &pp_rt_##sym,
+    PP_RUNTIME_LIST(PP_RT_ROW_)
+#undef PP_RT_ROW_
+};
+
+const pp_runtime *pp_runtime_get(pp_proc_kind kind)
 {
-    switch (kind) {
-    case PP_KIND_GO:
-        return &pp_go_driver;
-    case PP_KIND_PYTHON:
-        return &pp_python_driver;
-    case PP_KIND_JAVA:
-        return &pp_java_driver;
-    case PP_KIND_NODE:
-        return &pp_node_driver;
-    case PP_KIND_RUBY:
-        return &pp_ruby_driver;
-    default:
+    return (unsigned)kind < PP_KIND_COUNT ? registry[kind] : NULL;
+}
+
+const char *pp_proc_kind_name(pp_proc_kind kind)
+{
+    if (kind == PP_KIND_NATIVE)
+        return "native";
+    const pp_runtime *rt = pp_runtime_get(kind);
+    return rt ? rt->name : "unknown";
+}
+
+const char *pp_runtime_opt(const pp_runtime_ctx *ctx, const char *name)
+{
+    for (size_t i = ctx ? ctx->nvalues : 0; i-- > 0;)
+        if (strcmp(ctx->values[i].name, name) == 0)
+            return ctx->values[i].value ? ctx->values[i].value : "";
+    for (size_t i = 0; ctx && ctx->rt && i < ctx->rt->noptions; i++)
+        if (strcmp(ctx->rt->options[i].name, name) == 0)
+            return ctx->rt->options[i].def_str;
+    return NULL;
+}
+
+static bool serves(const pp_backend *b, const char *mode)
+{
+    for (const char *const *m = b->modes; m && *m; m++)
+        if (strcmp(*m, mode) == 0)
+            return true;
+    return false;
+}
+
+const pp_backend *pp_runtime_backend(const pp_runtime *rt, const char *mode, char *why, size_t len)
+{
+    if (why && len)
+        why[0] = '\0';
+    if (!rt || !mode || strcmp(mode, "disabled") == 0)
         return NULL;
+    bool auto_mode = strcmp(mode, "auto") == 0;
+    for (const pp_backend *const *b = rt->backends; b && *b; b++) {
+        if (!auto_mode && !serves(*b, mode))
+            continue;
+        char tmp[1024] = "";
+        bool ok = !(*b)->available || (*b)->available(tmp, sizeof(tmp));
+        if (ok || !auto_mode) {
+            if (!ok && why && len)
+                snprintf(why, len, "%s", tmp);
+            return *b;
+        }
     }
+    if (why && len)
+        snprintf(why, len, "%s has no %s for mode %s", rt->label,
+                 rt->backends ? "available profiler" : "profiler yet", mode);
+    return NULL;
 }
 
 /* AT_EXECFN: the auxv entry gives an address in the target; read the string from its memory. */
@@ -90,12 +133,18 @@ void pp_app_metadata_base(json_t *obj, int pid)
 
 json_t *pp_app_metadata(int pid, pp_proc_kind kind)
 {
-    const pp_runtime_driver *d = pp_runtime_for_kind(kind);
-    if (!d || !d->metadata)
+    const pp_runtime *rt = pp_runtime_get(kind);
+    if (!rt || !rt->metadata)
         return NULL;
-    json_t *md = d->metadata(pid);
+    json_t *md = rt->metadata(pid);
     if (!md)
         return NULL;
     pp_app_metadata_base(md, pid);
     return md;
+}
+
+char *pp_runtime_appid(int pid, pp_proc_kind kind)
+{
+    const pp_runtime *rt = pp_runtime_get(kind);
+    return rt && rt->appid ? pp_appid_for_pid(pid, rt->appid) : NULL;
 }

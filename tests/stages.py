@@ -6,6 +6,7 @@
     stages.py fuzz --seconds S BIN...  libFuzzer targets: committed seeds replayed, then S s each
     stages.py integration            the pytest suite in tests/integration
     stages.py format                 clang-format check of every tracked C file
+    stages.py layers                 includes point down; runtime names only in runtimes/<rt>/
     stages.py summary                one line per stage and the totals; exit 1 if anything failed
 
 Each stage writes build/results/<stage>.json ({passed, failed, skipped, notes}) and prints
@@ -30,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "build" / "results"
 STRICT = os.environ.get("STRICT") == "1" or os.environ.get("CI") == "true"
-STAGE_ORDER = ["format", "unit", "valgrind", "fuzz", "integration"]
+STAGE_ORDER = ["format", "layers", "unit", "valgrind", "fuzz", "integration"]
 
 
 def expected_skips():
@@ -176,7 +177,7 @@ def run_unit(binaries):
 # interpreters (under valgrind a CPython takes more than the tests' 30 s to start), helper
 # programs built in private temp directories, stand-ins. Criterion's workers (the test binary
 # re-executed from its absolute path) are traced wherever the checkout is, /root and /tmp too.
-VG_SKIP = ("/usr/*,/bin/*,/sbin/*,/lib/*,/lib64/*,/opt/*,*/.pyenv/*,/tmp/pp_*,"
+VG_SKIP = ("/usr/*,/bin/*,/sbin/*,/lib/*,/lib64/*,/opt/*,*/.pyenv/*,/tmp/pp_*,/var/cache/polyprof/*,"
            "*/tests/integration/standins/*")
 
 
@@ -306,6 +307,22 @@ def run_format():
     return stage.finish()
 
 
+def run_layers():
+    """tests/tools/check_layers.py: one check per source file."""
+    stage = Stage("layers")
+    r = subprocess.run([sys.executable, str(ROOT / "tests" / "tools" / "check_layers.py")],
+                       capture_output=True, text=True, cwd=ROOT)
+    m = re.search(r"^layers: (\d+) passed, (\d+) failed", r.stdout, re.M)
+    if not m:
+        stage.fail("check_layers.py did not report: " + (r.stderr or r.stdout)[-500:])
+        return stage.finish()
+    stage.passed += int(m.group(1))
+    for line in r.stdout.splitlines():
+        if not line.startswith("layers:"):
+            stage.fail(line)
+    return stage.finish()
+
+
 def summary():
     totals = [0, 0, 0]
     rc = 0
@@ -342,6 +359,8 @@ def main(argv):
         return run_integration()
     if cmd == "format":
         return run_format()
+    if cmd == "layers":
+        return run_layers()
     if cmd == "summary":
         return summary()
     sys.exit(f"unknown stage {cmd}\n{__doc__}")

@@ -1,16 +1,20 @@
-/* async-profiler launcher: places libasyncProfiler.so in the JVM's mount namespace, runs
- * `asprof <pid> load <lib> true start,...` and `... stop,...` (gProfiler's command lines, see
- * asprof_cmd.c) as supervised children and parses the collapsed output. See asprof.h and
- * docs/java.md ("async-profiler launcher").
+/* async-profiler in a JVM: places libasyncProfiler.so in the JVM's mount namespace, sends
+ * `load <lib> true start,...` and `load <lib> true stop,...` through polyprof's attach client
+ * (the arguments of asprof_cmd.c) and parses the collapsed output. See asprof.h and docs/java.md
+ * ("async-profiler").
  *
- * Layout: the library is found next to asprof (upstream `bin/asprof` + `lib/`, or gProfiler's
- * `resources/java/{asprof,glibc/,musl/}`) and copied to
- * `<target dir>/async-profiler-<ver>/<glibc|musl>/libasyncProfiler.so` inside the target, where
- * the target dir is /tmp/polyprof-<random> (pp_target_tmpdir; kept, so async-profiler is loaded
- * once per JVM). Output and log files are `async-profiler-<pid>.{output,log}` in
+ * Library: async-profiler cannot be unloaded, and a second copy in one JVM would fight the first
+ * over its signal handler and perf events, so a JVM that maps a libasyncProfiler.so already
+ * (loaded by an earlier session, by gProfiler or by its user) is given that path again: the
+ * dynamic loader finds it by name among the loaded objects without opening the file, which may
+ * be gone (verified on JDK 17 and 25). Otherwise the library of the jar is written to
+ * `<target dir>/async-profiler-<ver>/libasyncProfiler.so` inside the target's root for the
+ * load and removed right after it, where the target dir is /tmp/polyprof-<random>
+ * (pp_target_tmpdir). Output and log files are `async-profiler-<pid>.{output,log}` in
  * `<target dir>/<session dir name>` inside the target's root, pre-created and owned by the JVM's
- * user (mode 0600), removed by pp_asprof_free. Every directory on the way must be root-owned:
- * anything another user planted fails this JVM's start with a reason, nothing else. */
+ * user (mode 0600), removed by pp_asprof_free with the directories polyprof created. Every
+ * directory on the way must be root-owned: anything another user planted fails this JVM's start
+ * with a reason, nothing else. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,71 +27,35 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <stdatomic.h>
+
 #include "base/child.h"
 #include "base/log.h"
+#include "base/procfiles.h"
+#include "base/resource.h"
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/asprof_int.h"
-#include "base/procfiles.h"
+#include "runtimes/java/attach.h"
 
-#define MAX_CREATED 8
 #define STOP_SECONDS 8.0 /* how long a stop may take */
+#define LIB_NAME "libasyncProfiler.so"
 
 struct pp_asprof_session {
     int pid;
-    char asprof[PATH_MAX];
     char lib_ns[PATH_MAX]; /* the library as the JVM sees it */
     char out_ns[PATH_MAX], log_ns[PATH_MAX];
     char out_name[64], log_name[64];
-    int dirfd; /* the output directory, through the target's root */
-    char created[MAX_CREATED][4096];
-    int ncreated;
+    int dirfd;        /* the output directory, through the target's root */
+    char base[1024];  /* the target dir, /tmp/polyprof-<random> */
+    char files[2048]; /* the session directory below it */
     pp_asprof_opts o;
     double deadline;
     bool started, stopped;
 };
 
-static bool executable(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
-}
-
 int pp_asprof_find(char *out, size_t len)
 {
-    char exe[PATH_MAX], cand[PATH_MAX + 64];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            /* installed: <dir>/resources/java/asprof; from the build tree: build/../resources */
-            const char *rel[] = {"/resources/java/asprof", "/../resources/java/asprof"};
-            for (size_t i = 0; i < 2; i++) {
-                snprintf(cand, sizeof(cand), "%s%s", exe, rel[i]);
-                char real[PATH_MAX];
-                if (executable(cand) && realpath(cand, real) && strlen(real) < len) {
-                    strcpy(out, real);
-                    return 0;
-                }
-            }
-        }
-    }
-    const char *path = getenv("PATH");
-    char *copy = strdup(path ? path : "/usr/local/bin:/usr/bin:/bin"), *save = NULL;
-    int rc = -1;
-    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && rc < 0;
-         d = strtok_r(NULL, ":", &save)) {
-        if (d[0] != '/')
-            continue; /* relative PATH entries are never used */
-        snprintf(cand, sizeof(cand), "%s/asprof", d);
-        if (executable(cand) && strlen(cand) < len) {
-            strcpy(out, cand);
-            rc = 0;
-        }
-    }
-    free(copy);
-    return rc;
+    return pp_resource_lookup(NULL, "java/async-profiler.jar", false, out, len);
 }
 
 /* The last "[ERROR]" line of the log (else its last line), for messages. */
@@ -126,43 +94,53 @@ static void reset_log(const pp_asprof_session *s)
         close(fd);
 }
 
-/* Runs `asprof <pid> load <lib> true <arg>` until deadline. Returns the exit code (0 ok), or
- * -1 when it could not run, was killed or timed out; why gets a one-line reason on failure. */
-static int run_asprof(pp_asprof_session *s, const char *arg, double deadline, char *why,
-                      size_t whylen)
+/* The first line of text, for messages. */
+static void first_line(const char *text, char *buf, size_t len)
 {
-    char pid[16];
-    snprintf(pid, sizeof(pid), "%d", s->pid);
-    char *argv[] = {s->asprof, pid, "load", s->lib_ns, "true", (char *)arg, NULL};
-    pp_child_opts co = {.argv = argv,
-                        .capture_limit = 65536,
-                        .term_signal = SIGTERM,
-                        .kill_grace = 1,
-                        .quiet = true};
+    snprintf(buf, len, "%.*s", (int)strcspn(text ? text : "", "\n"), text ? text : "");
+}
+
+/* Sends `load <lib> true <arg>` through the attach client until deadline. Returns the agent's
+ * return code (0 ok; async-profiler answers 200 to an action that failed, with an [ERROR] line
+ * in its log), or -1 when the JVM could not be reached or did not load the library; why gets a
+ * one-line reason on failure. */
+static int run_agent(pp_asprof_session *s, const char *arg, double deadline, char *why,
+                     size_t whylen)
+{
     reset_log(s);
-    pp_child *c = pp_child_start(&co, why, whylen);
-    if (!c)
-        return -1;
-    pp_child_result r;
-    int code = -1;
-    if (pp_child_wait(c, deadline, &r) == 0 && r.exited)
-        code = r.exit_code;
-    if (code != 0) {
-        char desc[64], tail[512], err1[512] = "";
-        pp_child_describe(&r, desc, sizeof(desc));
-        log_tail(s, tail, sizeof(tail));
-        if (!tail[0] && r.err) { /* last non-empty stderr line */
-            snprintf(err1, sizeof(err1), "%s", r.err);
-            char *e = err1 + strlen(err1);
-            while (e > err1 && (e[-1] == '\n' || e[-1] == ' '))
-                *--e = '\0';
-            char *nl = strrchr(err1, '\n');
-            snprintf(tail, sizeof(tail), "%s", nl ? nl + 1 : err1);
+    double left = deadline - pp_mono_now();
+    char *out = NULL, err[256], line[256];
+    int code = pp_jattach_cmd(s->pid, "load", s->lib_ns, "true", arg, left > 0.5 ? left : 0.5, &out,
+                              err, sizeof(err));
+    int ret = -1;
+    if (code < 0) {
+        snprintf(why, whylen, "%s", err);
+    } else if (code != 0) {
+        first_line(out, line, sizeof(line));
+        snprintf(why, whylen, "JVM %d did not load %.300s (attach result %d): %.200s", s->pid,
+                 s->lib_ns, code, line[0] ? line : "no message");
+    } else {
+        /* JDK 9+ answer "return code: N", JDK 8 "N" alone */
+        const char *rc = strstr(out, "return code: ");
+        const char *num = rc ? rc + 13 : out;
+        char *end;
+        long v = strtol(num, &end, 10);
+        ret = end != num ? (int)v : -1;
+        if (end == num && !*out)
+            ret = 0;
+        if (ret != 0) {
+            char tail[512];
+            log_tail(s, tail, sizeof(tail));
+            first_line(out, line, sizeof(line));
+            if (ret < 0)
+                snprintf(why, whylen, "unexpected answer to load from JVM %d: %s", s->pid, line);
+            else
+                snprintf(why, whylen, "async-profiler returned %d%s%s", ret, tail[0] ? ": " : "",
+                         tail);
         }
-        snprintf(why, whylen, "asprof %s%s%s", desc, tail[0] ? ": " : "", tail);
     }
-    pp_child_free(c);
-    return code;
+    free(out);
+    return ret;
 }
 
 /* In the session directory (root-owned, created by polyprof, writable by root only): never a
@@ -187,33 +165,35 @@ static int create_file(pp_asprof_session *s, const char *name, uid_t uid, gid_t 
     return rc;
 }
 
-/* Library in the target; fills s->lib_ns. */
-static int place_library(pp_asprof_session *s, const char *base, char *err, size_t errlen)
+/* The library the JVM loads, in s->lib_ns: the libasyncProfiler.so it maps already, else the
+ * jar's, written into <base>/async-profiler-<ver>/ inside the target (the directory's fd in
+ * *libdir: the caller removes the file and the directory after the load). */
+static int place_library(pp_asprof_session *s, const pp_asprof_lib *lib, int *libdir, char *err,
+                         size_t errlen)
 {
-    char tmp[PATH_MAX];
-    bool musl = pp_find_mapping(s->pid, "ld-musl", tmp, sizeof(tmp)) == 0 &&
-                pp_find_mapping(s->pid, "glibc-compat", tmp, sizeof(tmp)) != 0;
-    char src[PATH_MAX], ver[64], dir[PATH_MAX];
-    if (pp_asprof_find_lib(s->asprof, musl, src, sizeof(src), ver, sizeof(ver), err, errlen) < 0)
-        return -1;
-    snprintf(dir, sizeof(dir), "%s/async-profiler-%s/%s", base, ver, musl ? "musl" : "glibc");
-    int fd = pp_asprof_open_dir(s->pid, dir, true, NULL, NULL, 0, err, errlen);
-    if (fd < 0)
+    const char *base = s->base;
+    char loaded[PATH_MAX], dir[PATH_MAX];
+    if (pp_find_mapping(s->pid, "/" LIB_NAME, loaded, sizeof(loaded)) == 0 && loaded[0] == '/' &&
+        strcmp(strrchr(loaded, '/'), "/" LIB_NAME) == 0) {
+        snprintf(s->lib_ns, sizeof(s->lib_ns), "%s", loaded);
+        pp_debug("java: pid %d has async-profiler loaded from %s already: using it", s->pid,
+                 loaded);
+        return 0;
+    }
+    if ((size_t)snprintf(dir, sizeof(dir), "%s/async-profiler-%s", base, lib->version) >=
+            sizeof(dir) - sizeof(LIB_NAME) - 1 ||
+        (*libdir = pp_asprof_open_dir(s->pid, dir, true, true, err, errlen)) < 0)
         return -1;
     /* gProfiler requires 250 KiB free: the library, output and log must fit */
     struct statvfs vfs;
-    if (fstatvfs(fd, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < 250u * 1024) {
+    if (fstatvfs(*libdir, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < 250u * 1024) {
         snprintf(err, errlen, "less than 250 KiB free in %s inside pid %d's mount namespace", base,
                  s->pid);
-        close(fd);
         return -1;
     }
-    int rc = pp_asprof_copy_lib(src, fd, "libasyncProfiler.so", err, errlen);
-    close(fd);
-    if ((size_t)snprintf(s->lib_ns, sizeof(s->lib_ns), "%.*s/libasyncProfiler.so",
-                         (int)(sizeof(s->lib_ns) - 32), dir) >= sizeof(s->lib_ns))
-        rc = -1;
-    return rc;
+    snprintf(s->lib_ns, sizeof(s->lib_ns), "%.*s/%s",
+             (int)(sizeof(s->lib_ns) - sizeof(LIB_NAME) - 1), dir, LIB_NAME);
+    return pp_asprof_lib_write(lib, *libdir, LIB_NAME, err, errlen);
 }
 
 /* Output and log files in the session directory seen through the target's root. */
@@ -225,8 +205,7 @@ static int place_files(pp_asprof_session *s, const char *tmpdir, char *err, size
         snprintf(err, errlen, "process %d exited", s->pid);
         return -1;
     }
-    s->dirfd = pp_asprof_open_dir(s->pid, tmpdir, true, s->created, &s->ncreated, MAX_CREATED, err,
-                                  errlen);
+    s->dirfd = pp_asprof_open_dir(s->pid, tmpdir, true, true, err, errlen);
     if (s->dirfd < 0)
         return -1;
     /* a JVM running as another user must reach its two files (it cannot list the directory) */
@@ -247,7 +226,43 @@ static int place_files(pp_asprof_session *s, const char *tmpdir, char *err, size
     return 0;
 }
 
-pp_asprof_session *pp_asprof_start(const char *asprof, int pid, const pp_runtime_ctx *ctx,
+/* Once per run: the options upstream async-profiler has no equivalent for. */
+static void notice_ignored(const pp_asprof_opts *o)
+{
+    static atomic_bool said;
+    char list[256];
+    if (pp_asprof_ignored(o, list, sizeof(list)) && !atomic_exchange(&said, true))
+        pp_info("java: async-profiler 4.x has no equivalent of %s (options of gProfiler's "
+                "async-profiler fork): ignored",
+                list);
+}
+
+/* Starts the profiler (s->lib_ns loaded): when an earlier polyprof left it running, stops it
+ * without output and starts once more. 0, or -1 with err. */
+static int start_profiler(pp_asprof_session *s, double limit, char *err, size_t errlen)
+{
+    char arg[8192], why[768];
+    if (pp_asprof_start_arg(&s->o, s->out_ns, s->log_ns, arg, sizeof(arg)) < 0) {
+        snprintf(err, errlen, "async-profiler arguments too long");
+        return -1;
+    }
+    for (int attempt = 0;; attempt++) {
+        int code = run_agent(s, arg, limit, why, sizeof(why));
+        if (code == 0)
+            return 0;
+        if (code == 200 && strstr(why, "Profiler already started") && attempt == 0) {
+            char stop[8192], why2[768];
+            pp_asprof_stop_arg(&s->o, s->out_ns, s->log_ns, false, stop, sizeof(stop));
+            pp_info("java: async-profiler was already running in pid %d; restarting it", s->pid);
+            if (run_agent(s, stop, pp_mono_now() + STOP_SECONDS, why2, sizeof(why2)) == 0)
+                continue;
+        }
+        snprintf(err, errlen, "async-profiler did not start: %s", why);
+        return -1;
+    }
+}
+
+pp_asprof_session *pp_asprof_start(const pp_asprof_lib *lib, int pid, const pp_runtime_ctx *ctx,
                                    double deadline, char *err, size_t errlen)
 {
     pp_asprof_session *s = calloc(1, sizeof(*s));
@@ -258,43 +273,34 @@ pp_asprof_session *pp_asprof_start(const char *asprof, int pid, const pp_runtime
     s->pid = pid;
     s->dirfd = -1;
     s->deadline = deadline;
-    snprintf(s->asprof, sizeof(s->asprof), "%s", asprof);
     double now = pp_mono_now();
     int duration = (int)ceil(deadline - now);
-    pp_asprof_opts_init(&s->o, ctx ? ctx->cfg : NULL, duration, pp_asprof_perf_works());
+    pp_asprof_opts_init(&s->o, ctx, duration, pp_asprof_perf_works());
+    notice_ignored(&s->o);
     const char *sess = ctx && ctx->tmpdir ? strrchr(ctx->tmpdir, '/') : NULL;
-    char files[1024]; /* /tmp/polyprof-<random>/sess-<pid>-<random> */
+    /* /tmp/polyprof-<random>/sess-<pid>-<random> */
     if (!sess || !sess[1] || !ctx->target_tmpdir || ctx->target_tmpdir[0] != '/' ||
-        (size_t)snprintf(files, sizeof(files), "%s%s", ctx->target_tmpdir, sess) >= sizeof(files)) {
+        (size_t)snprintf(s->base, sizeof(s->base), "%s", ctx->target_tmpdir) >= sizeof(s->base) ||
+        (size_t)snprintf(s->files, sizeof(s->files), "%s%s", s->base, sess) >= sizeof(s->files)) {
         snprintf(err, errlen, "no session temp directory");
         pp_asprof_free(s);
         return NULL;
     }
-    if (place_library(s, ctx->target_tmpdir, err, errlen) < 0 ||
-        place_files(s, files, err, errlen) < 0) {
-        pp_asprof_free(s);
-        return NULL;
+    int libdir = -1;
+    int rc = place_files(s, s->files, err, errlen);
+    if (rc == 0)
+        rc = place_library(s, lib, &libdir, err, errlen);
+    if (rc == 0)
+        rc = start_profiler(s, now + s->o.attach_timeout, err, errlen);
+    /* loaded or not, the library file has done its work: the JVM keeps its mapping */
+    if (libdir >= 0) {
+        unlinkat(libdir, LIB_NAME, 0);
+        close(libdir);
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%.*s", (int)(strlen(s->lib_ns) - sizeof(LIB_NAME)), s->lib_ns);
+        pp_asprof_rmdirs(pid, dir, s->base);
     }
-    char arg[8192], why[768];
-    if (pp_asprof_start_arg(&s->o, s->out_ns, s->log_ns, arg, sizeof(arg)) < 0) {
-        snprintf(err, errlen, "async-profiler arguments too long");
-        pp_asprof_free(s);
-        return NULL;
-    }
-    double limit = now + s->o.attach_timeout;
-    for (int attempt = 0;; attempt++) {
-        int code = run_asprof(s, arg, limit, why, sizeof(why));
-        if (code == 0)
-            break;
-        /* left running by an earlier polyprof: stop it without output, then start once more */
-        if (code == 200 && strstr(why, "Profiler already started") && attempt == 0) {
-            char stop[8192], why2[768];
-            pp_asprof_stop_arg(&s->o, s->out_ns, s->log_ns, false, stop, sizeof(stop));
-            pp_info("java: async-profiler was already running in pid %d; restarting it", pid);
-            if (run_asprof(s, stop, pp_mono_now() + STOP_SECONDS, why2, sizeof(why2)) == 0)
-                continue;
-        }
-        snprintf(err, errlen, "async-profiler did not start: %s", why);
+    if (rc < 0) {
         pp_asprof_free(s);
         return NULL;
     }
@@ -342,7 +348,7 @@ int pp_asprof_collect(pp_asprof_session *s, pp_profile *prof, pp_pid_profile *pp
     char arg[8192], why[768] = "";
     int code = -1;
     if (!s->stopped && pp_asprof_stop_arg(&s->o, s->out_ns, s->log_ns, true, arg, sizeof(arg)) == 0)
-        code = run_asprof(s, arg, pp_mono_now() + STOP_SECONDS, why, sizeof(why));
+        code = run_agent(s, arg, pp_mono_now() + STOP_SECONDS, why, sizeof(why));
     s->stopped = true;
     size_t len = 0;
     char *text = read_output(s, &len, err, errlen);
@@ -374,7 +380,7 @@ void pp_asprof_free(pp_asprof_session *s)
     if (s->started && !s->stopped && kill(s->pid, 0) == 0) {
         char arg[8192], why[768];
         if (pp_asprof_stop_arg(&s->o, s->out_ns, s->log_ns, false, arg, sizeof(arg)) == 0)
-            run_asprof(s, arg, pp_mono_now() + STOP_SECONDS, why, sizeof(why));
+            run_agent(s, arg, pp_mono_now() + STOP_SECONDS, why, sizeof(why));
     }
     if (s->dirfd >= 0) {
         if (s->out_name[0])
@@ -383,19 +389,7 @@ void pp_asprof_free(pp_asprof_session *s)
             unlinkat(s->dirfd, s->log_name, 0);
         close(s->dirfd);
     }
-    /* directories created in the target, deepest first, each reached without symlinks */
-    for (int i = s->ncreated - 1; i >= 0; i--) {
-        char parent[4096], err[256];
-        snprintf(parent, sizeof(parent), "%s", s->created[i]);
-        char *slash = strrchr(parent, '/');
-        if (!slash)
-            continue;
-        *slash = '\0';
-        int fd = pp_asprof_open_dir(s->pid, parent, false, NULL, NULL, -1, err, sizeof(err));
-        if (fd >= 0) {
-            unlinkat(fd, slash + 1, AT_REMOVEDIR);
-            close(fd);
-        }
-    }
+    if (s->files[0])
+        pp_asprof_rmdirs(s->pid, s->files, s->base);
     free(s);
 }

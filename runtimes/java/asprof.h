@@ -1,9 +1,10 @@
-/* async-profiler launcher (`--java-mode ap`): runs the user's installed async-profiler
- * (`resources/java/asprof` next to polyprof, else `asprof` on PATH) with gProfiler's exact
- * load/start/stop command lines (spec gprofiler-compat.md §5.3: interval from -f, cpu/itimer
- * choice, file=<out>,collapsed,ann,sig, log file, timeout), as supervised children
- * (base/child.h), and parses its collapsed output into a profile. One session per JVM;
- * called from the Java driver's thread (start, collect and free from the same thread). */
+/* async-profiler (`--java-mode ap`): polyprof reads libasyncProfiler.so out of async-profiler's
+ * jar (`java/async-profiler.jar` on the resource search path of base/resource.h; Maven Central's
+ * tools.profiler:async-profiler), places it in the JVM's mount namespace, and drives it through
+ * its own attach client (`load <lib> true <args>`, attach.h) with gProfiler's start/stop
+ * arguments mapped to upstream async-profiler 4.x (docs/java.md), then parses its collapsed
+ * output into a profile. No asprof or jattach process. One session per JVM; called from the
+ * Java driver's thread (start, collect and free from the same thread). */
 #ifndef PP_ASPROF_H
 #define PP_ASPROF_H
 
@@ -12,20 +13,35 @@
 #include "merge/profile.h"
 #include "runtimes/runtime.h"
 
-/* Absolute path of asprof (resources first, then PATH) written to out; -1 when absent. */
+/* Canonical path of async-profiler's jar (pp_resource_lookup of "java/async-profiler.jar", a
+ * data resource: never looked up on PATH) written to out; -1 when absent. */
 int pp_asprof_find(char *out, size_t len);
+
+/* The library of this platform read out of a jar, with the jar's version. */
+typedef struct pp_asprof_lib {
+    char version[64]; /* Maven pom.properties' version ([A-Za-z0-9._-]), else "size-<n>" */
+    unsigned char *data;
+    size_t size;
+} pp_asprof_lib;
+
+/* Reads <platform>/libasyncProfiler.so (linux-x64 or linux-arm64) and the version out of jar.
+ * NULL with a one-line reason in err. */
+pp_asprof_lib *pp_asprof_lib_load(const char *jar, char *err, size_t errlen);
+void pp_asprof_lib_free(pp_asprof_lib *lib);
 
 typedef struct pp_asprof_session pp_asprof_session;
 
-/* Loads and starts async-profiler in JVM pid until deadline (monotonic seconds). NULL with a
- * one-line reason in err (written into the pid's "[Profiling error: …]" stack by the driver). */
-pp_asprof_session *pp_asprof_start(const char *asprof, int pid, const pp_runtime_ctx *ctx,
+/* Loads (unless the JVM has it already) and starts async-profiler in JVM pid until deadline
+ * (monotonic seconds). NULL with a one-line reason in err (written into the pid's
+ * "[Profiling error: …]" stack by the driver). */
+pp_asprof_session *pp_asprof_start(const pp_asprof_lib *lib, int pid, const pp_runtime_ctx *ctx,
                                    double deadline, char *err, size_t errlen);
 /* Stops the profiler, reads and parses its output into pp (an entry of prof). 0, or -1 with
  * err. Returns by the deadline plus a few seconds. */
 int pp_asprof_collect(pp_asprof_session *s, pp_profile *prof, pp_pid_profile *pp, char *err,
                       size_t errlen);
-/* Frees the session, killing any child still running and removing its files. NULL ok. */
+/* Frees the session, stopping a profiler started but not collected, and removing its files. NULL
+ * ok. */
 void pp_asprof_free(pp_asprof_session *s);
 
 /* Parses async-profiler collapsed text ("frame;...;leaf count" lines) into pp. Malformed lines

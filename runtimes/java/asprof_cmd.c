@@ -1,5 +1,6 @@
-/* async-profiler command lines as gProfiler builds them (gprofiler-compat.md §5.3), the
- * cpu/itimer choice, and the parser of async-profiler's collapsed output. */
+/* async-profiler's start/stop arguments as gProfiler builds them (its flags, the interval, the
+ * cpu/itimer choice), less what upstream async-profiler 4.x does not know (docs/java.md has
+ * the table), and the parser of async-profiler's collapsed output. */
 #include <ctype.h>
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -13,18 +14,9 @@
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/asprof_int.h"
 
-/* The value of a gProfiler option polyprof parses but does not act on itself (flags: ""). */
-static const char *opt(const pp_config *cfg, const char *name)
+static long opt_long(const pp_runtime_ctx *ctx, const char *name, long def, long lo, long hi)
 {
-    for (size_t i = 0; cfg && i < cfg->nnoop_options; i++)
-        if (strcmp(cfg->noop_options[i].name, name) == 0)
-            return cfg->noop_options[i].value ? cfg->noop_options[i].value : "";
-    return NULL;
-}
-
-static long opt_long(const pp_config *cfg, const char *name, long def, long lo, long hi)
-{
-    const char *v = opt(cfg, name);
+    const char *v = pp_runtime_opt(ctx, name);
     if (!v || !*v)
         return def;
     char *end;
@@ -83,36 +75,41 @@ bool pp_asprof_perf_works(void)
     return true;
 }
 
-void pp_asprof_opts_init(pp_asprof_opts *o, const pp_config *cfg, int duration_s, bool perf_works)
+void pp_asprof_opts_init(pp_asprof_opts *o, const pp_runtime_ctx *ctx, int duration_s,
+                         bool perf_works)
 {
     memset(o, 0, sizeof(*o));
-    int freq = cfg && cfg->frequency > 0 ? cfg->frequency : 11;
+    int freq = ctx && ctx->frequency > 0 ? ctx->frequency : 11;
     o->interval_ns = (long)(1e9 / freq);
-    o->alloc_bytes = parse_size(opt(cfg, "alloc-interval"), 2L << 20);
-    o->safemode = (int)opt_long(cfg, "java-async-profiler-safemode", 0, 0, 511);
-    o->mcache = (int)opt_long(cfg, "java-async-profiler-mcache", 30, 0, 255);
-    o->attach_timeout = (int)opt_long(cfg, "java-jattach-timeout", 30, 1, 3600);
+    o->alloc_bytes = parse_size(pp_runtime_opt(ctx, "alloc-interval"), 2L << 20);
+    o->safemode = (int)opt_long(ctx, "java-async-profiler-safemode", 0, 0, 511);
+    o->mcache = (int)opt_long(ctx, "java-async-profiler-mcache", 30, 0, 255);
+    o->attach_timeout = (int)opt_long(ctx, "java-jattach-timeout", 30, 1, 3600);
     o->timeout_s = (duration_s > 0 ? duration_s : 1) + 30;
-    const char *f = opt(cfg, "java-async-profiler-features");
-    snprintf(o->features, sizeof(o->features), "%s", f && *f ? f : "probesp,vtable");
-    for (char *p = o->features; *p; p++)
-        if (*p == ',')
-            *p = '+';
-    const char *mode = opt(cfg, "java-async-profiler-mode");
-    if (cfg && cfg->profiling_mode && strcmp(cfg->profiling_mode, "allocation") == 0)
+    const char *f = pp_runtime_opt(ctx, "java-async-profiler-features");
+    char list[96];
+    snprintf(list, sizeof(list), "%s", f && *f ? f : "probesp,vtable");
+    size_t at = 0; /* the list '+'-separated, without probesp (gone in 4.x) */
+    char *save = NULL;
+    for (char *t = strtok_r(list, ",+", &save); t; t = strtok_r(NULL, ",+", &save))
+        if (strcmp(t, "probesp") != 0 && at + strlen(t) + 2 < sizeof(o->features))
+            at += (size_t)snprintf(o->features + at, sizeof(o->features) - at, "%s%s",
+                                   at ? "+" : "", t);
+    const char *mode = pp_runtime_opt(ctx, "java-async-profiler-mode");
+    if (ctx && ctx->profiling_mode && strcmp(ctx->profiling_mode, "allocation") == 0)
         mode = "alloc";
     if (!mode || !*mode || strcmp(mode, "auto") == 0)
         mode = perf_works ? "cpu" : "itimer";
     if (strcmp(mode, "cpu") && strcmp(mode, "itimer") && strcmp(mode, "alloc"))
         mode = perf_works ? "cpu" : "itimer";
     snprintf(o->event, sizeof(o->event), "%s", mode);
-    o->threads = opt(cfg, "java-collect-thread-names") != NULL;
-    o->includemm = opt(cfg, "java-include-method-modifiers") != NULL;
-    const char *ln = opt(cfg, "java-line-numbers");
+    o->threads = pp_runtime_opt(ctx, "java-collect-thread-names") != NULL;
+    o->includemm = pp_runtime_opt(ctx, "java-include-method-modifiers") != NULL;
+    const char *ln = pp_runtime_opt(ctx, "java-line-numbers");
     o->includeln = ln && strcmp(ln, "line-of-function") == 0;
-    o->lib = cfg && cfg->insert_dso_name;
-    o->meminfolog = opt(cfg, "java-async-profiler-no-report-meminfo") == NULL;
-    const char *extra = opt(cfg, "java-async-profiler-args");
+    o->lib = ctx && ctx->insert_dso_name;
+    o->meminfolog = pp_runtime_opt(ctx, "java-async-profiler-no-report-meminfo") == NULL;
+    const char *extra = pp_runtime_opt(ctx, "java-async-profiler-args");
     snprintf(o->extra, sizeof(o->extra), "%s", extra ? extra : "");
 }
 
@@ -132,11 +129,11 @@ static int put(char *buf, size_t len, size_t *at, const char *fmt, ...)
     return 0;
 }
 
-/* ",file=<out>,collapsed,ann,sig[,includemm][,includeln]" */
-static void output_args(const pp_asprof_opts *o, const char *out, char *buf, size_t len, size_t *at)
+/* ",file=<out>,collapsed,ann,sig" (gProfiler's includemm and includeln have no upstream
+ * equivalent) */
+static void output_args(const char *out, char *buf, size_t len, size_t *at)
 {
-    put(buf, len, at, ",file=%s,collapsed,ann,sig%s%s", out, o->includemm ? ",includemm" : "",
-        o->includeln ? ",includeln" : "");
+    put(buf, len, at, ",file=%s,collapsed,ann,sig", out);
 }
 
 int pp_asprof_start_arg(const pp_asprof_opts *o, const char *out, const char *log, char *buf,
@@ -144,13 +141,15 @@ int pp_asprof_start_arg(const pp_asprof_opts *o, const char *out, const char *lo
 {
     size_t at = 0;
     put(buf, len, &at, "start,event=%s%s", o->event, o->threads ? ",threads" : "");
-    output_args(o, out, buf, len, &at);
+    output_args(out, buf, len, &at);
     if (strcmp(o->event, "alloc") == 0)
         put(buf, len, &at, ",alloc=%ld", o->alloc_bytes);
     else
         put(buf, len, &at, ",interval=%ld", o->interval_ns);
-    put(buf, len, &at, ",log=%s,safemode=%d,,features=%s,timeout=%d%s", log, o->safemode,
-        o->features, o->timeout_s, o->lib ? ",lib" : "");
+    put(buf, len, &at, ",log=%s", log);
+    if (o->features[0])
+        put(buf, len, &at, ",features=%s", o->features);
+    put(buf, len, &at, ",timeout=%d%s", o->timeout_s, o->lib ? ",lib" : "");
     if (o->extra[0])
         put(buf, len, &at, ",%s", o->extra);
     return at < len ? 0 : -1;
@@ -164,9 +163,9 @@ int pp_asprof_stop_arg(const pp_asprof_opts *o, const char *out, const char *log
     if (with_output) {
         if (o->threads)
             put(buf, len, &at, ",threads");
-        output_args(o, out, buf, len, &at);
+        output_args(out, buf, len, &at);
     }
-    put(buf, len, &at, "%s%s", o->lib ? ",lib" : "", o->meminfolog ? ",meminfolog" : "");
+    put(buf, len, &at, "%s", o->lib ? ",lib" : "");
     if (o->extra[0])
         put(buf, len, &at, ",%s", o->extra);
     return at < len ? 0 : -1;
@@ -248,4 +247,19 @@ long pp_asprof_parse_collapsed(const char *text, size_t len, pp_profile *prof, p
     if (bad_lines)
         *bad_lines = bad;
     return added;
+}
+
+size_t pp_asprof_ignored(const pp_asprof_opts *o, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    if (o->includemm)
+        put(buf, len, &at, "%s--java-include-method-modifiers", at ? ", " : "");
+    if (o->includeln)
+        put(buf, len, &at, "%s--java-line-numbers line-of-function", at ? ", " : "");
+    if (o->safemode)
+        put(buf, len, &at, "%s--java-async-profiler-safemode %d", at ? ", " : "", o->safemode);
+    if (!o->meminfolog)
+        put(buf, len, &at, "%s--java-async-profiler-no-report-meminfo", at ? ", " : "");
+    return at;
 }

@@ -89,28 +89,14 @@ static bool sleep_ms(long ms)
     }
 }
 
-/* Value after "Key:" at the start of a line, or NULL. */
-static const char *status_field(const char *text, const char *key)
-{
-    size_t kl = strlen(key);
-    for (const char *p = text; p && *p;) {
-        if (strncmp(p, key, kl) == 0 && p[kl] == ':')
-            return p + kl + 1;
-        p = strchr(p, '\n');
-        if (p)
-            p++;
-    }
-    return NULL;
-}
-
 int pp_jattach_parse_status(const char *text, pp_jattach_status *st)
 {
     memset(st, 0, sizeof(*st));
-    const char *ns = status_field(text, "NSpid");
-    const char *uid = status_field(text, "Uid");
-    const char *gid = status_field(text, "Gid");
-    const char *sig = status_field(text, "SigCgt");
-    const char *state = status_field(text, "State");
+    const char *ns = pp_status_field(text, "NSpid");
+    const char *uid = pp_status_field(text, "Uid");
+    const char *gid = pp_status_field(text, "Gid");
+    const char *sig = pp_status_field(text, "SigCgt");
+    const char *state = pp_status_field(text, "State");
     if (!ns || !uid || !gid || !sig)
         return -1;
     while (state && (*state == ' ' || *state == '\t'))

@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "runtimes/appid.h"
 #include "base/elfinfo.h"
 #include "base/inroot.h"
 #include "runtimes/java/asprof.h"
@@ -32,8 +31,12 @@
 #include "runtimes/java/jfr_session.h"
 #include "runtimes/java/jvminfo.h"
 #include "runtimes/java/jvmutil.h"
+#include "runtimes/java/manifest.h"
+#include "runtimes/appid.h"
 #include "runtimes/java/safemode.h"
 #include "base/procfiles.h"
+#include "base/resource.h"
+#include "runtimes/runner.h"
 #include "runtimes/runtime.h"
 
 static double mono_now(void)
@@ -72,7 +75,28 @@ static bool may_attach(int pid)
     return !pp_java_safemode_reason(NULL, 0) && pp_java_supported(pid, why, sizeof(why));
 }
 
-static json_t *java_metadata(int pid)
+/* "jar_manifest": the application JAR's manifest attributes (polyprof's addition to gProfiler's
+ * keys), or NULL when the process was not started from a JAR or it cannot be read. */
+static json_t *jar_manifest(int pid)
+{
+    char cwd[PATH_MAX], root[64], jar[PATH_MAX];
+    int argc;
+    char **argv = pp_appid_proc_cmdline(pid, &argc, cwd, sizeof(cwd));
+    const char *app = argv ? pp_java_app_jar(argv, argc, jar, sizeof(jar)) : NULL;
+    free(argv);
+    snprintf(root, sizeof(root), "/proc/%d/root", pid);
+    pp_jar_manifest m;
+    if (!app || !cwd[0] || pp_java_jar_manifest(root, cwd, jar, &m) < 0)
+        return NULL;
+#define STR_OR_NULL(s) ((s)[0] ? json_string(s) : json_null())
+    return json_pack("{s:s, s:o, s:o, s:o, s:o}", "path", jar, "main_class",
+                     STR_OR_NULL(m.main_class), "start_class", STR_OR_NULL(m.start_class),
+                     "implementation_title", STR_OR_NULL(m.implementation_title),
+                     "implementation_version", STR_OR_NULL(m.implementation_version));
+#undef STR_OR_NULL
+}
+
+json_t *pp_java_metadata(int pid)
 {
     json_t *o = json_object();
     json_t *elfid = json_null();
@@ -103,12 +127,10 @@ static json_t *java_metadata(int pid)
     json_object_set_new(o, "java_version", version ? version : json_string("/java not found"));
     json_object_set_new(o, "libjvm_elfid", elfid);
     json_object_set_new(o, "jvm_flags", flags ? flags : json_array());
+    json_t *jar = jar_manifest(pid);
+    if (jar)
+        json_object_set_new(o, "jar_manifest", jar);
     return o;
-}
-
-static char *java_appid(int pid)
-{
-    return pp_appid_for_pid(pid, "java");
 }
 
 /* ---- profiling sessions ---- */
@@ -125,7 +147,8 @@ typedef struct jvm {
     pp_jfr_rec rec;        /* jfr mode */
     pp_asprof_session *ap; /* ap mode */
     bool hserr_before;     /* an hs_err file existed at the start */
-    char err[320];         /* the pid's error/skip frame, "" = profiling */
+    const char *err_what;  /* "error" or "skipped" */
+    char err[320];         /* the reason of the pid's error/skip stack, "" = profiling */
     pp_profile *jfr;       /* jfr mode: the recording parsed by a finish thread */
     int jfr_rc;            /* its pp_jfr_rec_finish result */
     char jfr_err[256];
@@ -134,7 +157,8 @@ typedef struct jvm {
 typedef struct java_session {
     const pp_runtime_ctx *ctx;
     bool ap_mode;
-    char asprof[PATH_MAX];
+    pp_asprof_lib *aplib; /* ap mode: the library read out of the jar */
+    char aperr[256];      /* ap mode: why there is none */
     jvm *jvms;
     size_t n;
     double deadline;
@@ -142,8 +166,9 @@ typedef struct java_session {
     atomic_size_t next; /* next JVM to start (then to finish) */
     int stop_fd;        /* eventfd written by stop() */
     pthread_t threads[START_THREADS];
-    size_t nthreads;  /* jfr mode: start threads running until collect joins them */
-    double finish_by; /* jfr mode: the recordings' stops and discards end by then */
+    size_t nthreads;       /* jfr mode: start threads running until collect joins them */
+    atomic_size_t started; /* JVMs whose start is done */
+    double finish_by;      /* jfr mode: the recordings' stops and discards end by then */
 } java_session;
 
 static pp_java_watch *watch; /* opened by the first session, lives for the run */
@@ -161,40 +186,17 @@ static void read_comm(int pid, const char *fallback, char *out, size_t len)
 }
 
 /* The pid's single error/skip stack. */
-static void frame_stack(pp_profile *prof, const jvm *j, const char *frame)
+static void frame_stack(pp_profile *prof, const jvm *j)
 {
-    pp_pid_profile *pp = pp_profile_get(prof, j->proc.pid, true);
-    if (!pp)
-        return;
-    pp_pid_clear(pp);
     char comm[32];
     read_comm(j->proc.pid, j->proc.comm, comm, sizeof(comm));
-    pp->comm = pp_profile_intern(prof, comm);
-    pp->runtime = "java";
-    uint32_t f = pp_profile_intern(prof, frame);
-    pp_pid_add(pp, &f, 1, 1);
+    pp_error_stack(prof, j->proc.pid, comm, "java", j->err_what, j->err);
 }
 
 static void set_error(jvm *j, const char *what, const char *reason)
 {
-    snprintf(j->err, sizeof(j->err), "[Profiling %s: %s]", what, reason);
-}
-
-static bool choose_mode(java_session *s)
-{
-    const char *mode = s->ctx->cfg->runtime_mode[PP_RT_JAVA];
-    bool found = pp_asprof_find(s->asprof, sizeof(s->asprof)) == 0;
-    if (mode && strcmp(mode, "ap") == 0) {
-        if (!found) {
-            pp_error("--java-mode ap: async-profiler's asprof was not found (put it in "
-                     "resources/java/ next to polyprof or on PATH, or use --java-mode jfr)");
-            return false;
-        }
-        s->ap_mode = true;
-    } else {
-        s->ap_mode = mode && strcmp(mode, "auto") == 0 && found;
-    }
-    return true;
+    j->err_what = what;
+    snprintf(j->err, sizeof(j->err), "%s", reason);
 }
 
 static void start_one(java_session *s, jvm *j)
@@ -207,7 +209,8 @@ static void start_one(java_session *s, jvm *j)
         return;
     }
     if (!pp_java_supported(j->proc.pid, why, sizeof(why))) {
-        pp_info("java: not profiling pid %d: %s", j->proc.pid, why);
+        pp_info_proc(j->proc.pid, j->proc.start_ticks, "java: not profiling pid %d: %s",
+                     j->proc.pid, why);
         set_error(j, "skipped", "profiling this JVM is not supported");
         return;
     }
@@ -216,15 +219,19 @@ static void start_one(java_session *s, jvm *j)
         return;
     }
     j->hserr_before = pp_jfr_rec_hserr(&j->rec);
-    if (s->ap_mode) {
-        j->ap = pp_asprof_start(s->asprof, j->proc.pid, s->ctx, s->deadline, err, sizeof(err));
+    if (s->ap_mode && !s->aplib) {
+        set_error(j, "error", s->aperr);
+    } else if (s->ap_mode) {
+        j->ap = pp_asprof_start(s->aplib, j->proc.pid, s->ctx, s->deadline, err, sizeof(err));
         if (!j->ap) {
-            pp_warn("java: cannot start async-profiler in pid %d: %s", j->proc.pid, err);
+            pp_warn_proc(j->proc.pid, j->proc.start_ticks,
+                         "java: cannot start async-profiler in pid %d: %s", j->proc.pid, err);
             set_error(j, "error", err);
         }
-    } else if (pp_jfr_rec_start(&j->rec, s->ctx->cfg->frequency, s->duration_s,
-                                s->deadline - mono_now(), err, sizeof(err)) < 0) {
-        pp_warn("java: cannot start JFR in pid %d: %s", j->proc.pid, err);
+    } else if (pp_jfr_rec_start(&j->rec, s->ctx->frequency, s->duration_s, s->deadline - mono_now(),
+                                err, sizeof(err)) < 0) {
+        pp_warn_proc(j->proc.pid, j->proc.start_ticks, "java: cannot start JFR in pid %d: %s",
+                     j->proc.pid, err);
         set_error(j, "error", err);
     }
 }
@@ -232,8 +239,8 @@ static void start_one(java_session *s, jvm *j)
 static void *start_worker(void *arg)
 {
     java_session *s = arg;
-    /* a stop() ends this thread's attach requests at once (ap mode: the caller's thread, whose
-     * asprof children are not attach requests) */
+    /* a stop() ends this thread's attach requests at once (ap mode: the caller's thread, which
+     * also collects; its starts keep their own bounds) */
     if (!s->ap_mode)
         pp_jattach_set_cancel_fd(s->stop_fd);
     for (;;) {
@@ -241,23 +248,33 @@ static void *start_worker(void *arg)
         if (i >= s->n)
             break;
         start_one(s, &s->jvms[i]);
+        if (atomic_fetch_add(&s->started, 1) + 1 == s->n) /* the last JVM */
+            pp_debug("java: %s sessions started in %zu JVMs", s->ap_mode ? "async-profiler" : "JFR",
+                     s->n);
     }
     pp_jattach_set_cancel_fd(-1);
     return NULL;
 }
 
-static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
+static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline,
+                        bool ap_mode)
 {
     java_session *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
     s->ctx = ctx;
     s->deadline = deadline;
+    s->ap_mode = ap_mode;
     s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     s->jvms = calloc(n ? n : 1, sizeof(*s->jvms));
-    if (!s->jvms || s->stop_fd < 0 || !choose_mode(s)) {
+    char jar[PATH_MAX];
+    bool found = !ap_mode || pp_asprof_find(jar, sizeof(jar)) == 0; /* else logged */
+    if (ap_mode && found && !(s->aplib = pp_asprof_lib_load(jar, s->aperr, sizeof(s->aperr))))
+        pp_warn("java: %s", s->aperr);
+    if (!s->jvms || s->stop_fd < 0 || !found) {
         if (s->stop_fd >= 0)
             close(s->stop_fd);
+        pp_asprof_lib_free(s->aplib);
         free(s->jvms);
         free(s);
         return NULL;
@@ -274,8 +291,9 @@ static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t 
     }
     /* The first JFR start in a JVM costs it seconds of class loading and compilation: start
      * the JVMs concurrently (a few threads), so one slow JVM does not delay the others, and
-     * return at once, so that stop() reaches the starts (collect joins the threads). asprof:
-     * this thread, which also collects (its children belong to it). */
+     * return at once, so that stop() reaches the starts (collect joins the threads).
+     * async-profiler: this thread, which also collects and frees (asprof.h), and the JVMs
+     * sharing a /tmp share the library file placed for each load. */
     for (; !s->ap_mode && s->nthreads < START_THREADS && s->nthreads < n; s->nthreads++)
         if (pthread_create(&s->threads[s->nthreads], NULL, start_worker, s) != 0)
             break;
@@ -406,7 +424,6 @@ static int java_collect(void *session, pp_profile *out)
     java_session *s = session;
     wait_session(s);
     join_starts(s);
-    pp_debug("java: %s sessions started in %zu JVMs", s->ap_mode ? "async-profiler" : "JFR", s->n);
     if (!s->ap_mode)
         finish_all(s);
     for (size_t i = 0; i < s->n; i++) {
@@ -414,7 +431,7 @@ static int java_collect(void *session, pp_profile *out)
         if (!j->err[0] && pp_java_start_ticks(j->proc.pid) != j->proc.start_ticks)
             jvm_gone(j);
         if (j->err[0]) {
-            frame_stack(out, j, j->err);
+            frame_stack(out, j);
             continue;
         }
         pp_pid_profile *pp = pp_profile_get(out, j->proc.pid, true);
@@ -431,8 +448,9 @@ static int java_collect(void *session, pp_profile *out)
                 jvm_gone(j);
             else
                 set_error(j, "error", err);
-            pp_warn("java: no profile for pid %d: %s", j->proc.pid, err);
-            frame_stack(out, j, j->err);
+            pp_warn_proc(j->proc.pid, j->proc.start_ticks, "java: no profile for pid %d: %s",
+                         j->proc.pid, err);
+            frame_stack(out, j);
         }
     }
     for (size_t i = 0; i < s->n; i++) {
@@ -461,19 +479,52 @@ static void java_free(void *session)
         pp_asprof_free(s->jvms[i].ap);
         pp_profile_free(s->jvms[i].jfr);
     }
+    pp_asprof_lib_free(s->aplib);
     close(s->stop_fd);
     free(s->jvms);
     free(s);
 }
 
-const pp_runtime_driver pp_java_driver = {
-    .name = "java",
-    .kind = PP_KIND_JAVA,
-    .cli_runtime = PP_RT_JAVA,
-    .start = java_start,
+static void *jfr_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
+{
+    return java_start(ctx, procs, n, deadline, false);
+}
+
+static void *ap_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
+{
+    return java_start(ctx, procs, n, deadline, true);
+}
+
+static bool ap_available(char *why, size_t len)
+{
+    char path[PATH_MAX];
+    if (pp_asprof_find(path, sizeof(path)) == 0)
+        return true;
+    snprintf(why, len,
+             "async-profiler was not found (put async-profiler's jar from Maven Central, "
+             "tools.profiler:async-profiler, at java/async-profiler.jar in polyprof's resources "
+             "directory, or use --java-mode jfr)");
+    return false;
+}
+
+static const char *const jfr_modes[] = {"jfr", NULL};
+static const char *const ap_modes[] = {"ap", NULL};
+
+const pp_backend pp_java_jfr_backend = {
+    .name = "jfr",
+    .modes = jfr_modes,
+    .start = jfr_start,
     .collect = java_collect,
     .stop = java_stop,
     .free = java_free,
-    .metadata = java_metadata,
-    .appid = java_appid,
+};
+
+const pp_backend pp_java_ap_backend = {
+    .name = "async-profiler",
+    .modes = ap_modes,
+    .available = ap_available,
+    .start = ap_start,
+    .collect = java_collect,
+    .stop = java_stop,
+    .free = java_free,
 };

@@ -25,14 +25,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "orchestrator/discovery.h"
+#include <jansson.h>
+
+#include "runtimes/registry.h"
 
 /* A JVM that did not answer Compiler.perfmap (or is stopped) is asked again after this long. */
 #define PP_PERFMAP_RETRY_S 30.0
 #define PP_PERFMAP_RETRY_TEXT "30 s"
 
-void pp_java_perfmaps_refresh(const pp_proc_list *procs);
+void pp_java_perfmaps_refresh(const pp_proc *procs, size_t n);
 void pp_java_perfmaps_cleanup(void);
+
+/* Application metadata keys of a JVM (java_version, libjvm_elfid, jvm_flags). */
+json_t *pp_java_metadata(int pid);
 /* Returns the number of leftover maps removed. */
 int pp_java_perfmaps_cleanup_stale(void);
 
@@ -50,5 +55,27 @@ bool pp_java_supported(int pid, char *why, size_t len);
 
 /* Whether JFR was ever initialized in the JVM (its "JFR Recorder Thread" exists). */
 bool pp_java_jfr_initialized(int pid);
+
+/* Java, from the command line instead of gProfiler's `jcmd VM.command_line` (same first token of
+ * sun.java.command): "java: <jar>" for `-jar <jar>`, "java: <module>[/<class>]" for
+ * `-m`/`--module`/`--module=`, else "java: <main class>" = the first argument after argv[0] that
+ * is not a launcher option (options -cp/-classpath/--class-path/-p/--module-path/
+ * --upgrade-module-path/--add-modules/--limit-modules/--add-reads/--add-exports/--add-opens/
+ * --patch-module/--enable-native-access/--source/--describe-module/-d take the next argument;
+ * @argfiles are skipped). NULL when there is none (e.g. `java -version`). */
+char *pp_appid_java(char *const *argv, int argc, const char *cwd, const char *root);
+/* (Spring Boot: a launcher main class started with -cp <jar> gives "java: <Start-Class>" of the
+ * jar's manifest; polyprof's addition, docs/decisions.md.) */
+
+/* Opens jar (relative to cwd unless absolute) inside root ("/proc/<pid>/root") without
+ * leaving it, read-only and non-blocking. An fd, or -1. */
+int pp_java_open_jar(const char *root, const char *cwd, const char *jar);
+/* The manifest of that jar (manifest.h). 0, or -1. */
+struct pp_jar_manifest;
+int pp_java_jar_manifest(const char *root, const char *cwd, const char *jar,
+                         struct pp_jar_manifest *m);
+/* The JAR that holds the application: X of `-jar X`, or the class path's jar of a Spring Boot
+ * launcher; copied into out. NULL when there is none. */
+const char *pp_java_app_jar(char *const *argv, int argc, char *out, size_t len);
 
 #endif

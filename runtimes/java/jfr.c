@@ -45,14 +45,14 @@ typedef struct chunk {
     jfr_meta m;
     int64_t budget;
     int role_cls[R_N];
-    jfr_map pool[R_N]; /* key -> offset of the value */
+    pp_u64map pool[R_N]; /* key -> offset of the value */
     /* field indices, -1 when absent */
     int sym_string, cls_name, meth_type, meth_name, meth_desc, st_trunc, st_frames, frame_cls,
         fr_method, fr_type, ft_desc, th_tid, es_cls, es_thread, es_stack;
-    jfr_map ftype_sfx;        /* frame type key -> suffix */
-    jfr_map frame_ids[SFX_N]; /* method key -> interned frame text */
-    jfr_map stack_idx;        /* stack trace key -> index in stacks */
-    jfr_map tids;             /* thread key -> OS tid */
+    pp_u64map ftype_sfx;        /* frame type key -> suffix */
+    pp_u64map frame_ids[SFX_N]; /* method key -> interned frame text */
+    pp_u64map stack_idx;        /* stack trace key -> index in stacks */
+    pp_u64map tids;             /* thread key -> OS tid */
     stack_rec *stacks;
     size_t nstacks, capstacks;
     uint32_t *frames;
@@ -91,7 +91,7 @@ static const jfr_field *field(const chunk *c, int ci, int fi)
 /* Reads the pooled value of role with key, recording where fields want[0..n) start. */
 static int pool_struct(chunk *c, int role, int64_t key, const int *want, size_t *pos, int n)
 {
-    uint64_t *off = jfr_map_get(&c->pool[role], (uint64_t)key);
+    uint64_t *off = pp_u64map_get(&c->pool[role], (uint64_t)key);
     if (!off || c->role_cls[role] < 0)
         return -1;
     jfr_rd r = c->r;
@@ -117,7 +117,7 @@ static int string_at(chunk *c, size_t pos, char *out, size_t cap)
     if (pos == 0 || jfr_read_str(&r, &s) < 0)
         return -1;
     if (s.enc == JFR_STR_POOL) {
-        uint64_t *off = jfr_map_get(&c->pool[R_STRING], (uint64_t)s.ref);
+        uint64_t *off = pp_u64map_get(&c->pool[R_STRING], (uint64_t)s.ref);
         if (!off)
             return -1;
         r.pos = (size_t)*off;
@@ -141,7 +141,7 @@ static int field_text(chunk *c, int ci, int fi, size_t pos, char *out, size_t ca
     if (!ok || f->kind != JK_POOLREF)
         return -1;
     if (f->cls == c->role_cls[R_STRING]) {
-        uint64_t *off = jfr_map_get(&c->pool[R_STRING], (uint64_t)key);
+        uint64_t *off = pp_u64map_get(&c->pool[R_STRING], (uint64_t)key);
         return off ? string_at(c, (size_t)*off, out, cap) : -1;
     }
     /* a symbol holds its text inline (no further references, so no recursion) */
@@ -155,7 +155,7 @@ static int field_text(chunk *c, int ci, int fi, size_t pos, char *out, size_t ca
 
 static int frame_suffix(chunk *c, int64_t key)
 {
-    uint64_t *v = jfr_map_get(&c->ftype_sfx, (uint64_t)key);
+    uint64_t *v = pp_u64map_get(&c->ftype_sfx, (uint64_t)key);
     if (v)
         return (int)*v;
     int sfx = SFX_NONE;
@@ -170,14 +170,14 @@ static int frame_suffix(chunk *c, int64_t key)
         else if (!strcmp(d, "Interpreted"))
             sfx = SFX_INTERP;
     }
-    jfr_map_put(&c->ftype_sfx, (uint64_t)key, (uint64_t)sfx);
+    pp_u64map_put(&c->ftype_sfx, (uint64_t)key, (uint64_t)sfx);
     return sfx;
 }
 
 /* Interned text of a method frame, or -1 when the method does not resolve. */
 static int64_t frame_id(chunk *c, int64_t method, int sfx)
 {
-    uint64_t *v = jfr_map_get(&c->frame_ids[sfx], (uint64_t)method);
+    uint64_t *v = pp_u64map_get(&c->frame_ids[sfx], (uint64_t)method);
     if (v)
         return (int64_t)*v;
     int mc = c->role_cls[R_METHOD], cc = c->role_cls[R_CLASS];
@@ -206,7 +206,7 @@ static int64_t frame_id(chunk *c, int64_t method, int sfx)
             d[i] = '|';
     strcpy(d + n3, sfx_text[sfx]);
     uint32_t id = pp_profile_intern(c->prof, t);
-    if (jfr_map_put(&c->frame_ids[sfx], (uint64_t)method, id) < 0)
+    if (pp_u64map_put(&c->frame_ids[sfx], (uint64_t)method, id) < 0)
         return -1;
     return id;
 }
@@ -264,7 +264,7 @@ static int decode_stack(chunk *c, int64_t key, stack_rec *rec)
 /* The stack record of key (decoded on first use). NULL on OOM. */
 static stack_rec *stack_of(chunk *c, int64_t key)
 {
-    uint64_t *v = jfr_map_get(&c->stack_idx, (uint64_t)key);
+    uint64_t *v = pp_u64map_get(&c->stack_idx, (uint64_t)key);
     if (v)
         return &c->stacks[*v];
     if (jfr_grow((void **)&c->stacks, &c->capstacks, c->nstacks + 1, sizeof(stack_rec)) < 0)
@@ -273,14 +273,14 @@ static stack_rec *stack_of(chunk *c, int64_t key)
     memset(rec, 0, sizeof(*rec));
     if (decode_stack(c, key, rec) < 0)
         rec->n = BAD_STACK;
-    if (jfr_map_put(&c->stack_idx, (uint64_t)key, c->nstacks) < 0)
+    if (pp_u64map_put(&c->stack_idx, (uint64_t)key, c->nstacks) < 0)
         return NULL;
     return &c->stacks[c->nstacks++];
 }
 
 static long thread_tid(chunk *c, int64_t key)
 {
-    uint64_t *v = jfr_map_get(&c->tids, (uint64_t)key);
+    uint64_t *v = pp_u64map_get(&c->tids, (uint64_t)key);
     if (v)
         return (long)(int64_t)*v;
     size_t pos;
@@ -290,7 +290,7 @@ static long thread_tid(chunk *c, int64_t key)
         tid = field_long(c, c->role_cls[R_THREAD], c->th_tid, pos, &ok);
     if (!ok)
         tid = -1;
-    jfr_map_put(&c->tids, (uint64_t)key, (uint64_t)tid);
+    pp_u64map_put(&c->tids, (uint64_t)key, (uint64_t)tid);
     return (long)tid;
 }
 
@@ -317,7 +317,7 @@ static int read_pools(chunk *c, size_t off)
         for (int32_t p = 0; p < npools; p++) {
             int64_t cid = jfr_long(&r);
             int32_t count = jfr_int(&r);
-            uint64_t *ci = jfr_map_get(&c->m.by_id, (uint64_t)cid);
+            uint64_t *ci = pp_u64map_get(&c->m.by_id, (uint64_t)cid);
             if (r.err || !ci || count < 0 || (size_t)count > r.end - r.pos)
                 return fail(c->err, c->errlen,
                             "malformed constant pool (class id %lld) at offset %zu", (long long)cid,
@@ -331,7 +331,7 @@ static int read_pools(chunk *c, size_t off)
                     jfr_read_str(&r, &s);
                 else
                     jfr_read_struct(&c->m, &r, (int)*ci, NULL, NULL, 0, 0, &c->budget);
-                if (!r.err && role >= 0 && jfr_map_put(&c->pool[role], (uint64_t)key, vpos) < 0)
+                if (!r.err && role >= 0 && pp_u64map_put(&c->pool[role], (uint64_t)key, vpos) < 0)
                     return fail(c->err, c->errlen, "out of memory reading JFR constant pools");
             }
             if (r.err)
@@ -439,12 +439,12 @@ static void chunk_free(chunk *c)
 {
     jfr_meta_free(&c->m);
     for (int i = 0; i < R_N; i++)
-        jfr_map_free(&c->pool[i]);
+        pp_u64map_free(&c->pool[i]);
     for (int i = 0; i < SFX_N; i++)
-        jfr_map_free(&c->frame_ids[i]);
-    jfr_map_free(&c->ftype_sfx);
-    jfr_map_free(&c->stack_idx);
-    jfr_map_free(&c->tids);
+        pp_u64map_free(&c->frame_ids[i]);
+    pp_u64map_free(&c->ftype_sfx);
+    pp_u64map_free(&c->stack_idx);
+    pp_u64map_free(&c->tids);
     free(c->stacks);
     free(c->frames);
     free(c->tmp);

@@ -1,6 +1,6 @@
 /* Private to the JFR parser (jfr.c, jfr_read.c, jfr_meta.c): a bounds-checked byte reader with
- * JFR's compressed integers and string encodings, a u64 -> u64 hash map, and the metadata
- * model (classes with typed fields) used to decode any value generically.
+ * JFR's compressed integers and string encodings, and the metadata model (classes with typed
+ * fields) used to decode any value generically.
  *
  * Reader errors are sticky: a read past the end sets r->err and returns 0, so callers check
  * r->err once after a group of reads. All positions are offsets from the chunk start. */
@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "base/hashtab.h"
 
 #define JFR_HEADER_SIZE 68
 #define JFR_MAX_DEPTH 16  /* nesting of inline structs / metadata elements */
@@ -109,19 +111,6 @@ int jfr_str_utf8(const jfr_rd *chunk, const jfr_str *s, char *out, size_t cap);
  * 0, or -1 on OOM (the array is unchanged). */
 int jfr_grow(void **p, size_t *cap, size_t need, size_t elem);
 
-/* ---- u64 -> u64 open-addressing hash map ---- */
-typedef struct jfr_map {
-    uint64_t *keys, *vals;
-    uint8_t *used;
-    size_t cap, n; /* cap is 0 or a power of two */
-} jfr_map;
-
-/* Inserts or replaces. 0, or -1 on OOM. */
-int jfr_map_put(jfr_map *m, uint64_t key, uint64_t val);
-/* Pointer to the value, or NULL. */
-uint64_t *jfr_map_get(const jfr_map *m, uint64_t key);
-void jfr_map_free(jfr_map *m);
-
 /* ---- metadata ---- */
 enum jfr_kind {
     JK_BOOL,
@@ -159,8 +148,8 @@ typedef struct jfr_meta {
     jfr_class *classes;
     uint32_t nclasses;
     size_t capclasses;
-    jfr_map by_id;  /* class id -> index */
-    int string_cls; /* index of java.lang.String, -1 */
+    pp_u64map by_id; /* class id -> index */
+    int string_cls;  /* index of java.lang.String, -1 */
 } jfr_meta;
 
 /* Parses the metadata event at offset off of the chunk r (r->end = chunk size). 0, or -1 with

@@ -139,14 +139,14 @@ static int resolve(meta_parse *mp)
 {
     jfr_meta *m = mp->m;
     for (uint32_t i = 0; i < m->nclasses; i++)
-        if (jfr_map_put(&m->by_id, (uint64_t)m->classes[i].id, i) < 0)
+        if (pp_u64map_put(&m->by_id, (uint64_t)m->classes[i].id, i) < 0)
             return fail(mp, "out of memory reading JFR metadata");
     m->string_cls = jfr_meta_find(m, "java.lang.String");
     for (uint32_t i = 0; i < m->nclasses; i++) {
         jfr_class *c = &m->classes[i];
         for (uint32_t j = 0; j < c->nfields; j++) {
             jfr_field *f = &c->fields[j];
-            uint64_t *ci = jfr_map_get(&m->by_id, (uint64_t)f->type);
+            uint64_t *ci = pp_u64map_get(&m->by_id, (uint64_t)f->type);
             if (!ci)
                 return fail(mp, "metadata field %s.%s has unknown type id %lld", c->name, f->name,
                             (long long)f->type);
@@ -219,7 +219,7 @@ void jfr_meta_free(jfr_meta *m)
         free(m->classes[i].name);
     }
     free(m->classes);
-    jfr_map_free(&m->by_id);
+    pp_u64map_free(&m->by_id);
     memset(m, 0, sizeof(*m));
     m->string_cls = -1;
 }

@@ -1,4 +1,4 @@
-/* JFR strings (the five encodings) and the u64 hash map used by the JFR parser. */
+/* JFR strings (the five encodings) and the growable arrays of the JFR parser. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,81 +143,4 @@ int jfr_grow(void **p, size_t *cap, size_t need, size_t elem)
     *p = q;
     *cap = n;
     return 0;
-}
-
-/* ---- hash map ---- */
-
-static size_t slot_of(uint64_t key, size_t cap)
-{
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdULL;
-    key ^= key >> 33;
-    return (size_t)key & (cap - 1);
-}
-
-static int map_grow(jfr_map *m)
-{
-    size_t ncap = m->cap ? m->cap * 2 : 64;
-    jfr_map n = {.cap = ncap};
-    n.keys = malloc(ncap * sizeof(uint64_t));
-    n.vals = malloc(ncap * sizeof(uint64_t));
-    n.used = calloc(ncap, 1);
-    if (!n.keys || !n.vals || !n.used) {
-        jfr_map_free(&n);
-        return -1;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->used[i])
-            continue;
-        size_t s = slot_of(m->keys[i], ncap);
-        while (n.used[s])
-            s = (s + 1) & (ncap - 1);
-        n.used[s] = 1;
-        n.keys[s] = m->keys[i];
-        n.vals[s] = m->vals[i];
-    }
-    n.n = m->n;
-    jfr_map_free(m);
-    *m = n;
-    return 0;
-}
-
-int jfr_map_put(jfr_map *m, uint64_t key, uint64_t val)
-{
-    if ((m->n + 1) * 2 > m->cap && map_grow(m) < 0)
-        return -1;
-    size_t s = slot_of(key, m->cap);
-    while (m->used[s]) {
-        if (m->keys[s] == key) {
-            m->vals[s] = val;
-            return 0;
-        }
-        s = (s + 1) & (m->cap - 1);
-    }
-    m->used[s] = 1;
-    m->keys[s] = key;
-    m->vals[s] = val;
-    m->n++;
-    return 0;
-}
-
-uint64_t *jfr_map_get(const jfr_map *m, uint64_t key)
-{
-    if (!m->cap)
-        return NULL;
-    size_t s = slot_of(key, m->cap);
-    while (m->used[s]) {
-        if (m->keys[s] == key)
-            return &m->vals[s];
-        s = (s + 1) & (m->cap - 1);
-    }
-    return NULL;
-}
-
-void jfr_map_free(jfr_map *m)
-{
-    free(m->keys);
-    free(m->vals);
-    free(m->used);
-    memset(m, 0, sizeof(*m));
 }

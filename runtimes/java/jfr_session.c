@@ -190,7 +190,8 @@ static void remove_private_dir(pp_jfr_rec *r, const char *dir, const char *file)
     snprintf(rel, sizeof(rel), "%s/%s", dir, file);
     unlinkat(r->tmp_fd, rel, 0);
     if (unlinkat(r->tmp_fd, dir, AT_REMOVEDIR) < 0)
-        pp_warn("java: cannot remove /tmp/%s of JVM %d: %s", dir, r->pid, strerror(errno));
+        pp_warn_proc(r->pid, r->start_ticks, "java: cannot remove /tmp/%s of JVM %d: %s", dir,
+                     r->pid, strerror(errno));
 }
 
 /* Runs a jcmd; 0 on result code 0, else -1 with the JVM's message or the attach error (errno
@@ -305,7 +306,8 @@ int pp_jfr_rec_finish(pp_jfr_rec *r, pp_profile *prof, pp_pid_profile *pp, doubl
                  r->pid, (unsigned long long)st.chunks, (unsigned long long)st.samples,
                  (unsigned long long)st.truncated);
         if (rc < 0 && st.samples > 0) {
-            pp_warn("java: pid %d: JFR file partly parsed: %s", r->pid, err);
+            pp_warn_proc(r->pid, r->start_ticks, "java: pid %d: JFR file partly parsed: %s", r->pid,
+                         err);
             rc = 0;
         }
     }

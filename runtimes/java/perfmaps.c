@@ -320,7 +320,7 @@ static bool submit(pm_entry *e)
     return true;
 }
 
-void pp_java_perfmaps_refresh(const pp_proc_list *procs)
+void pp_java_perfmaps_refresh(const pp_proc *procs, size_t n)
 {
     if (pp_java_safemode_reason(NULL, 0))
         return;
@@ -328,8 +328,8 @@ void pp_java_perfmaps_refresh(const pp_proc_list *procs)
     for (size_t i = 0; i < npm; i++)
         pm[i].seen = false;
     double now = pp_mono_now();
-    for (size_t i = 0; procs && i < procs->n; i++) {
-        const pp_proc *p = &procs->procs[i];
+    for (size_t i = 0; procs && i < n; i++) {
+        const pp_proc *p = &procs[i];
         char why[128];
         if (p->kind != PP_KIND_JAVA || !pp_java_supported(p->pid, why, sizeof(why)))
             continue;

@@ -113,7 +113,11 @@ void pp_java_watch_read(pp_java_watch *w, const int *pids, size_t n)
             if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(struct cn_msg) + sizeof(struct proc_event)))
                 continue;
             struct cn_msg *cn = NLMSG_DATA(nh);
-            struct proc_event *ev = (struct proc_event *)cn->data;
+            /* the event follows the 20-byte cn_msg: copied out, as it is not 8-byte aligned
+             * there (its timestamp is a u64) */
+            struct proc_event evc;
+            memcpy(&evc, cn->data, sizeof(evc));
+            const struct proc_event *ev = &evc;
             if (ev->what != PROC_EVENT_EXIT ||
                 ev->event_data.exit.process_pid != ev->event_data.exit.process_tgid)
                 continue;

@@ -267,7 +267,7 @@ bool pp_py_exited(const pp_py_proc *p)
 void pp_py_get_stats(const pp_py_proc *p, pp_py_stats *st)
 {
     memset(st, 0, sizeof(*st));
-    st->code_cached = p->codes.n;
+    st->code_cached = pp_htab_count(&p->codes.slots);
     st->code_hits = p->codes.hits;
     st->code_misses = p->codes.misses;
     st->reads = p->mem.reads;

@@ -8,7 +8,6 @@
 #include "merge/strtab.h"
 #include "runtimes/python/cpython_int.h"
 
-#define NSLOTS (2 * PP_PY_CODE_CACHE)
 #define OB_TYPE 8
 
 /* ---- strings ---- */
@@ -184,18 +183,16 @@ static void entry_free(pp_py_code *e)
 /* Drops the entries (the interned strings stay: callers may hold them until close). */
 static void cache_clear(pp_py_code_cache *c)
 {
-    if (c->slots)
-        for (size_t i = 0; i < NSLOTS; i++)
-            if (c->slots[i].addr)
-                entry_free(&c->slots[i]);
-    free(c->slots);
-    c->slots = NULL;
-    c->n = 0;
+    size_t pos = 0;
+    for (pp_py_code *e; (e = pp_htab_each(&c->slots, &pos));)
+        entry_free(e);
+    pp_htab_clear(&c->slots);
 }
 
 void pp_py_code_cache_free(pp_py_code_cache *c)
 {
     cache_clear(c);
+    pp_htab_free(&c->slots);
     pp_strtab_free(c->strs);
     c->strs = NULL;
 }
@@ -305,19 +302,13 @@ static int fill(pp_py_code_cache *c, pp_py_code *e, pp_rmem *m, const pp_py_layo
     return 0;
 }
 
-static size_t slot_of(uint64_t addr)
-{
-    return (size_t)(((addr >> 3) * 0x9e3779b97f4a7c15ull) >> 40) % NSLOTS;
-}
-
 static pp_py_code *lookup(pp_py_code_cache *c, uint64_t addr)
 {
-    if (!c->slots)
-        return NULL;
-    size_t i = slot_of(addr);
-    for (size_t k = 0; k < NSLOTS && c->slots[i].addr; k++, i = (i + 1) % NSLOTS)
-        if (c->slots[i].addr == addr)
-            return &c->slots[i];
+    pp_htab_probe p;
+    for (pp_py_code *e = pp_htab_first(&c->slots, pp_hash_u64(addr), &p); e;
+         e = pp_htab_next(&c->slots, &p))
+        if (e->addr == addr)
+            return e;
     return NULL;
 }
 
@@ -368,44 +359,39 @@ pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *
     code_hdr h;
     if (read_hdr(m, L, addr, &h) != 0)
         return NULL;
-    if (!c->slots && !(c->slots = calloc(NSLOTS, sizeof(*c->slots))))
-        return NULL;
-    size_t i = slot_of(addr);
-    for (size_t k = 0; k < NSLOTS; k++, i = (i + 1) % NSLOTS) {
-        pp_py_code *e = &c->slots[i];
-        if (!e->addr)
-            break;
-        if (e->addr != addr)
-            continue;
-        if (hdr_matches(e, &h)) {
+    if (known) {
+        if (hdr_matches(known, &h)) {
             c->hits++;
-            e->checked_gen = m->gen;
-            return e;
+            known->checked_gen = m->gen;
+            return known;
         }
         /* The address now holds another code object: reload in place. */
         c->misses++;
-        free(e->table);
-        e->table = NULL;
-        if (fill(c, e, m, L, addr, &h) != 0) {
-            /* Keep the probe chain intact: leave a tombstone that never matches. */
-            e->addr = 1;
+        free(known->table);
+        known->table = NULL;
+        if (fill(c, known, m, L, addr, &h) != 0) {
+            pp_htab_remove(&c->slots, known);
             return NULL;
         }
-        e->checked_gen = m->gen;
-        return e;
+        known->checked_gen = m->gen;
+        return known;
     }
     c->misses++;
-    if (c->n >= PP_PY_CODE_CACHE) { /* full: start over (cheap, rare) */
-        cache_clear(c);
-        if (!(c->slots = calloc(NSLOTS, sizeof(*c->slots))))
+    if (!c->slots.cap) { /* sized once: the cache starts over rather than grow */
+        PP_HTAB_INIT(&c->slots, pp_py_code, 50);
+        if (pp_htab_reserve(&c->slots, PP_PY_CODE_CACHE) < 0)
             return NULL;
-        i = slot_of(addr);
     }
-    pp_py_code *e = &c->slots[i];
-    if (fill(c, e, m, L, addr, &h) != 0)
+    if (pp_htab_count(&c->slots) >= PP_PY_CODE_CACHE) /* full: start over (cheap, rare) */
+        cache_clear(c);
+    pp_py_code *e = pp_htab_add(&c->slots, pp_hash_u64(addr));
+    if (!e)
         return NULL;
+    if (fill(c, e, m, L, addr, &h) != 0) {
+        pp_htab_remove(&c->slots, e);
+        return NULL;
+    }
     e->checked_gen = m->gen;
-    c->n++;
     return e;
 }
 

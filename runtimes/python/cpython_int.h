@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "runtimes/python/cpython.h"
+#include "base/hashtab.h"
 #include "base/remote_mem.h"
 
 #define PP_PY_MAX_THREADS 4096
@@ -68,7 +69,7 @@ int pp_py_layout_from_debug(const uint8_t *buf, size_t len, pp_py_layout *out, c
 /* ---- code objects (cpython_code.c) ---- */
 
 typedef struct pp_py_code {
-    uint64_t addr;     /* code object address (0: free slot) */
+    uint64_t addr;     /* code object address */
     uint64_t check[4]; /* filename, name, qualname/linetable pointers: validated on hits */
     int firstlineno;
     const char *name, *file; /* interned in the cache's string table (live until close) */
@@ -81,9 +82,8 @@ typedef struct pp_py_code {
 typedef struct pp_strtab pp_strtab;
 
 typedef struct pp_py_code_cache {
-    pp_py_code *slots; /* open addressing, PP_PY_CODE_CACHE * 2 */
-    pp_strtab *strs;   /* names and file names, freed only by pp_py_close */
-    size_t n;
+    pp_htab slots;   /* of pp_py_code: room for PP_PY_CODE_CACHE, set up at the first miss */
+    pp_strtab *strs; /* names and file names, freed only by pp_py_close */
     unsigned long long hits, misses;
 } pp_py_code_cache;
 

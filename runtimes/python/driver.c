@@ -1,20 +1,19 @@
-/* Python: application metadata (python_version, exe_elfid, libpython_elfid), appid, and the
- * choice of runtime profiler by --python-mode: "builtin" (sampler.c, polyprof's own CPython
- * reader), "pyspy" (pyspy.c, an external py-spy), "auto" (py-spy when one is found, else
- * builtin), "disabled". */
+/* Python: application metadata (python_version, exe_elfid, libpython_elfid) and the two
+ * backends behind --python-mode: "builtin" (sampler.c, polyprof's own CPython reader) and
+ * "pyspy" (pyspy.c, an external py-spy); "auto" takes py-spy when one is found, else builtin
+ * (the order in the descriptor, runtime.c). */
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "runtimes/appid.h"
 #include "base/elfinfo.h"
 #include "base/inroot.h"
 #include "base/log.h"
 #include "base/procfiles.h"
+#include "base/resource.h"
 #include "runtimes/python/python_int.h"
 #include "runtimes/runtime.h"
 
@@ -78,7 +77,7 @@ int pp_python_process_version(int pid, char *out, size_t len)
     return out[0] ? 0 : -1;
 }
 
-static json_t *python_metadata(int pid)
+json_t *pp_python_metadata(int pid)
 {
     char ver[32];
     pp_elfinfo ei, li;
@@ -95,11 +94,6 @@ static json_t *python_metadata(int pid)
     return o;
 }
 
-static char *python_appid(int pid)
-{
-    return pp_appid_for_pid(pid, "python");
-}
-
 void pp_python_comm(int pid, const char *fallback, char *out, size_t len)
 {
     char path[64];
@@ -112,95 +106,35 @@ void pp_python_comm(int pid, const char *fallback, char *out, size_t len)
     out[strcspn(out, "\n")] = '\0';
 }
 
-#define REPORTED_MAX 4096
-static pthread_mutex_t reported_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    int pid;
-    unsigned long long start;
-} reported[REPORTED_MAX];
-static size_t nreported;
-
-bool pp_python_first_report(int pid, unsigned long long start_ticks)
+static bool pyspy_available(char *why, size_t len)
 {
-    pthread_mutex_lock(&reported_lock);
-    bool first = true;
-    for (size_t i = 0; i < nreported && first; i++)
-        if (reported[i].pid == pid && reported[i].start == start_ticks)
-            first = false;
-    if (first) {
-        if (nreported == REPORTED_MAX)
-            nreported = 0; /* forget (a bound, not a cache): may log some again */
-        reported[nreported].pid = pid;
-        reported[nreported++].start = start_ticks;
-    }
-    pthread_mutex_unlock(&reported_lock);
-    return first;
-}
-
-/* A session of either profiler. */
-typedef struct pysession {
-    bool pyspy;
-    void *s;
-} pysession;
-
-static void *python_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n,
-                          double deadline)
-{
-    const char *mode = ctx->cfg->runtime_mode[PP_RT_PYTHON];
-    bool pyspy = mode && strcmp(mode, "pyspy") == 0;
     char path[PATH_MAX];
-    if (mode && strcmp(mode, "auto") == 0 && pp_pyspy_find(path, sizeof(path)) == 0) {
-        pyspy = true;
-        pp_debug("python profiler: auto mode chose py-spy (%s)", path);
-    }
-    pysession *ps = calloc(1, sizeof(*ps));
-    if (!ps)
-        return NULL;
-    ps->pyspy = pyspy;
-    ps->s = pyspy ? pp_pyspy_start(ctx, procs, n, deadline)
-                  : pp_pysampler_start(ctx, procs, n, deadline);
-    if (!ps->s) {
-        free(ps);
-        return NULL;
-    }
-    return ps;
+    if (pp_pyspy_find(path, sizeof(path)) == 0)
+        return true;
+    snprintf(why, len,
+             "py-spy not found in resources/python/ next to polyprof nor on PATH; "
+             "install py-spy or use --python-mode builtin");
+    return false;
 }
 
-static int python_collect(void *session, pp_profile *out)
-{
-    pysession *ps = session;
-    return ps->pyspy ? pp_pyspy_collect(ps->s, out) : pp_pysampler_collect(ps->s, out);
-}
+static const char *const pyspy_modes[] = {"pyspy", NULL};
+static const char *const builtin_modes[] = {"builtin", NULL};
 
-static void python_stop(void *session)
-{
-    pysession *ps = session;
-    if (ps->pyspy)
-        pp_pyspy_stop(ps->s);
-    else
-        pp_pysampler_stop(ps->s);
-}
+const pp_backend pp_python_pyspy_backend = {
+    .name = "py-spy",
+    .modes = pyspy_modes,
+    .available = pyspy_available,
+    .start = pp_pyspy_start,
+    .collect = pp_pyspy_collect,
+    .stop = pp_pyspy_stop,
+    .free = pp_pyspy_free,
+};
 
-static void python_free(void *session)
-{
-    pysession *ps = session;
-    if (!ps)
-        return;
-    if (ps->pyspy)
-        pp_pyspy_free(ps->s);
-    else
-        pp_pysampler_free(ps->s);
-    free(ps);
-}
-
-const pp_runtime_driver pp_python_driver = {
-    .name = "python",
-    .kind = PP_KIND_PYTHON,
-    .cli_runtime = PP_RT_PYTHON,
-    .start = python_start,
-    .collect = python_collect,
-    .stop = python_stop,
-    .free = python_free,
-    .metadata = python_metadata,
-    .appid = python_appid,
+const pp_backend pp_python_builtin_backend = {
+    .name = "builtin",
+    .modes = builtin_modes,
+    .start = pp_pysampler_start,
+    .collect = pp_pysampler_collect,
+    .stop = pp_pysampler_stop,
+    .free = pp_pysampler_free,
 };

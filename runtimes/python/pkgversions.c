@@ -13,6 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "base/hashtab.h"
 #include "base/inroot.h"
 #include "base/procfiles.h"
 
@@ -26,91 +30,62 @@ typedef struct dirmap {
     dev_t dev;
     ino_t ino;
     struct timespec mtime;
-    char **keys; /* open addressing, cap a power of two */
-    uint32_t *vals;
-    size_t cap, n;
+    pp_htab files; /* of file_ent */
     char **dists;
     size_t ndists;
 } dirmap;
+
+typedef struct file_ent {
+    char *rel;     /* owned */
+    uint32_t dist; /* index into dists */
+} file_ent;
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static dirmap *cache[PP_PKGVER_MAX_DIRS];
 static size_t ncache;
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static void dirmap_free(dirmap *m)
 {
     if (!m)
         return;
-    for (size_t i = 0; i < m->cap; i++)
-        free(m->keys[i]);
-    free(m->keys);
-    free(m->vals);
+    size_t pos = 0;
+    for (file_ent *e; (e = pp_htab_each(&m->files, &pos));)
+        free(e->rel);
+    pp_htab_free(&m->files);
     for (size_t i = 0; i < m->ndists; i++)
         free(m->dists[i]);
     free(m->dists);
     free(m);
 }
 
-static int map_grow(dirmap *m)
+static const file_ent *map_find(const dirmap *m, const char *rel, uint64_t h)
 {
-    size_t ncap = m->cap ? m->cap * 2 : 256;
-    char **keys = calloc(ncap, sizeof(*keys));
-    uint32_t *vals = calloc(ncap, sizeof(*vals));
-    if (!keys || !vals) {
-        free(keys);
-        free(vals);
-        return -1;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->keys[i])
-            continue;
-        size_t j = hash_str(m->keys[i]) & (ncap - 1);
-        while (keys[j])
-            j = (j + 1) & (ncap - 1);
-        keys[j] = m->keys[i];
-        vals[j] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = keys;
-    m->vals = vals;
-    m->cap = ncap;
-    return 0;
+    pp_htab_probe p;
+    for (const file_ent *e = pp_htab_first(&m->files, h, &p); e; e = pp_htab_next(&m->files, &p))
+        if (strcmp(e->rel, rel) == 0)
+            return e;
+    return NULL;
 }
 
 /* Adds rel -> dist unless present (the first distribution listing a file keeps it). */
 static void map_put(dirmap *m, const char *rel, uint32_t dist)
 {
-    if (m->n >= MAX_FILES || ((m->n + 1) * 2 > m->cap && map_grow(m) < 0))
+    uint64_t h = pp_hash_bytes(rel, strlen(rel), 0);
+    if (pp_htab_count(&m->files) >= MAX_FILES || map_find(m, rel, h))
         return;
-    size_t j = hash_str(rel) & (m->cap - 1);
-    for (; m->keys[j]; j = (j + 1) & (m->cap - 1))
-        if (strcmp(m->keys[j], rel) == 0)
-            return;
     char *k = strdup(rel);
-    if (!k)
+    file_ent *e = k ? pp_htab_add(&m->files, h) : NULL;
+    if (!e) {
+        free(k);
         return;
-    m->keys[j] = k;
-    m->vals[j] = dist;
-    m->n++;
+    }
+    *e = (file_ent){k, dist};
 }
 
 static const char *map_get(const dirmap *m, const char *rel)
 {
-    if (!m->cap)
-        return NULL;
-    for (size_t j = hash_str(rel) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1))
-        if (strcmp(m->keys[j], rel) == 0)
-            return m->dists[m->vals[j]];
-    return NULL;
+    const file_ent *e = map_find(m, rel, pp_hash_bytes(rel, strlen(rel), 0));
+    return e ? m->dists[e->dist] : NULL;
 }
 
 /* Normalizes a relative path in place ("a/./b/../c" -> "a/c"). Returns false when it leaves
@@ -160,14 +135,9 @@ static char *read_in_root(int rootfd, const char *path, size_t max, size_t *len)
     return buf;
 }
 
-/* "Name" and "Version" headers of a METADATA / PKG-INFO file. */
-static bool read_name_version(int rootfd, const char *path, char *name, size_t nlen, char *ver,
-                              size_t vlen)
+/* "Name" and "Version" headers of METADATA / PKG-INFO text (modified). */
+static bool parse_name_version(char *buf, char *name, size_t nlen, char *ver, size_t vlen)
 {
-    size_t len;
-    char *buf = read_in_root(rootfd, path, MAX_META_FILE, &len);
-    if (!buf)
-        return false;
     name[0] = ver[0] = '\0';
     for (char *line = buf; line && *line && *line != '\n';) {
         char *nl = strchr(line, '\n');
@@ -182,8 +152,20 @@ static bool read_name_version(int rootfd, const char *path, char *name, size_t n
             snprintf(ver, vlen, "%s", line + 9);
         line = nl ? nl + 1 : NULL; /* headers end at the first empty line */
     }
-    free(buf);
     return name[0] && ver[0];
+}
+
+/* The same, of a METADATA / PKG-INFO file. */
+static bool read_name_version(int rootfd, const char *path, char *name, size_t nlen, char *ver,
+                              size_t vlen)
+{
+    size_t len;
+    char *buf = read_in_root(rootfd, path, MAX_META_FILE, &len);
+    if (!buf)
+        return false;
+    bool ok = parse_name_version(buf, name, nlen, ver, vlen);
+    free(buf);
+    return ok;
 }
 
 /* Fallback: "name-version.dist-info" / "name-version-py3.11.egg-info". */
@@ -254,6 +236,7 @@ static dirmap *build_map(int rootfd, const char *path, int dfd, const struct sta
         close(dfd);
     if (!m)
         return NULL;
+    PP_HTAB_INIT(&m->files, file_ent, 50);
     m->dev = st->st_dev;
     m->ino = st->st_ino;
     m->mtime = st->st_mtim;
@@ -287,15 +270,103 @@ static dirmap *build_map(int rootfd, const char *path, int dfd, const struct sta
     return m;
 }
 
-/* The map of the directory dir inside rootfd, from the cache or built. Called with cache_lock
- * held. */
-static dirmap *get_map(int rootfd, const char *dir)
+/* ---- archives: zipapps (.pyz), PEX, eggs ---- */
+
+#define MAX_ZIP_ENTRIES 200000
+
+/* The data of the current entry, at most max bytes, NUL-terminated. */
+static char *entry_data(struct archive *a, size_t max)
 {
-    int dfd = pp_openat_in_root(rootfd, dir, O_RDONLY | O_DIRECTORY);
+    char *buf = malloc(max + 1);
+    size_t n = 0;
+    while (buf && n < max) {
+        la_ssize_t r = archive_read_data(a, buf + n, max - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    if (buf)
+        buf[n] = '\0';
+    return buf;
+}
+
+/* The map of a zip archive open as fd (closed here): the .py members listed in the RECORD of
+ * every *.dist-info inside it (a zipapp's or a PEX's vendored wheels, relative to the directory
+ * holding the .dist-info), and every .py member of an egg (EGG-INFO/PKG-INFO). */
+static dirmap *build_zip_map(int rootfd, const char *path, int fd, const struct stat *st)
+{
+    (void)rootfd, (void)path;
+    dirmap *m = calloc(1, sizeof(*m));
+    struct archive *a = m ? archive_read_new() : NULL;
+    if (!a) {
+        free(m);
+        close(fd);
+        return NULL;
+    }
+    PP_HTAB_INIT(&m->files, file_ent, 50);
+    m->dev = st->st_dev;
+    m->ino = st->st_ino;
+    m->mtime = st->st_mtim;
+    archive_read_support_format_zip_seekable(a);
+    char **eggpy = NULL;
+    size_t neggpy = 0;
+    int egg = -1;
+    if (archive_read_open_fd(a, fd, 64 << 10) == ARCHIVE_OK) {
+        struct archive_entry *e;
+        char name[256], ver[128], prefix[PATH_MAX];
+        for (int i = 0; i < MAX_ZIP_ENTRIES && archive_read_next_header(a, &e) == ARCHIVE_OK; i++) {
+            const char *n = archive_entry_pathname(e);
+            if (!n)
+                continue;
+            if (ends_with(n, ".dist-info/RECORD")) {
+                size_t dl = strlen(n) - 7; /* ".../x.dist-info" */
+                const char *base = n;
+                for (const char *q = n; q < n + dl; q++)
+                    if (*q == '/')
+                        base = q + 1;
+                size_t stem = (size_t)(n + dl - base) - 10;
+                if (!name_version_from_dirname(base, stem, name, sizeof(name), ver, sizeof(ver)) ||
+                    (size_t)(base - n) >= sizeof(prefix))
+                    continue;
+                snprintf(prefix, sizeof(prefix), "%.*s", (int)(base - n), n);
+                char *buf = entry_data(a, MAX_LIST_FILE);
+                int idx = buf ? add_dist(m, name, ver) : -1;
+                if (idx >= 0)
+                    add_list(m, buf, prefix, true, (uint32_t)idx);
+                free(buf);
+            } else if (strcmp(n, "EGG-INFO/PKG-INFO") == 0 && egg < 0) {
+                char *buf = entry_data(a, MAX_META_FILE);
+                if (buf && parse_name_version(buf, name, sizeof(name), ver, sizeof(ver)))
+                    egg = add_dist(m, name, ver);
+                free(buf);
+            } else if (ends_with(n, ".py") && neggpy < MAX_FILES) {
+                char **g = realloc(eggpy, (neggpy + 1) * sizeof(*g));
+                if (g && (g[neggpy] = strdup(n)))
+                    neggpy++;
+                if (g)
+                    eggpy = g;
+            }
+        }
+    }
+    for (size_t i = 0; i < neggpy; i++) {
+        if (egg >= 0 && normalize_rel(eggpy[i]))
+            map_put(m, eggpy[i], (uint32_t)egg);
+        free(eggpy[i]);
+    }
+    free(eggpy);
+    archive_read_free(a);
+    close(fd);
+    return m;
+}
+
+/* The map of path inside rootfd, open as fd (closed here), from the cache or built. Called with
+ * cache_lock held. */
+static dirmap *cached_map(int rootfd, const char *path, int fd,
+                          dirmap *(*build)(int, const char *, int, const struct stat *))
+{
     struct stat st;
-    if (dfd < 0 || fstat(dfd, &st) < 0) {
-        if (dfd >= 0)
-            close(dfd);
+    if (fstat(fd, &st) < 0) {
+        close(fd);
         return NULL;
     }
     for (size_t i = 0; i < ncache; i++) {
@@ -303,11 +374,11 @@ static dirmap *get_map(int rootfd, const char *dir)
         if (m->dev != st.st_dev || m->ino != st.st_ino)
             continue;
         if (m->mtime.tv_sec == st.st_mtim.tv_sec && m->mtime.tv_nsec == st.st_mtim.tv_nsec) {
-            close(dfd);
+            close(fd);
             return m;
         }
         dirmap_free(m); /* changed: rebuild in place */
-        cache[i] = build_map(rootfd, dir, dfd, &st);
+        cache[i] = build(rootfd, path, fd, &st);
         if (!cache[i])
             cache[i] = cache[--ncache];
         return i < ncache ? cache[i] : NULL;
@@ -317,10 +388,55 @@ static dirmap *get_map(int rootfd, const char *dir)
             dirmap_free(cache[i]);
         ncache = 0;
     }
-    dirmap *m = build_map(rootfd, dir, dfd, &st);
+    dirmap *m = build(rootfd, path, fd, &st);
     if (m)
         cache[ncache++] = m;
     return m;
+}
+
+/* The map of the directory dir inside rootfd. Called with cache_lock held. */
+static dirmap *get_map(int rootfd, const char *dir)
+{
+    int dfd = pp_openat_in_root(rootfd, dir, O_RDONLY | O_DIRECTORY);
+    return dfd < 0 ? NULL : cached_map(rootfd, dir, dfd, build_map);
+}
+
+/* The distribution of a file inside an archive: file does not exist as such, but a prefix of
+ * it is a regular file (the archive: zipimport names its modules "<archive>/<member>"). Called
+ * with cache_lock held. */
+static const char *archive_dist(int rootfd, const char *file)
+{
+    int fd = pp_openat_in_root(rootfd, file, O_PATH);
+    if (fd >= 0) { /* the file itself exists: not in an archive */
+        close(fd);
+        return NULL;
+    }
+    char prefix[PATH_MAX];
+    size_t fl = strlen(file);
+    if (fl >= sizeof(prefix))
+        return NULL;
+    for (size_t i = 1, depth = 0; i < fl && depth < 64; i++) {
+        if (file[i] != '/')
+            continue;
+        depth++;
+        memcpy(prefix, file, i);
+        prefix[i] = '\0';
+        struct stat st;
+        int pfd = pp_openat_in_root(rootfd, prefix, O_RDONLY | O_NONBLOCK);
+        if (pfd < 0)
+            return NULL; /* a missing component: nothing below it exists either */
+        if (fstat(pfd, &st) < 0 || S_ISDIR(st.st_mode)) {
+            close(pfd);
+            continue;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            close(pfd);
+            return NULL;
+        }
+        dirmap *m = cached_map(rootfd, prefix, pfd, build_zip_map);
+        return m ? map_get(m, file + i + 1) : NULL;
+    }
+    return NULL;
 }
 
 void pp_pkgver_clear_cache(void)
@@ -371,12 +487,9 @@ int pp_pkgver_annotation(const char *root, const char *file, const char *pyver, 
         root = "/";
     size_t clen;
     const char *site = find_site(file, &clen);
-    if (!site) {
-        if (pyver && pyver[0] && in_python_lib(file)) {
-            snprintf(out, len, "[standard-library==%s]", pyver);
-            return 1;
-        }
-        return 0;
+    if (!site && pyver && pyver[0] && in_python_lib(file)) {
+        snprintf(out, len, "[standard-library==%s]", pyver);
+        return 1;
     }
     char dir[PATH_MAX];
     int found = 0, rootfd = -1;
@@ -386,7 +499,7 @@ int pp_pkgver_annotation(const char *root, const char *file, const char *pyver, 
     size_t ns = 0;
     for (const char *s = site; s && ns < 8; s = find_site(s + 1, &clen))
         sites[ns++] = s;
-    while (ns-- > 0 && !found) {
+    while (site && ns-- > 0 && !found) {
         size_t dl = (size_t)(sites[ns] - file) + clen - 1; /* up to "...-packages" */
         if (dl >= sizeof(dir))
             continue;
@@ -398,6 +511,13 @@ int pp_pkgver_annotation(const char *root, const char *file, const char *pyver, 
             break;
         dirmap *m = get_map(rootfd, dir);
         const char *d = m ? map_get(m, file + dl + 1) : NULL;
+        if (d) {
+            snprintf(out, len, "[%s]", d);
+            found = 1;
+        }
+    }
+    if (!found && (rootfd >= 0 || (rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0)) {
+        const char *d = archive_dist(rootfd, file); /* a zipapp, a PEX, an egg */
         if (d) {
             snprintf(out, len, "[%s]", d);
             found = 1;

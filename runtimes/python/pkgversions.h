@@ -3,7 +3,11 @@
  * " [<dist>==<version>]", a standard-library file " [standard-library==X.Y.Z]".
  *
  * A file belongs to a distribution when it is listed in a `*.dist-info/RECORD` or an
- * `*.egg-info/installed-files.txt` of the site-packages/dist-packages directory that holds it.
+ * `*.egg-info/installed-files.txt` of the site-packages/dist-packages directory that holds it,
+ * or, for a module imported from an archive ("<archive>/<member>": a zipapp, a PEX, an egg),
+ * in a RECORD inside the archive (relative to the directory holding its *.dist-info) or in an
+ * egg whose EGG-INFO/PKG-INFO names it. Archives are read with libarchive (the central
+ * directory; at most 200,000 entries) and cached like directories.
  * Directories and files are opened inside the process's root (/proc/<pid>/root, inroot.h: a
  * container's symlinks resolve in the container, never on the host), so containers and mount
  * namespaces see their own packages. The map of one directory is built once and cached

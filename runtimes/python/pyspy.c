@@ -16,8 +16,10 @@
 #include "base/child.h"
 #include "base/log.h"
 #include "base/procfiles.h"
+#include "base/resource.h"
 #include "runtimes/python/pkgversions.h"
 #include "runtimes/python/python_int.h"
+#include "runtimes/runner.h"
 
 #define MAX_OUTPUT (64u << 20)   /* bytes of one py-spy output file */
 #define PYSPY_TIMEOUT_EXTRA 10.0 /* gProfiler: duration + 10 s */
@@ -30,7 +32,7 @@ typedef struct spyproc {
     char pyver[32];
     char output[PATH_MAX];
     pp_child *child;
-    char reason[340]; /* error stack frame when the child could not start */
+    char reason[340]; /* why the child could not start (its error stack) */
 } spyproc;
 
 typedef struct pyspy {
@@ -41,41 +43,9 @@ typedef struct pyspy {
     double child_deadline;
 } pyspy;
 
-static bool executable(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
-}
-
 int pp_pyspy_find(char *out, size_t len)
 {
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            static const char *const rel[] = {"/resources/python/py-spy",
-                                              "/../resources/python/py-spy"};
-            for (size_t i = 0; i < 2; i++) {
-                if ((size_t)snprintf(out, len, "%s%s", self, rel[i]) < len && executable(out))
-                    return 0;
-            }
-        }
-    }
-    const char *path = getenv("PATH");
-    if (!path)
-        return -1;
-    for (const char *p = path; *p;) {
-        const char *e = strchr(p, ':');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        if (l && p[0] == '/' && (size_t)snprintf(out, len, "%.*s/py-spy", (int)l, p) < len &&
-            executable(out))
-            return 0;
-        p += l + (e ? 1 : 0);
-    }
-    return -1;
+    return pp_resource_tool("python/py-spy", out, len);
 }
 
 static void random_letters(char *out, size_t n)
@@ -108,9 +78,9 @@ static void start_one(pyspy *s, spyproc *p, const char *exe, const char *tmpdir,
     char err[300];
     p->child = pp_child_start(&o, err, sizeof(err));
     if (!p->child) {
-        snprintf(p->reason, sizeof(p->reason), "[Profiling error: %s]", err);
-        if (pp_python_first_report(p->pid, p->start_ticks))
-            pp_warn("py-spy for pid %d (%s) did not start: %s", p->pid, p->comm, err);
+        snprintf(p->reason, sizeof(p->reason), "%s", err);
+        pp_warn_proc(p->pid, p->start_ticks, "py-spy for pid %d (%s) did not start: %s", p->pid,
+                     p->comm, err);
     }
     (void)s;
 }
@@ -134,11 +104,8 @@ void pp_pyspy_free(void *session)
 void *pp_pyspy_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
 {
     char exe[PATH_MAX];
-    if (pp_pyspy_find(exe, sizeof(exe)) < 0) {
-        pp_error("--python-mode pyspy: py-spy not found in resources/python/ next to polyprof "
-                 "nor on PATH; install py-spy or use --python-mode builtin");
-        return NULL;
-    }
+    if (pp_pyspy_find(exe, sizeof(exe)) < 0)
+        return NULL; /* logged by the session (the backend is not available) */
     if (!ctx->tmpdir) {
         pp_error("py-spy: no session temporary directory");
         return NULL;
@@ -152,10 +119,10 @@ void *pp_pyspy_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, 
         pp_pyspy_free(s);
         return NULL;
     }
-    s->annotate = ctx->cfg->python_versions;
-    int rate = ctx->cfg->frequency < PP_PYSPY_MAX_HZ ? ctx->cfg->frequency : PP_PYSPY_MAX_HZ;
+    s->annotate = !pp_runtime_opt(ctx, "no-python-versions");
+    int rate = ctx->frequency < PP_PYSPY_MAX_HZ ? ctx->frequency : PP_PYSPY_MAX_HZ;
     /* gProfiler passes the session duration (not the time left) and allows 10 s more. */
-    int duration = ctx->cfg->duration > 0 ? ctx->cfg->duration : 1;
+    int duration = ctx->duration > 0 ? ctx->duration : 1;
     s->child_deadline = pp_mono_now() + duration + PYSPY_TIMEOUT_EXTRA;
     (void)deadline;
     for (size_t i = 0; i < n; i++, s->n++) {
@@ -270,15 +237,9 @@ size_t pp_pyspy_parse(char *text, pp_profile *out, pp_pid_profile *dst, const ch
     return lines;
 }
 
-static void add_error(pp_profile *out, const spyproc *p, const char *frame)
+static void add_error(pp_profile *out, const spyproc *p, const char *reason)
 {
-    pp_pid_profile *dst = pp_profile_get(out, p->pid, true);
-    if (!dst)
-        return;
-    dst->comm = pp_profile_intern(out, p->comm);
-    dst->runtime = "python";
-    uint32_t f = pp_profile_intern(out, frame);
-    pp_pid_add(dst, &f, 1, 1);
+    pp_error_stack(out, p->pid, p->comm, "python", "error", reason);
 }
 
 int pp_pyspy_collect(void *session, pp_profile *out)
@@ -308,13 +269,15 @@ int pp_pyspy_collect(void *session, pp_profile *out)
             pp_pyspy_parse(text, out, dst, s->annotate ? p->root : NULL, p->pyver);
         } else if (!alive) {
             if (res.err && strstr(res.err, "Error: Failed to get process executable name"))
-                add_error(out, p, "[Profiling error: process exited before py-spy started]");
+                add_error(out, p, "process exited before py-spy started");
             /* else: exited during the session, nothing recorded: the sampler's stacks stay */
         } else if (failed && !res.stopped) {
-            snprintf(frame, sizeof(frame), "[Profiling error: py-spy %s]", desc);
+            snprintf(frame, sizeof(frame), "py-spy %s", desc);
             add_error(out, p, frame);
-            if (pp_python_first_report(p->pid, p->start_ticks))
-                pp_child_log_failure(&res, PP_LOG_WARNING, "py-spy");
+            char why[4096];
+            if (pp_child_failure_text(&res, "py-spy", why, sizeof(why)))
+                pp_warn_proc(p->pid, p->start_ticks, "python pid %d (%s): %s", p->pid, p->comm,
+                             why);
         }
         free(text);
         pp_child_free(p->child);

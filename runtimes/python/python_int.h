@@ -29,8 +29,8 @@ void pp_pyspy_free(void *session);
 size_t pp_pyspy_parse(char *text, pp_profile *out, pp_pid_profile *dst, const char *root,
                       const char *pyver);
 
-/* Path of the py-spy executable: resources/python/py-spy next to polyprof's executable (or one
- * level up, for build/polyprof in a source tree), else on PATH. 0 or -1 (not found). */
+/* Canonical path of the py-spy executable (pp_resource_tool("python/py-spy"): the resource
+ * search path of base/resource.h, then PATH). 0 or -1 (not found). */
 int pp_pyspy_find(char *out, size_t len);
 
 /* The exact Python version ("3.11.7") of pid from its libpython or executable, or -1. */
@@ -39,8 +39,7 @@ int pp_python_process_version(int pid, char *out, size_t len);
 /* The comm of pid as /proc/<pid>/comm has it (newline stripped); fallback when unreadable. */
 void pp_python_comm(int pid, const char *fallback, char *out, size_t len);
 
-/* True the first time it is called for (pid, start_ticks) in this polyprof process: skip and
- * error reasons are logged once per process, not every session. */
-bool pp_python_first_report(int pid, unsigned long long start_ticks);
+/* Application metadata keys of a Python process (driver.c). */
+json_t *pp_python_metadata(int pid);
 
 #endif

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/child.h"
+#include "base/hashtab.h"
 #include "base/log.h"
 #include "base/procfiles.h"
 #include "runtimes/python/cpython.h"
@@ -47,7 +48,7 @@ static long fds_budget(void)
  * descriptor budget, else -1 and reopened per read), the on-CPU nanoseconds at its previous
  * sample, and the fraction of a sample not yet emitted. */
 typedef struct tfd {
-    long tid; /* 0: empty slot */
+    long tid;
     int fd;
     unsigned gen; /* last sample that saw the thread */
     bool have_last;
@@ -74,11 +75,9 @@ typedef struct pyproc {
     bool gone;
     unsigned long long samples, errors;
     char last_err[200];
-    tfd *fds;
-    size_t fcap, fn;
+    pp_htab fds; /* of tfd */
     unsigned gen;
-    fent *frames;
-    size_t frcap, frn;
+    pp_htab frames; /* of fent */
     pp_pid_profile *pp;
 } pyproc;
 
@@ -99,14 +98,6 @@ typedef struct pysampler {
 } pysampler;
 
 /* ---- thread state ---- */
-
-static uint64_t hash64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
-}
 
 /* Kernel state letter of /proc/<pid>/task/<tid>/stat, or -1. */
 static int state_of_stat(int pid, long tid)
@@ -150,39 +141,24 @@ static void tfd_close(tfd *e)
     }
 }
 
-static void fds_rehash(pyproc *p, size_t ncap)
+/* pp_htab_filter: keeps the threads seen in the last 64 samples (the others are likely gone). */
+static bool tfd_recent(void *ent, void *proc)
 {
-    tfd *n = calloc(ncap, sizeof(*n));
-    if (!n)
-        return;
-    for (size_t i = 0; i < p->fcap; i++) {
-        if (!p->fds[i].tid)
-            continue;
-        if (p->fds[i].gen + 64 < p->gen) { /* not seen for 64 samples: thread likely gone */
-            tfd_close(&p->fds[i]);
-            continue;
-        }
-        size_t j = hash64((uint64_t)p->fds[i].tid) & (ncap - 1);
-        while (n[j].tid)
-            j = (j + 1) & (ncap - 1);
-        n[j] = p->fds[i];
-    }
-    free(p->fds);
-    p->fds = n;
-    p->fcap = ncap;
-    p->fn = 0;
-    for (size_t i = 0; i < ncap; i++)
-        p->fn += n[i].tid != 0;
+    tfd *e = ent;
+    if (e->gen + 64 >= ((const pyproc *)proc)->gen)
+        return true;
+    tfd_close(e);
+    return false;
 }
 
 static tfd *fds_find(pyproc *p, long tid)
 {
-    if (!p->fcap)
-        return NULL;
-    size_t j = hash64((uint64_t)tid) & (p->fcap - 1);
-    while (p->fds[j].tid && p->fds[j].tid != tid)
-        j = (j + 1) & (p->fcap - 1);
-    return &p->fds[j];
+    pp_htab_probe pr;
+    for (tfd *e = pp_htab_first(&p->fds, pp_hash_u64((uint64_t)tid), &pr); e;
+         e = pp_htab_next(&p->fds, &pr))
+        if (e->tid == tid)
+            return e;
+    return NULL;
 }
 
 /* How many samples thread tid of p counts for at this tick: 0 unless it is running or
@@ -193,18 +169,17 @@ static tfd *fds_find(pyproc *p, long tid)
 static unsigned thread_samples(pyproc *p, long tid, double period)
 {
     tfd *e = fds_find(p, tid);
-    if ((!e || !e->tid) && p->fn < MAX_THREAD_FDS && (p->fn + 1) * 2 > p->fcap) {
-        fds_rehash(p, p->fcap ? p->fcap * 2 : 16); /* also closes threads not seen lately */
-        e = fds_find(p, tid);
+    if (!e && pp_htab_count(&p->fds) < MAX_THREAD_FDS) {
+        if (pp_htab_full(&p->fds)) /* before growing, close threads not seen lately */
+            pp_htab_filter(&p->fds, tfd_recent, p);
+        if ((e = pp_htab_add(&p->fds, pp_hash_u64((uint64_t)tid)))) {
+            *e = (tfd){.tid = tid, .fd = -1};
+            if (fds_held < fds_budget() && (e->fd = open_schedstat(p->pid, tid)) >= 0)
+                fds_held++;
+        }
     }
-    if (!e || (!e->tid && p->fn >= MAX_THREAD_FDS))
+    if (!e)
         return state_of_stat(p->pid, tid) == 'R';
-    if (!e->tid) {
-        *e = (tfd){.tid = tid, .fd = -1};
-        if (fds_held < fds_budget() && (e->fd = open_schedstat(p->pid, tid)) >= 0)
-            fds_held++;
-        p->fn++;
-    }
     e->gen = p->gen;
     unsigned long long ns;
     if (read_cpu_ns(e, p->pid, &ns) < 0)
@@ -228,58 +203,31 @@ static unsigned thread_samples(pyproc *p, long tid, double period)
 
 static void fds_close(pyproc *p)
 {
-    for (size_t i = 0; i < p->fcap; i++)
-        if (p->fds[i].tid)
-            tfd_close(&p->fds[i]);
-    free(p->fds);
-    p->fds = NULL;
-    p->fcap = p->fn = 0;
+    size_t pos = 0;
+    for (tfd *e; (e = pp_htab_each(&p->fds, &pos));)
+        tfd_close(e);
+    pp_htab_free(&p->fds);
 }
 
 /* ---- frames ---- */
-
-static int frames_grow(pyproc *p)
-{
-    size_t ncap = p->frcap ? p->frcap * 2 : 256;
-    fent *n = calloc(ncap, sizeof(*n));
-    if (!n)
-        return -1;
-    for (size_t i = 0; i < p->frcap; i++) {
-        if (!p->frames[i].name)
-            continue;
-        const fent *e = &p->frames[i];
-        size_t j =
-            hash64((uintptr_t)e->name ^ ((uintptr_t)e->file << 7) ^ (uint64_t)e->line) & (ncap - 1);
-        while (n[j].name)
-            j = (j + 1) & (ncap - 1);
-        n[j] = *e;
-    }
-    free(p->frames);
-    p->frames = n;
-    p->frcap = ncap;
-    return 0;
-}
 
 static uint32_t frame_id(pysampler *s, pyproc *p, const pp_py_frame *f)
 {
     const char *name = f->name ? f->name : "[unknown]";
     const char *file = f->file ? f->file : "";
-    if ((p->frn + 1) * 2 > p->frcap && frames_grow(p) < 0)
-        return 0;
-    size_t j =
-        hash64((uintptr_t)name ^ ((uintptr_t)file << 7) ^ (uint64_t)f->line) & (p->frcap - 1);
-    for (; p->frames[j].name; j = (j + 1) & (p->frcap - 1)) {
-        const fent *e = &p->frames[j];
+    uint64_t h = pp_hash_u64((uintptr_t)name ^ ((uintptr_t)file << 7) ^ (uint64_t)f->line);
+    pp_htab_probe pr;
+    for (fent *e = pp_htab_first(&p->frames, h, &pr); e; e = pp_htab_next(&p->frames, &pr))
         if (e->name == name && e->file == file && e->line == f->line)
             return e->id;
-    }
     char ann[320] = "", text[PATH_MAX + 600];
     if (s->annotate && f->line > 0)
         pp_pkgver_annotation(p->root, file, p->pyver, ann, sizeof(ann));
     pp_py_frame_text(text, sizeof(text), name, file, f->line, ann);
     uint32_t id = pp_profile_intern(s->prof, text);
-    p->frames[j] = (fent){name, file, f->line, id};
-    p->frn++;
+    fent *e = pp_htab_add(&p->frames, h);
+    if (e)
+        *e = (fent){name, file, f->line, id};
     return id;
 }
 
@@ -379,6 +327,8 @@ static void *sampler_main(void *arg)
 
 static void open_proc(pysampler *s, pyproc *p, const pp_proc *src)
 {
+    PP_HTAB_INIT(&p->fds, tfd, 50);
+    PP_HTAB_INIT(&p->frames, fent, 50);
     p->pid = src->pid;
     p->start_ticks = src->start_ticks;
     pp_python_comm(p->pid, src->comm, p->comm, sizeof(p->comm));
@@ -402,15 +352,14 @@ static void open_proc(pysampler *s, pyproc *p, const pp_proc *src)
         p->gone = true;
         return;
     }
-    bool first = pp_python_first_report(p->pid, p->start_ticks);
     if (st == PP_PY_UNSUPPORTED) {
         snprintf(p->reason, sizeof(p->reason), "[Profiling skipped: %s]", err);
-        if (first)
-            pp_info("python pid %d (%s) not profiled: %s", p->pid, p->comm, err);
+        pp_info_proc(p->pid, p->start_ticks, "python pid %d (%s) not profiled: %s", p->pid, p->comm,
+                     err);
     } else {
         snprintf(p->reason, sizeof(p->reason), "[Profiling error: %s]", err);
-        if (first)
-            pp_warn("python pid %d (%s) cannot be profiled: %s", p->pid, p->comm, err);
+        pp_warn_proc(p->pid, p->start_ticks, "python pid %d (%s) cannot be profiled: %s", p->pid,
+                     p->comm, err);
     }
 }
 
@@ -431,7 +380,7 @@ void pp_pysampler_free(void *session)
                      st.reads, st.code_cached);
         }
         fds_close(&s->procs[i]);
-        free(s->procs[i].frames);
+        pp_htab_free(&s->procs[i].frames);
         pp_py_close(s->procs[i].h);
     }
     free(s->procs);
@@ -454,10 +403,10 @@ void *pp_pysampler_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t
         pp_pysampler_free(s);
         return NULL;
     }
-    int hz = ctx->cfg->frequency < PP_PY_MAX_HZ ? ctx->cfg->frequency : PP_PY_MAX_HZ;
+    int hz = ctx->frequency < PP_PY_MAX_HZ ? ctx->frequency : PP_PY_MAX_HZ;
     s->period = 1.0 / (hz > 0 ? hz : 1);
     s->deadline = deadline;
-    s->annotate = ctx->cfg->python_versions;
+    s->annotate = !pp_runtime_opt(ctx, "no-python-versions");
     s->truncated_id = pp_profile_intern(s->prof, "[truncated]");
     for (size_t i = 0; i < n; i++, s->n++)
         open_proc(s, &s->procs[i], &procs[i]);
@@ -492,9 +441,10 @@ int pp_pysampler_collect(void *session, pp_profile *out)
         bool has = p->pp && pp_pid_nstacks(p->pp) > 0;
         if (!has && !p->reason[0] && p->errors && !p->samples)
             snprintf(p->reason, sizeof(p->reason), "[Profiling error: %s]", p->last_err);
-        if (p->errors && pp_python_first_report(p->pid, p->start_ticks))
-            pp_warn("python pid %d (%s): %llu of %llu samples failed: %s", p->pid, p->comm,
-                    p->errors, p->errors + p->samples, p->last_err);
+        if (p->errors)
+            pp_warn_proc(p->pid, p->start_ticks,
+                         "python pid %d (%s): %llu of %llu samples failed: %s", p->pid, p->comm,
+                         p->errors, p->errors + p->samples, p->last_err);
         if (!has && !p->reason[0])
             continue; /* idle, or exited before a sample: the system sampler's stacks stay */
         pp_pid_profile *dst = pp_profile_get(out, p->pid, true);

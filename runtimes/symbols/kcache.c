@@ -4,18 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hashtab.h"
 #include "merge/strtab.h"
 #include "runtimes/symbols/symbols_internal.h"
 
+/* 4-aligned (the address in halves), so that a slot is 16 bytes rather than 24. */
 typedef struct {
-    uint64_t ip;
-    uint32_t id; /* string id + 1; 0 = empty slot */
+    uint32_t ip_lo, ip_hi;
+    uint32_t id; /* string id */
 } kent;
 
 struct pp_kcache {
     pp_strtab *names;
-    kent *slots;
-    size_t cap, used, max;
+    pp_htab slots; /* of kent, sized for max entries at creation */
+    size_t max;
 };
 
 pp_kcache *pp_kcache_new(size_t max_entries)
@@ -24,12 +26,9 @@ pp_kcache *pp_kcache_new(size_t max_entries)
     if (!c)
         return NULL;
     c->max = max_entries ? max_entries : 65536;
-    c->cap = 1;
-    while (c->cap < c->max * 2)
-        c->cap <<= 1;
-    c->slots = calloc(c->cap, sizeof(*c->slots));
+    PP_HTAB_INIT(&c->slots, kent, 50);
     c->names = pp_strtab_new();
-    if (!c->slots || !c->names) {
+    if (pp_htab_reserve(&c->slots, c->max) < 0 || !c->names) {
         pp_kcache_free(c);
         return NULL;
     }
@@ -40,47 +39,45 @@ void pp_kcache_free(pp_kcache *c)
 {
     if (!c)
         return;
-    free(c->slots);
+    pp_htab_free(&c->slots);
     pp_strtab_free(c->names);
     free(c);
 }
 
-static size_t slot_of(uint64_t ip, size_t cap)
+static kent *find(const pp_kcache *c, uint64_t ip)
 {
-    uint64_t h = ip * 0x9e3779b97f4a7c15ULL;
-    return (size_t)(h ^ (h >> 31)) & (cap - 1);
+    pp_htab_probe p;
+    for (kent *e = pp_htab_first(&c->slots, pp_hash_u64(ip), &p); e;
+         e = pp_htab_next(&c->slots, &p))
+        if (e->ip_lo == (uint32_t)ip && e->ip_hi == (uint32_t)(ip >> 32))
+            return e;
+    return NULL;
 }
 
 int pp_kcache_get(const pp_kcache *c, uint64_t ip, const char **name)
 {
-    for (size_t s = slot_of(ip, c->cap); c->slots[s].id; s = (s + 1) & (c->cap - 1)) {
-        if (c->slots[s].ip == ip) {
-            *name = pp_strtab_get(c->names, c->slots[s].id - 1);
-            return 1;
-        }
-    }
-    return 0;
+    const kent *e = find(c, ip);
+    if (e)
+        *name = pp_strtab_get(c->names, e->id);
+    return e != NULL;
 }
 
 int pp_kcache_put(pp_kcache *c, uint64_t ip, const char *name)
 {
-    if (c->used >= c->max) {
+    if (pp_htab_count(&c->slots) >= c->max) {
         pp_strtab *fresh = pp_strtab_new();
         if (!fresh)
             return -1;
         pp_strtab_free(c->names);
         c->names = fresh;
-        memset(c->slots, 0, c->cap * sizeof(*c->slots));
-        c->used = 0;
+        pp_htab_clear(&c->slots);
     }
     uint32_t id = pp_strtab_intern_cstr(c->names, name);
     if (id == UINT32_MAX)
         return -1;
-    size_t s = slot_of(ip, c->cap);
-    while (c->slots[s].id && c->slots[s].ip != ip)
-        s = (s + 1) & (c->cap - 1);
-    if (!c->slots[s].id)
-        c->used++;
-    c->slots[s] = (kent){ip, id + 1};
+    kent *e = find(c, ip);
+    if (!e && !(e = pp_htab_add(&c->slots, pp_hash_u64(ip))))
+        return -1;
+    *e = (kent){(uint32_t)ip, (uint32_t)(ip >> 32), id};
     return 0;
 }

@@ -73,6 +73,8 @@ struct pp_symbolizer {
     size_t max_binary_bytes;
     binslot *slots;
     uint64_t next_gen, clock;
+    /* By pid % PID_BUCKETS, chained; left off base/hashtab: looked up on emitter cache misses
+     * only (not per sample), and each pp_proc is its own allocation anyway. */
     pp_proc *buckets[PID_BUCKETS];
     uint64_t pass;
     pp_symtab ksyms;
@@ -692,6 +694,19 @@ static void load_vdso(pp_symbolizer *s)
 
 /* ---- perf maps ---- */
 
+/* The jitdump a JIT of p maps (jit-<nspid>.dump, perf's convention), or NULL. */
+static const char *jitdump_path(const pp_proc *p)
+{
+    char want[32];
+    int wl = snprintf(want, sizeof(want), "/jit-%d.dump", p->nspid);
+    for (size_t i = 0; i < p->nmaps; i++) {
+        size_t l = strlen(p->maps[i].path);
+        if (!p->maps[i].deleted && l > (size_t)wl && !strcmp(p->maps[i].path + l - wl, want))
+            return p->maps[i].path;
+    }
+    return NULL;
+}
+
 static void perfmap_refresh(pp_symbolizer *s, pp_proc *p)
 {
     if (p->perfmap_pass == s->pass)
@@ -700,18 +715,22 @@ static void perfmap_refresh(pp_symbolizer *s, pp_proc *p)
     char name[64];
     snprintf(name, sizeof(name), "/tmp/perf-%d.map", p->nspid);
     int fd = open_in_root(s, p, name, O_RDONLY | O_NONBLOCK);
+    const char *jitdump = fd < 0 ? jitdump_path(p) : NULL;
+    if (jitdump)
+        fd = open_in_root(s, p, jitdump, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
         pp_perfmap_free(&p->perfmap);
         p->perfmap_present = 0;
         return;
     }
     uint64_t dropped = p->perfmap.dropped;
-    long n = pp_perfmap_update(&p->perfmap, fd);
+    long n = jitdump ? pp_jitdump_update(&p->perfmap, fd) : pp_perfmap_update(&p->perfmap, fd);
     close(fd);
     p->perfmap_present = n >= 0;
     if (n > 0)
-        pp_debug("symbols: perf map %s of pid %d: %ld new entries, %zu held (%zu KiB)", name,
-                 p->pid, n, p->perfmap.n, pp_perfmap_memory(&p->perfmap) >> 10);
+        pp_debug("symbols: perf map %s of pid %d: %ld new entries, %zu held (%zu KiB)",
+                 jitdump ? jitdump : name, p->pid, n, p->perfmap.n,
+                 pp_perfmap_memory(&p->perfmap) >> 10);
     if (p->perfmap.dropped > dropped && !p->perfmap.cap_logged) {
         p->perfmap.cap_logged = 1;
         pp_info("symbols: the perf map of pid %d needs more than its memory bound: keeping the "

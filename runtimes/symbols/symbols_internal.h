@@ -176,6 +176,18 @@ const char *pp_perfmap_find(pp_perfmap *m, uint64_t addr);
 /* Bytes m holds (the bound applies to this). */
 size_t pp_perfmap_memory(const pp_perfmap *m);
 
+/* ---- jitdump files (jitdump.c): code-load records as perf map entries ---- */
+
+/* The header size of a jitdump's start (data, len), or -1 when it is not one. */
+long pp_jitdump_header(const void *data, size_t len);
+/* Adds the code-load (and code-move) records of data (records from a record boundary; limit:
+ * the bytes the file holds from there, >= len) to m. *used: the bytes of whole records
+ * consumed; *closed: a close record (or garbage) ends the file. Returns entries added. */
+long pp_jitdump_records(pp_perfmap *m, const void *data, size_t len, uint64_t limit, uint64_t *used,
+                        int *closed);
+/* pp_perfmap_update for a jitdump open at fd: the records appended since the last call. */
+long pp_jitdump_update(pp_perfmap *m, int fd);
+
 /* ---- /proc/<pid>/maps (procmaps.c) ---- */
 
 typedef enum {

@@ -3,19 +3,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_FRAMES 256
+#include "base/hashtab.h"
 
+#define MAX_FRAMES 256
+/* The cache starts over rather than grow past this many slots (3/4 of them used). */
+#define CACHE_MAX_SLOTS ((size_t)1 << 20)
+
+/* 4-aligned (the address in halves), so that a slot is 20 bytes rather than 24. */
 typedef struct {
-    uint64_t ip;
+    uint32_t ip_lo, ip_hi;
     int pid;
-    uint32_t id; /* frame id + 1; 0 = empty slot */
+    uint32_t id; /* frame id */
 } cache_ent;
 
 struct pp_emitter {
     pp_symbolizer *sym;
     uint64_t generation; /* pp_profile_generation of the profile the cached ids belong to */
-    cache_ent *cache;
-    size_t cap, used;
+    pp_htab cache;       /* of cache_ent */
 };
 
 pp_emitter *pp_emitter_new(pp_symbolizer *sym)
@@ -24,9 +28,8 @@ pp_emitter *pp_emitter_new(pp_symbolizer *sym)
     if (!e)
         return NULL;
     e->sym = sym;
-    e->cap = 4096;
-    e->cache = calloc(e->cap, sizeof(*e->cache));
-    if (!e->cache) {
+    PP_HTAB_INIT(&e->cache, cache_ent, 75);
+    if (pp_htab_reserve(&e->cache, 3072) < 0) { /* 4096 slots */
         free(e);
         return NULL;
     }
@@ -37,31 +40,15 @@ void pp_emitter_free(pp_emitter *e)
 {
     if (!e)
         return;
-    free(e->cache);
+    pp_htab_free(&e->cache);
     free(e);
 }
 
-static void cache_reset(pp_emitter *e)
+/* A cache miss: names ip and caches its frame id (h: the key's hash). Out of line, so that the
+ * lookup below stays small. */
+static __attribute__((noinline)) uint32_t frame_id_miss(pp_emitter *e, pp_profile *out, int pid,
+                                                        uint64_t ip, uint64_t h)
 {
-    memset(e->cache, 0, e->cap * sizeof(*e->cache));
-    e->used = 0;
-}
-
-static size_t slot_of(int pid, uint64_t ip, size_t cap)
-{
-    uint64_t h = ip * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(unsigned)pid * 0xc2b2ae3d27d4eb4fULL;
-    return (h ^ (h >> 29)) & (cap - 1);
-}
-
-/* pid < 0 marks kernel addresses (shared by all processes). */
-static uint32_t frame_id(pp_emitter *e, pp_profile *out, int pid, uint64_t ip)
-{
-    size_t s = slot_of(pid, ip, e->cap);
-    while (e->cache[s].id) {
-        if (e->cache[s].ip == ip && e->cache[s].pid == pid)
-            return e->cache[s].id - 1;
-        s = (s + 1) & (e->cap - 1);
-    }
     char buf[1024];
     if (pid < 0)
         pp_symbolize_kernel(e->sym, ip, buf, sizeof(buf));
@@ -70,36 +57,30 @@ static uint32_t frame_id(pp_emitter *e, pp_profile *out, int pid, uint64_t ip)
     uint32_t id = pp_profile_intern(out, buf);
     if (id == UINT32_MAX)
         return id;
-    /* Bounded cache: when it gets dense, start over rather than grow without limit. */
-    if (e->used * 4 >= e->cap * 3) {
-        if (e->cap < (1u << 20)) {
-            cache_ent *nc = calloc(e->cap * 2, sizeof(*nc));
-            if (nc) {
-                size_t ncap = e->cap * 2;
-                for (size_t i = 0; i < e->cap; i++) {
-                    if (!e->cache[i].id)
-                        continue;
-                    size_t t = slot_of(e->cache[i].pid, e->cache[i].ip, ncap);
-                    while (nc[t].id)
-                        t = (t + 1) & (ncap - 1);
-                    nc[t] = e->cache[i];
-                }
-                free(e->cache);
-                e->cache = nc;
-                e->cap = ncap;
-            } else {
-                cache_reset(e);
-            }
-        } else {
-            cache_reset(e);
-        }
-        s = slot_of(pid, ip, e->cap);
-        while (e->cache[s].id)
-            s = (s + 1) & (e->cap - 1);
+    /* Bounded cache: when it gets dense at its largest (or cannot grow), start over. */
+    if (pp_htab_full(&e->cache) && e->cache.cap >= CACHE_MAX_SLOTS)
+        pp_htab_clear(&e->cache);
+    cache_ent *c = pp_htab_add(&e->cache, h);
+    if (!c) {
+        pp_htab_clear(&e->cache);
+        c = pp_htab_add(&e->cache, h);
     }
-    e->cache[s] = (cache_ent){ip, pid, id + 1};
-    e->used++;
+    if (c)
+        *c = (cache_ent){(uint32_t)ip, (uint32_t)(ip >> 32), pid, id};
     return id;
+}
+
+/* pid < 0 marks kernel addresses (shared by all processes). */
+static inline uint32_t frame_id(pp_emitter *e, pp_profile *out, int pid, uint64_t ip)
+{
+    /* One finisher over both (user addresses fit in 47 bits, kernel ones have the top bits set):
+     * a pair that folds onto another only costs a probe. */
+    uint64_t h = pp_hash_u64(ip ^ ((uint64_t)(unsigned)pid << 32));
+    pp_htab_probe p;
+    for (cache_ent *c = pp_htab_first(&e->cache, h, &p); c; c = pp_htab_next(&e->cache, &p))
+        if (c->ip_lo == (uint32_t)ip && c->ip_hi == (uint32_t)(ip >> 32) && c->pid == pid)
+            return c->id;
+    return frame_id_miss(e, out, pid, ip, h);
 }
 
 int pp_emit_sample(pp_emitter *e, pp_profile *out, int pid, const char *comm, const uint64_t *user,
@@ -108,7 +89,7 @@ int pp_emit_sample(pp_emitter *e, pp_profile *out, int pid, const char *comm, co
     /* The cached ids are string ids of one profile. A new session's profile may be allocated at
      * the freed one's address, so the cache is keyed on the profile's generation. */
     if (e->generation != pp_profile_generation(out)) {
-        cache_reset(e);
+        pp_htab_clear(&e->cache);
         e->generation = pp_profile_generation(out);
     }
     pp_pid_profile *pp = pp_profile_get(out, pid, true);

@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "base/hash.h"
+#include "base/hashtab.h"
 #include "merge/strtab.h"
 #include "base/log.h"
 #include "base/procfiles.h"
@@ -23,9 +23,8 @@
 #define MAX_CHAIN 256
 #define MAX_ENTRIES 65536 /* distinct raw stacks kept between drains */
 #define COMM_LEN 16
-#define SEEN_SLOTS 16384 /* pids announced: open addressing, power of two */
-#define SEEN_MAX 12288   /* past this, gone pids are swept out */
-#define NEWS_MAX 256     /* announcements waiting for the draining thread */
+#define SEEN_MAX 12288 /* pids announced: past this, gone pids are swept out */
+#define NEWS_MAX 256   /* announcements waiting for the draining thread */
 #define COMMS_PRUNE 8192
 
 /* One aggregated raw stack: ips[] holds the kernel part then the user part, leaf first. */
@@ -43,6 +42,9 @@ typedef struct comm_ent {
     char comm[COMM_LEN + 1];
 } comm_ent;
 
+/* Chained rather than base/hashtab: entries have variable length (their addresses inline), are
+ * allocated one by one as samples arrive and handed whole to the drain; bucket i holds hashes
+ * (pp_hash_bytes) whose low bits are i. */
 typedef struct {
     raw_stack **buckets;
     size_t nbuckets, n;
@@ -57,12 +59,11 @@ struct pp_perf_sampler {
     pthread_t thread;
     bool thread_started;
     pthread_mutex_t lock;
-    raw_table table; /* filled by the reader thread, swapped out by drain */
-    comm_ent *comms[1024];
+    raw_table table;       /* filled by the reader thread, swapped out by drain */
+    comm_ent *comms[1024]; /* by pid % 1024, chained: read once per drained stack */
     size_t ncomms;
-    int seen[SEEN_SLOTS]; /* 0 empty, -1 deleted, else a pid */
-    size_t nseen;         /* slots not empty (pids and deleted marks) */
-    bool swept;           /* swept since the last drain */
+    pp_htab seen; /* of int pids announced, room for SEEN_MAX made at the start */
+    bool swept;   /* swept since the last drain */
     int news[NEWS_MAX];
     size_t nnews_queued;
     int news_fd; /* eventfd: news queued */
@@ -127,57 +128,33 @@ static void prune_comms(pp_perf_sampler *s)
     }
 }
 
-/* The slot of pid in the seen set, or of the first free slot on its probe sequence. */
-static int *seen_slot(pp_perf_sampler *s, int pid, bool *found)
+static uint64_t hash_pid(int pid)
 {
-    int *free_slot = NULL;
-    for (size_t i = 0, h = ((unsigned)pid * 2654435761u) & (SEEN_SLOTS - 1); i < SEEN_SLOTS;
-         i++, h = (h + 1) & (SEEN_SLOTS - 1)) {
-        int *e = &s->seen[h];
-        if (*e == pid) {
-            *found = true;
-            return e;
-        }
-        if (*e == -1 && !free_slot)
-            free_slot = e;
-        if (*e == 0) {
-            *found = false;
-            return free_slot ? free_slot : e;
-        }
-    }
-    *found = false;
-    return free_slot;
+    return pp_hash_u64((uint64_t)(unsigned)pid);
 }
 
-/* Rebuilds the seen set with the pids that still exist. */
-static void seen_sweep(pp_perf_sampler *s)
+/* pid's entry in the seen set, or NULL. */
+static int *seen_find(pp_perf_sampler *s, int pid)
 {
-    int *old = malloc(sizeof(s->seen));
-    if (!old)
-        return;
-    memcpy(old, s->seen, sizeof(s->seen));
-    memset(s->seen, 0, sizeof(s->seen));
-    s->nseen = 0;
-    for (size_t i = 0; i < SEEN_SLOTS; i++) {
-        bool found;
-        if (old[i] > 0 && !pp_pid_gone(old[i])) {
-            int *e = seen_slot(s, old[i], &found);
-            if (e) {
-                *e = old[i];
-                s->nseen++;
-            }
-        }
-    }
-    free(old);
+    pp_htab_probe p;
+    for (int *e = pp_htab_first(&s->seen, hash_pid(pid), &p); e; e = pp_htab_next(&s->seen, &p))
+        if (*e == pid)
+            return e;
+    return NULL;
+}
+
+static bool still_running(void *ent, void *arg)
+{
+    (void)arg;
+    return !pp_pid_gone(*(const int *)ent);
 }
 
 /* Forgets pid (it exec'd: its next sample announces the new image). */
 static void seen_forget(pp_perf_sampler *s, int pid)
 {
-    bool found;
-    int *e = seen_slot(s, pid, &found);
-    if (found)
-        *e = -1; /* deleted: probe sequences go on past it */
+    int *e = seen_find(s, pid);
+    if (e)
+        pp_htab_remove(&s->seen, e);
 }
 
 /* Queues pid for pp_perf_sampler_take_news() the first time it is sampled (again after an
@@ -186,26 +163,21 @@ static void announce(pp_perf_sampler *s, int pid)
 {
     if (pid <= 0)
         return;
-    bool found;
-    int *slot = seen_slot(s, pid, &found);
-    if (found)
+    if (seen_find(s, pid))
         return;
-    if (s->nseen >= SEEN_MAX) {
+    if (pp_htab_count(&s->seen) >= SEEN_MAX) {
         if (!s->swept) { /* at most once per drain: a host may have this many live processes */
-            seen_sweep(s);
+            pp_htab_filter(&s->seen, still_running, NULL);
             s->swept = true;
         }
-        if (s->nseen >= SEEN_MAX) {
+        if (pp_htab_count(&s->seen) >= SEEN_MAX) {
             s->news_lost++; /* its mappings are read at the drain instead */
             return;
         }
-        slot = seen_slot(s, pid, &found);
     }
-    if (slot) {
-        if (*slot == 0)
-            s->nseen++;
+    int *slot = pp_htab_add(&s->seen, hash_pid(pid)); /* never grows: room was made */
+    if (slot)
         *slot = pid;
-    }
     if (s->nnews_queued >= NEWS_MAX) {
         s->news_lost++;
         return;
@@ -441,6 +413,7 @@ void pp_perf_sampler_stop(pp_perf_sampler *s)
     if (s->news_fd >= 0)
         close(s->news_fd);
     table_free(&s->table);
+    pp_htab_free(&s->seen);
     for (size_t b = 0; b < 1024; b++) {
         comm_ent *c = s->comms[b];
         while (c) {
@@ -467,6 +440,7 @@ pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *
     pthread_mutex_init(&s->lock, NULL);
     s->wake_fd = -1;
     s->news_fd = -1;
+    PP_HTAB_INIT(&s->seen, int, 75);
     s->sym = sym;
     s->pids = o->pids;
     s->npids = o->npids;
@@ -484,7 +458,7 @@ pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *
     s->wake_fd = eventfd(0, EFD_CLOEXEC);
     s->news_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (!s->fds || !s->rings || !s->emit || s->wake_fd < 0 || s->news_fd < 0 ||
-        table_init(&s->table) < 0) {
+        table_init(&s->table) < 0 || pp_htab_reserve(&s->seen, SEEN_MAX) < 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }

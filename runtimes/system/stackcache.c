@@ -4,15 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hashtab.h"
+
+/* Keyed by the trace's hash (never 0), which the BPF program computed: the table uses it as it
+ * is. 4-aligned (the hash in halves), so that a slot is 20 bytes rather than 24. */
 typedef struct {
-    uint64_t hash; /* 0: empty slot */
-    uint32_t off;  /* into ips */
+    uint32_t hash_lo, hash_hi;
+    uint32_t off; /* into ips */
     uint32_t n;
 } slot;
 
 typedef struct {
-    slot *tab;
-    size_t cap, used; /* cap: a power of two */
+    pp_htab tab; /* of slot */
     uint64_t *ips;
     size_t nips, ipscap;
 } gen;
@@ -22,56 +25,36 @@ struct pp_stackcache {
     size_t max_entries;
 };
 
-static void gen_free(gen *g)
+static void gen_init(gen *g)
 {
-    free(g->tab);
-    free(g->ips);
     memset(g, 0, sizeof(*g));
+    PP_HTAB_INIT(&g->tab, slot, 75);
 }
 
-static size_t slot_of(uint64_t hash, size_t cap)
+static void gen_free(gen *g)
 {
-    uint64_t h = hash * 0x9e3779b97f4a7c15ULL;
-    return (size_t)(h ^ (h >> 31)) & (cap - 1);
+    pp_htab_free(&g->tab);
+    free(g->ips);
+    gen_init(g);
 }
 
 static const slot *gen_find(const gen *g, uint64_t hash)
 {
-    if (!g->cap)
-        return NULL;
-    for (size_t s = slot_of(hash, g->cap);; s = (s + 1) & (g->cap - 1)) {
-        if (g->tab[s].hash == hash)
-            return &g->tab[s];
-        if (!g->tab[s].hash)
-            return NULL;
-    }
-}
-
-static int gen_grow(gen *g)
-{
-    size_t ncap = g->cap ? g->cap * 2 : 1024;
-    slot *nt = calloc(ncap, sizeof(*nt));
-    if (!nt)
-        return -1;
-    for (size_t i = 0; i < g->cap; i++) {
-        if (!g->tab[i].hash)
-            continue;
-        size_t s = slot_of(g->tab[i].hash, ncap);
-        while (nt[s].hash)
-            s = (s + 1) & (ncap - 1);
-        nt[s] = g->tab[i];
-    }
-    free(g->tab);
-    g->tab = nt;
-    g->cap = ncap;
-    return 0;
+    pp_htab_probe p;
+    for (const slot *s = pp_htab_first(&g->tab, hash, &p); s; s = pp_htab_next(&g->tab, &p))
+        if (s->hash_lo == (uint32_t)hash && s->hash_hi == (uint32_t)(hash >> 32))
+            return s;
+    return NULL;
 }
 
 pp_stackcache *pp_stackcache_new(size_t max_entries)
 {
     pp_stackcache *c = calloc(1, sizeof(*c));
-    if (c)
-        c->max_entries = max_entries ? max_entries : 1;
+    if (!c)
+        return NULL;
+    c->max_entries = max_entries ? max_entries : 1;
+    gen_init(&c->cur);
+    gen_init(&c->old);
     return c;
 }
 
@@ -91,7 +74,7 @@ int pp_stackcache_add(pp_stackcache *c, uint64_t hash, const uint64_t *ips, size
         return 0;
     if (n > PP_STACKCACHE_MAX_DEPTH)
         n = PP_STACKCACHE_MAX_DEPTH;
-    if ((g->used + 1) * 4 > g->cap * 3 && gen_grow(g) < 0)
+    if (!g->tab.cap && pp_htab_reserve(&g->tab, 768) < 0) /* 1024 slots at 3/4 */
         return -1;
     if (g->nips + n > g->ipscap) {
         size_t ncap = g->ipscap ? g->ipscap * 2 : 4096;
@@ -105,13 +88,12 @@ int pp_stackcache_add(pp_stackcache *c, uint64_t hash, const uint64_t *ips, size
         g->ips = ni;
         g->ipscap = ncap;
     }
+    slot *s = pp_htab_add(&g->tab, hash);
+    if (!s)
+        return -1;
     memcpy(g->ips + g->nips, ips, n * sizeof(*ips));
-    size_t s = slot_of(hash, g->cap);
-    while (g->tab[s].hash)
-        s = (s + 1) & (g->cap - 1);
-    g->tab[s] = (slot){.hash = hash, .off = (uint32_t)g->nips, .n = (uint32_t)n};
+    *s = (slot){(uint32_t)hash, (uint32_t)(hash >> 32), (uint32_t)g->nips, (uint32_t)n};
     g->nips += n;
-    g->used++;
     return 0;
 }
 
@@ -131,14 +113,14 @@ const uint64_t *pp_stackcache_get(const pp_stackcache *c, uint64_t hash, size_t 
 
 bool pp_stackcache_full(const pp_stackcache *c)
 {
-    return c->cur.used >= c->max_entries;
+    return pp_htab_count(&c->cur.tab) >= c->max_entries;
 }
 
 void pp_stackcache_rotate(pp_stackcache *c)
 {
     gen_free(&c->old);
     c->old = c->cur;
-    memset(&c->cur, 0, sizeof(c->cur));
+    gen_init(&c->cur);
 }
 
 void pp_stackcache_drop_old(pp_stackcache *c)
@@ -148,5 +130,5 @@ void pp_stackcache_drop_old(pp_stackcache *c)
 
 size_t pp_stackcache_count(const pp_stackcache *c)
 {
-    return c->cur.used + c->old.used;
+    return pp_htab_count(&c->cur.tab) + pp_htab_count(&c->old.tab);
 }

@@ -1,6 +1,6 @@
 /* libFuzzer target for the text the JVM (or whatever listens on its attach socket) sends back:
  * attach replies, /proc/<pid>/status, `VM.flags -all` and `VM.system_properties` output, and
- * /dev/kmsg records. The first byte selects the parser. */
+ * /dev/kmsg records, and JAR manifests. The first byte selects the parser. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "runtimes/java/attach.h"
 #include "runtimes/java/jvminfo.h"
+#include "runtimes/java/manifest.h"
 #include "runtimes/java/safemode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -20,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size < 1)
         return 0;
-    uint8_t sel = data[0] % 5;
+    uint8_t sel = data[0] % 6;
     size_t len = size - 1;
     char *s = malloc(len + 1); /* NUL-terminated, as the attach client hands replies over */
     memcpy(s, data + 1, len);
@@ -45,6 +46,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(pp_java_version_from_props(s));
         pp_java_major(s);
         break;
+    case 4: {
+        pp_jar_manifest m;
+        pp_jar_manifest_parse(s, len, &m);
+        if (!memchr(m.start_class, '\0', sizeof(m.start_class)))
+            abort();
+        break;
+    }
     default:
         pp_java_kmsg_oom(s, (int)(len % 100000));
         break;

@@ -1,5 +1,5 @@
 /* libFuzzer target for the text parsers that read other programs' output or files: .col files
- * (upload-file header merge, Pyroscope grouping, count splitting), /proc/<pid>/cgroup text, and
+ * (upload-file header merge, Pyroscope body, count splitting), /proc/<pid>/cgroup text, and
  * command lines (appid rules). The first byte selects the parser. */
 #include <jansson.h>
 #include <stdint.h>
@@ -12,6 +12,10 @@
 #include "orchestrator/pyroscope.h"
 #include "orchestrator/studio.h"
 #include "runtimes/appid.h"
+#include "runtimes/java/java.h"
+#include "runtimes/node/node.h"
+#include "runtimes/python/python.h"
+#include "runtimes/ruby/ruby.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -40,9 +44,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     }
     case 1: {
-        pp_pyro_group *g = NULL;
-        size_t n = pp_pyroscope_groups(text, len, &g);
-        pp_pyroscope_groups_free(g, n);
+        pp_pyro_body b;
+        if (pp_pyroscope_body(text, len, &b) == 0)
+            pp_pyroscope_body_free(&b);
         break;
     }
     case 2: {

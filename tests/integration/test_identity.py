@@ -142,3 +142,45 @@ def test_discovery_regex_override(appdir, start_app, outdir, python_link):
     md = prof.header["application_metadata"][int(hot[0][0][0])]
     assert "python_version" in md
     assert native.proc.poll() is None
+
+
+def test_jar_manifest_metadata_and_boot_appid(java_app, start_app, outdir, tmp_path):
+    """A JVM started from a jar gets its manifest in the metadata; a Spring Boot launcher class
+    started with -cp <jar> gets the manifest's Start-Class as appid (libarchive reads the jar,
+    inside the process's root). The launcher here is a stand-in class with the launcher's name
+    that runs Hot: Spring Boot itself is not installed."""
+    src = tmp_path / "src" / "org" / "springframework" / "boot" / "loader" / "launch"
+    src.mkdir(parents=True)
+    (src / "JarLauncher.java").write_text(
+        "package org.springframework.boot.loader.launch;\n"
+        "public class JarLauncher { public static void main(String[] a) throws Exception {\n"
+        "  Class.forName(\"Hot\").getMethod(\"main\", String[].class).invoke(null, (Object) a);"
+        " } }\n")
+    classes = tmp_path / "classes"
+    subprocess.run(["javac", "-d", str(classes), str(src / "JarLauncher.java")], check=True)
+    for f in Path(java_app).glob("*.class"):
+        shutil.copy(f, classes)
+    (tmp_path / "MANIFEST.MF").write_text(
+        "Main-Class: org.springframework.boot.loader.launch.JarLauncher\n"
+        "Start-Class: com.example.ShopApplication\n"
+        "Implementation-Title: shop\nImplementation-Version: 2.4.1\n")
+    jar = tmp_path / "shop.jar"
+    subprocess.run(["jar", "cfm", str(jar), str(tmp_path / "MANIFEST.MF"), "-C", str(classes),
+                    "."], check=True)
+    boot = start_app("java", "-cp", jar, "org.springframework.boot.loader.launch.JarLauncher")
+    plain = start_app("java", "-jar", jar)
+    run_polyprof("-d", 3, "-o", outdir)
+    prof = last_profile(outdir)
+    apps = prof.header["application_metadata"]
+    seen = {}
+    for frames, _ in prof.for_comm("java"):
+        if len(frames) > 3 and frames[3].startswith("appid: "):
+            seen.setdefault(frames[3], set()).add(int(frames[0]))
+    assert "appid: java: com.example.ShopApplication" in seen, seen
+    assert f"appid: java: {jar}" in seen, seen
+    for idx in seen["appid: java: com.example.ShopApplication"] | seen[f"appid: java: {jar}"]:
+        md = apps[idx]
+        assert md["jar_manifest"]["start_class"] == "com.example.ShopApplication"
+        assert md["jar_manifest"]["implementation_version"] == "2.4.1"
+        assert list(md)[-3:] == ["exe", "execfn", "arch"]
+    assert boot.pid != plain.pid

@@ -18,7 +18,11 @@ JDKS = {
     "17": Path("/usr/lib/jvm/java-17-openjdk-amd64"),
     "25": Path("/usr/lib/jvm/temurin-25-jdk-amd64"),
 }
-STANDIN_ASPROF = Path(__file__).resolve().parent / "standins" / "asprof"
+PP_TOOLS = Path(os.environ.get("PP_TOOLS", "/var/cache/polyprof/tools"))
+ASPROF_VERSION = re.search(r"^ASPROF_VERSION=(\S+)", (ROOT / "tests/tools/install.sh").read_text(),
+                           re.M).group(1)
+# laid out as a resources directory by tests/tools/install.sh: java/async-profiler.jar
+ASPROF_RESOURCES = PP_TOOLS / f"async-profiler-{ASPROF_VERSION}"
 
 
 @pytest.fixture(scope="module")
@@ -226,50 +230,155 @@ def test_perfmap_names_jit_frames_with_java_disabled(hot_classes, launchers, sta
     assert not Path(f"/tmp/perf-{app.pid}.map").exists()
 
 
-def standin_asprof_env(tmp_path):
-    """An environment whose PATH finds the async-profiler stand-in, its library and version
-    file (v3.0-standin) in tmp_path/bin."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    shutil.copy(STANDIN_ASPROF, bindir / "asprof")
-    (bindir / "libasyncProfiler.so").write_bytes(b"\x7fELF stand-in library\n")
-    (bindir / "async-profiler-version").write_text("v3.0-standin\n")
-    return dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+def asprof_env():
+    """An environment whose resources directory holds the pinned async-profiler jar (the real
+    library: `make deps` fetches it from Maven Central)."""
+    if not (ASPROF_RESOURCES / "java" / "async-profiler.jar").exists():
+        pytest.skip(f"no async-profiler {ASPROF_VERSION} jar in {ASPROF_RESOURCES} (make deps)")
+    return dict(os.environ, POLYPROF_RESOURCES=str(ASPROF_RESOURCES))
 
 
-def test_async_profiler_command_line_contract_with_the_stand_in(hot_classes, launchers, start_app,
-                                                               outdir, tmp_path):
-    """Contract test against tests/integration/standins/asprof (not async-profiler): --java-mode
-    ap starts asprof with gProfiler's command lines and parses its collapsed output; the
-    stand-in's fixed frames say nothing about accuracy. The real async-profiler (Maven Central's
-    jar carries libasyncProfiler.so, not the asprof launcher) is the Java issue's."""
-    if not STANDIN_ASPROF.exists():
-        pytest.skip("no async-profiler stand-in (tests/integration/standins/asprof)")
+class RunEnv(Run):
+    """Run with an environment."""
+
+    def __init__(self, env, *args):
+        self.proc = subprocess.Popen([str(POLYPROF), *map(str, args)], stderr=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, text=True, env=env)
+        self.children = set()
+        self._err = []
+        self._t = threading.Thread(target=lambda: self._err.extend(self.proc.stderr), daemon=True)
+        self._t.start()
+
+
+def ap_maps(pid):
+    return [ln.split(None, 5)[-1] for ln in Path(f"/proc/{pid}/maps").read_text().splitlines()
+            if ln.endswith(("/libasyncProfiler.so", "/libasyncProfiler.so (deleted)"))]
+
+
+def polyprof_dirs(root="/tmp"):
+    return {p.name for p in Path(root).iterdir() if p.name.startswith("polyprof-")
+            and p.is_dir() and any(x.name.startswith(("sess-", "async-profiler"))
+                                   for x in p.iterdir())}
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_async_profiler_real_library(version, hot_classes, launchers, start_app, outdir):
+    """The real async-profiler (the pinned jar's library), loaded by polyprof's own attach client
+    (no child process at all), with gProfiler's default arguments: Hot's 3:1 split within the
+    share check's bounds, `_[j]` frames; the library file and every directory gone from the JVM's
+    /tmp after the session while the JVM keeps it mapped; a second session on the same JVM
+    reuses the loaded library."""
+    jdk(version)
+    env = asprof_env()
+    app = start_app(launchers / f"pp_java{version}", "-cp", hot_classes, "Hot", 2)
+    warm(app.pid)
+    before = polyprof_dirs()
+    r = RunEnv(env, "-d", 12, "-f", 99, "--java-mode", "ap", "-o", outdir, "-v", "--pids",
+               app.pid).wait()
+    assert r.children == set(), r.children
+    lines = last_profile(outdir).for_comm(f"pp_java{version}")
+    frames = [x for f, _ in lines for x in f[4:]]
+    assert not any(x.startswith("[Profiling") for x in frames), r.stderr[-2000:]
+    assert any(x.startswith("Hot.hotA()V_[j]") for x in frames), frames[:20]
+    rt, sampler = totals(r.stderr, app.pid)
+    assert rt > 0 and sum(c for _, c in lines) == sampler
+    na = sum(c for f, c in lines if any(x.startswith("Hot.hotA(") for x in f))
+    nb = sum(c for f, c in lines if any(x.startswith("Hot.hotB(") for x in f))
+    print(f"JDK {version} ap: hotA {na}, hotB {nb}: {100.0 * na / max(na + nb, 1):.1f}%")
+    assert_share(100.0 * na / max(na + nb, 1), na + nb, 75, f"JDK {version} async-profiler hotA")
+    mapped = ap_maps(app.pid)
+    assert mapped and all(m.endswith(" (deleted)") for m in mapped), mapped
+    assert polyprof_dirs() <= before, "files left in /tmp"
+    # a second session: async-profiler stays loaded (it cannot be unloaded) and is reused
+    r2 = RunEnv(env, "-d", 3, "-f", 99, "--java-mode", "ap", "-o", outdir, "-v", "--pids",
+                app.pid).wait()
+    frames = [x for f, _ in last_profile(outdir).for_comm(f"pp_java{version}") for x in f[4:]]
+    assert any(x.startswith("Hot.hot") for x in frames), r2.stderr[-2000:]
+    assert not any(x.startswith("[Profiling") for x in frames), r2.stderr[-2000:]
+    assert len(set(ap_maps(app.pid))) == 1, "one async-profiler in the JVM"
+    assert "has async-profiler loaded from" in r2.stderr
+
+
+def test_async_profiler_in_a_jvm_with_its_own_mount_namespace(hot_classes, outdir):
+    """A JVM in its own pid and mount namespace with a private tmpfs /tmp: the library is written
+    into that /tmp (through /proc/<pid>/root), loaded, and removed; the JVM maps it from its own
+    /tmp; nothing of polyprof's is left there."""
+    java = jdk("17") / "bin" / "java"
+    env = asprof_env()
+    classes = Path(tempfile.mkdtemp(prefix="pp_it_java_ap_ns_", dir="/var/tmp"))
+    shutil.copytree(hot_classes, classes, dirs_exist_ok=True)
+    sh = subprocess.Popen(
+        ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c",
+         f"mount -t tmpfs tmpfs /tmp && exec {java} -cp {classes} Hot"],
+        stdout=subprocess.PIPE, text=True)
+    sh_out = LineReader(sh.stdout)
+    pid = None
+    try:
+        assert sh_out.wait_line(lambda x: True, 30, "the JVM to start").startswith("ready 1")
+        pid = int(Path(f"/proc/{sh.pid}/task/{sh.pid}/children").read_text().split()[0])
+        warm(pid)
+        r = RunEnv(env, "-d", 4, "-f", 99, "--java-mode", "ap", "-o", outdir, "-v", "--pids",
+                   pid).wait()
+        prof = last_profile(outdir)
+        ours = [x for f, c in prof.stacks if f[2] == "java" for x in f[4:]]
+        assert any(x.startswith("Hot.hot") and x.endswith("_[j]") for x in ours), r.stderr[-3000:]
+        assert not any(x.startswith("[Profiling") for x in ours), r.stderr[-3000:]
+        mapped = ap_maps(pid)
+        assert mapped and all(m.startswith("/tmp/polyprof-") for m in mapped), mapped
+        assert not Path(f"/proc/{pid}/root" + mapped[0].split(" (deleted)")[0]).exists()
+        left = {p.name for p in Path(f"/proc/{pid}/root/tmp").iterdir()}
+        assert left <= {".java_pid1", "hsperfdata_root"}, left
+    finally:
+        if pid:
+            os.kill(pid, 9)
+        sh.kill()
+        sh.wait()
+        sh.stdout.close()
+        shutil.rmtree(classes, ignore_errors=True)
+
+
+def perf_fds(pid):
+    n = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            n += os.readlink(fd) == "anon_inode:[perf_event]"
+        except OSError:
+            pass
+    return n
+
+
+@pytest.mark.parametrize("mode", ["cpu", "itimer"])
+def test_async_profiler_cpu_or_itimer_and_options(mode, hot_classes, launchers, start_app,
+                                                  outdir):
+    """--java-async-profiler-mode reaches the JVM: with cpu async-profiler opens perf events in
+    the JVM (seen in its fds during the session), with itimer none. --java-collect-thread-names
+    gives the [name tid=N] frames and --java-async-profiler-args reaches async-profiler
+    (jstackdepth=1: Java stacks of one frame)."""
     jdk("17")
+    env = asprof_env()
     app = start_app(launchers / "pp_java17", "-cp", hot_classes, "Hot")
     warm(app.pid)
-    env = standin_asprof_env(tmp_path)
-    # kept across runs, by design, in the directory for files targets read (its name is random,
-    # chosen once per boot and remembered in polyprof's scratch space)
-    record = Path("/run/polyprof/target-dir")
-    existed = record.exists() and (Path("/tmp") / record.read_text() /
-                                   "async-profiler-v3.0-standin").exists()
-    try:
-        p = subprocess.run([str(POLYPROF), "-d", "3", "-f", "99", "--java-mode", "ap", "-o",
-                            str(outdir), "-v"], env=env, capture_output=True, text=True,
-                           timeout=90)
-    finally:
-        if not existed and record.exists():
-            shutil.rmtree(Path("/tmp") / record.read_text() / "async-profiler-v3.0-standin",
-                          ignore_errors=True)
-    Path("/tmp/pp_java_last_stderr").write_text(p.stderr)
-    assert p.returncode == 0, p.stderr[-3000:]
+    base = perf_fds(app.pid)
+    run = RunEnv(env, "-d", 5, "-f", 99, "--java-mode", "ap", "-o", outdir, "-v", "--pids",
+                 app.pid, "--java-async-profiler-mode", mode, "--java-collect-thread-names",
+                 "--java-async-profiler-args", "jstackdepth=1")
+    seen = 0
+    deadline = time.time() + 60
+    while run.proc.poll() is None and time.time() < deadline:
+        seen = max(seen, perf_fds(app.pid) - base)
+        time.sleep(0.1)
+    run.wait()
+    if mode == "cpu":
+        assert seen > 0, "no perf events opened in the JVM in cpu mode"
+    else:
+        assert seen == 0, f"{seen} perf events in itimer mode"
     lines = last_profile(outdir).for_comm("pp_java17")
-    assert lines, p.stderr[-3000:]
-    frames = [x for f, _ in lines for x in f[4:]]
-    assert not any(x.startswith("[Profiling") for x in frames), p.stderr[-2000:]
-    rt, sampler = totals(p.stderr, app.pid)
-    assert rt > 0 and sum(c for _, c in lines) == sampler
+    java = [f[4:] for f, _ in lines if any(x.startswith("Hot.hot") for x in f)]
+    assert java, run.stderr[-3000:]
+    assert all(re.fullmatch(r"\[main tid=\d+\]", f[0]) for f in java), java[:3]
+    # jstackdepth=1: the hot method alone under the thread frame, no Hot.main/Hot.work
+    assert all(not any(x.startswith(("Hot.main", "Hot.work")) for x in f) for f in java), \
+        java[:3]
 
 
 def test_safemode_after_a_profiled_jvm_is_killed(hot_classes, launchers, start_app, outdir):

@@ -375,7 +375,34 @@ def test_upload_file(studio, work):
 
 # ---- Pyroscope ----
 
+def folded_from_col(col_text):
+    """The stacks a Pyroscope body must hold for a .col: the app index frame dropped, the
+    container frame kept above the comm when there is one, equal stacks summed."""
+    want = {}
+    for line in col_text.split("\n")[1:]:
+        if not line:
+            continue
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        key = ";".join(frames[1:] if frames[1] else frames[2:])
+        want[key] = want.get(key, 0) + int(count)
+    return want
+
+
+def folded_body(body):
+    got = {}
+    for line in body.rstrip("\n").split("\n"):
+        stack, _, count = line.rpartition(" ")
+        assert count.isdigit() and int(count) > 0, line
+        assert stack not in got, ("a stack appears once", stack)
+        got[stack] = int(count)
+    return got
+
+
 def test_pyroscope_ingest(pyro, work, appdir, start_app):
+    """One request per session: every stack of the host in one folded body, the comm as the root
+    frame (under the container's name in a container), and only the labels that hold for the
+    whole session: hostname (many programs ran, so no comm label; no runtime label)."""
     app = start_app(appdir / "pp_hot_c")
     (work / "auth").write_text("alice:pa,ss}word\n")
     out = work / "out"
@@ -385,49 +412,48 @@ def test_pyroscope_ingest(pyro, work, appdir, start_app):
     assert r.returncode == 0, r.stderr
     assert "pa,ss}word" not in r.stderr and "pa,ss}word" not in (work / "pp.log").read_text()
     reqs = pyro.uploads()
-    assert reqs and all(q["status"] == 200 for q in reqs)
-    col = (out / "last_profile.col").read_text().split("\n")
-    expected = []
-    for line in col[1:]:
-        frames = line.split(";")
-        expected.append((frames[1], ";".join(frames[2:])))  # (container, comm;...;leaf N)
-    got = []
-    seen = set()
-    for q in reqs:
-        assert q["path"] == "/ingest"
-        qs = q["query"]
-        assert set(qs) == {"name", "from", "until", "sampleRate", "spyName", "format"}
-        assert qs["sampleRate"] == "23" and qs["spyName"] == "polyprof"
-        assert qs["format"] == "folded"
-        assert len(qs["from"]) == 10 and int(qs["until"]) - int(qs["from"]) in (1, 2, 3)
-        assert q["headers"]["x-scope-orgid"] == "tenant-7"
-        assert q["headers"]["authorization"] == "Basic " + base64.b64encode(
-            b"alice:pa,ss}word").decode()
-        assert "%7B" in q["raw_query"], "the name parameter is URL-encoded"
-        app_name, labels = parse_pyroscope_name(qs["name"])
-        assert app_name == "my.svc.cpu", "a dotted service name still ends in a profile type"
-        assert re.fullmatch(r"[A-Za-z0-9_./-]+", app_name)
-        assert labels["hostname"] == os.uname().nodename
-        assert labels["runtime"] in ("native", "java", "python", "ruby", "php", "dotnet",
-                                     "nodejs")
-        key = (labels.get("comm"), labels.get("container", ""))
-        assert key not in seen, ("one request per (comm, container)", pyro.errors,
-                                 [(x["query"]["name"], x["status"]) for x in reqs], r.stderr)
-        seen.add(key)
-        assert not q["body"].startswith("#")
-        for line in q["body"].rstrip("\n").split("\n"):
-            stack, _, count = line.rpartition(" ")
-            assert count.isdigit() and int(count) > 0
-            assert stack.split(";")[0] == labels["comm"]
-            got.append((labels.get("container", ""), line))
-    assert sorted(got) == sorted(expected)
-    assert ("pp_hot_c", "") in seen
+    assert len(reqs) == 1, ("one request for the one session",
+                            [(x["query"]["name"], x["status"]) for x in reqs], r.stderr)
+    q = reqs[0]
+    assert q["status"] == 200 and q["path"] == "/ingest"
+    qs = q["query"]
+    assert set(qs) == {"name", "from", "until", "sampleRate", "spyName", "format"}
+    assert qs["sampleRate"] == "23" and qs["spyName"] == "polyprof"
+    assert qs["format"] == "folded"
+    assert len(qs["from"]) == 10 and int(qs["until"]) - int(qs["from"]) in (1, 2, 3)
+    assert q["headers"]["x-scope-orgid"] == "tenant-7"
+    assert q["headers"]["authorization"] == "Basic " + base64.b64encode(
+        b"alice:pa,ss}word").decode()
+    assert "%7B" in q["raw_query"], "the name parameter is URL-encoded"
+    app_name, labels = parse_pyroscope_name(qs["name"])
+    assert app_name == "my.svc.cpu", "a dotted service name still ends in a profile type"
+    assert re.fullmatch(r"[A-Za-z0-9_./-]+", app_name)
+    assert labels == {"hostname": os.uname().nodename}, labels
+    assert not q["body"].startswith("#")
+    col = (out / "last_profile.col").read_text()
+    got = folded_body(q["body"])
+    assert got == folded_from_col(col)
+    assert any(k.split(";")[0] == "pp_hot_c" for k in got), "the comm is the root frame"
+    assert "Pyroscope: uploaded the session of" in r.stderr
+
+
+def test_pyroscope_one_process_gets_a_comm_label(pyro, work, appdir, start_app):
+    """--pids of one program: every stack has its comm, so the request carries it as a label."""
+    app = start_app(appdir / "pp_hot_c")
+    r = run(["-d", 1, "-o", work / "out", "--pids", app.pid, "--pyroscope-server", pyro.url,
+             "--spool-dir", work / "spool"])
+    assert r.returncode == 0, r.stderr
+    reqs = pyro.uploads()
+    assert len(reqs) == 1 and reqs[0]["status"] == 200, r.stderr
+    _, labels = parse_pyroscope_name(reqs[0]["query"]["name"])
+    assert labels == {"hostname": os.uname().nodename, "comm": "pp_hot_c"}, labels
+    assert all(k.split(";")[0] == "pp_hot_c" for k in folded_body(reqs[0]["body"]))
 
 
 def test_both_backends_and_pyroscope_retry(studio, pyro, work):
-    """The one Pyroscope request answered 503 is sent again, the same stacks for the same
-    (comm, container) and time range, and accepted; Studio gets the session meanwhile.
-    Fresh receivers and spool (function-scoped fixtures), one run."""
+    """The session's one Pyroscope request, answered 503, is sent again (the same stacks for the
+    same time range) and accepted; Studio gets the session meanwhile. Fresh receivers and spool
+    (function-scoped fixtures), one run."""
     pyro.forced = [503]
     out = work / "out"
     r = run(["-d", 1, "-o", out, "--pyroscope-server", pyro.url]
@@ -436,17 +462,9 @@ def test_both_backends_and_pyroscope_retry(studio, pyro, work):
     local = (out / "last_profile.col").read_text()
     assert local in [u["json"]["profile"] for u in studio.ok_uploads()]
     reqs = pyro.uploads()
-    refused = [q for q in reqs if q["status"] == 503]
-    assert len(refused) == 1, ([(q["query"]["name"], q["status"]) for q in reqs], r.stderr)
-    first = refused[0]
-    later = reqs[reqs.index(first) + 1:]
-    again = [q for q in later
-             if q["query"]["name"] == first["query"]["name"]
-             and (q["query"]["from"], q["query"]["until"]) ==
-             (first["query"]["from"], first["query"]["until"])]
-    assert again, ("the refused request was not sent again",
-                   [(q["query"]["name"], q["status"]) for q in reqs], r.stderr)
-    assert again[0]["status"] == 200 and again[0]["body"] == first["body"]
-    names = [q["query"]["name"] for q in reqs if q["status"] == 200]
-    assert len(names) == len(set(names)), "each group is accepted once"
+    assert [q["status"] for q in reqs] == [503, 200], (
+        [(q["query"]["name"], q["status"]) for q in reqs], r.stderr)
+    first, again = reqs
+    assert again["query"] == first["query"] and again["body"] == first["body"]
+    assert folded_body(again["body"]) == folded_from_col(local)
     assert spooled(work, "studio") == [] and spooled(work, "pyroscope") == []

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Installs the pinned external profilers the tests run against, from the registries this
-# project reaches, into a cache outside the checkout (kept between runs). Idempotent and quiet:
-# prints a line only when it installs something. Called by `make deps`.
+# project reaches, into a cache outside the checkout (kept between runs), and builds the
+# resources polyprof ships that must match this machine (the Node perf-map addon). Idempotent
+# and quiet: prints a line only when it installs something. Called by `make deps`.
 #   PP_TOOLS (default /var/cache/polyprof/tools): where they go.
 set -euo pipefail
 TOOLS=${PP_TOOLS:-/var/cache/polyprof/tools}
 PYSPY_VERSION=0.4.3
+ASPROF_VERSION=4.6
+ASPROF_SHA256=a5d3d9f4582c2033fa9db518046e73ef97219801f3e7542b82e3e09261ebe493
+# npm's linux-perf (the code-event handler gProfiler's attach-maps loads) and the nan it needs
+LINUX_PERF_VERSION=0.3.1
+NAN_VERSION=2.30.0
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 mkdir -p "$TOOLS"
 log=$TOOLS/install.log
@@ -27,3 +34,60 @@ if [ ! -x "$pyspy" ]; then
     mv "$pyspy.new" "$pyspy"
 fi
 "$pyspy" --version | grep -q "$PYSPY_VERSION"
+
+# async-profiler, from Maven Central: the jar carries linux-x64/ and linux-arm64/
+# libasyncProfiler.so, which polyprof reads out of it (runtimes/java/asprof_jar.c). Laid out as a
+# resources directory (java/async-profiler.jar), so POLYPROF_RESOURCES can point at it.
+jar=$TOOLS/async-profiler-$ASPROF_VERSION/java/async-profiler.jar
+if ! echo "$ASPROF_SHA256  $jar" | sha256sum -c --status 2>/dev/null; then
+    echo "installing async-profiler $ASPROF_VERSION (Maven Central) into $TOOLS"
+    mkdir -p "$(dirname "$jar")"
+    url=https://repo1.maven.org/maven2/tools/profiler/async-profiler/$ASPROF_VERSION/async-profiler-$ASPROF_VERSION.jar
+    if ! curl -fsSL --retry 3 -o "$jar.new" "$url" >"$log" 2>&1; then
+        cat "$log"
+        rm -f "$jar.new"
+        exit 1
+    fi
+    if ! echo "$ASPROF_SHA256  $jar.new" | sha256sum -c --status; then
+        echo "async-profiler $ASPROF_VERSION from $url: sha256 $(sha256sum "$jar.new" | cut -d' ' -f1), expected $ASPROF_SHA256" >&2
+        rm -f "$jar.new"
+        exit 1
+    fi
+    chmod 0644 "$jar.new"
+    mv "$jar.new" "$jar"
+fi
+
+# The perf-map addon for --nodejs-mode attach-maps, built against the installed Node's headers
+# (nodedir /usr: the nodejs package ships /usr/include/node) for its major and this libc, cached
+# per Node version, then placed in resources/node/linux-perf/<libc>/<major>/ of the checkout,
+# where build/polyprof finds it and `make install` copies it from.
+if command -v node >/dev/null && command -v npm >/dev/null && [ -f /usr/include/node/node.h ]; then
+    node_ver=$(node -p 'process.versions.node')
+    major=${node_ver%%.*}
+    libc=glibc
+    if ldd --version 2>&1 | grep -qi musl; then libc=musl; fi
+    built=$TOOLS/linux-perf-$LINUX_PERF_VERSION/node-$node_ver-$libc/linux-perf.node
+    if [ ! -f "$built" ]; then
+        echo "building npm linux-perf $LINUX_PERF_VERSION for Node $node_ver ($libc) into $TOOLS"
+        tmp2=$(mktemp -d)
+        trap 'rm -rf "${tmp:-}" "$tmp2"' EXIT
+        if ! (cd "$tmp2" && npm install --no-audit --no-fund --no-save --nodedir=/usr \
+            --cache "$TOOLS/npm-cache" "linux-perf@$LINUX_PERF_VERSION" "nan@$NAN_VERSION") \
+            >"$log" 2>&1; then
+            cat "$log"
+            exit 1
+        fi
+        mkdir -p "$(dirname "$built")"
+        install -m 0644 "$tmp2/node_modules/linux-perf/build/Release/linux-perf.node" "$built.new"
+        mv "$built.new" "$built"
+    fi
+    dest=$ROOT/resources/node/linux-perf/$libc/$major/linux-perf.node
+    if ! cmp -s "$built" "$dest"; then
+        install -D -m 0644 "$built" "$dest"
+    fi
+    node -e 'const m={exports:{}};process.dlopen(m,process.argv[1]);
+        if(typeof m.exports.LinuxPerf!=="function")process.exit(1)' "$dest"
+else
+    echo "no node, npm or Node headers (/usr/include/node): the Node perf-map addon is not built;"
+    echo "--nodejs-mode attach-maps will report it missing"
+fi

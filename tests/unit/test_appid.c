@@ -10,6 +10,11 @@
 #include <sys/wait.h>
 
 #include "runtimes/appid.h"
+#include "runtimes/java/java.h"
+#include "runtimes/node/node.h"
+#include "runtimes/python/python.h"
+#include "runtimes/ruby/ruby.h"
+#include "runtimes/runtime.h"
 
 TestSuite(appid, .init = pp_test_quiet_log);
 
@@ -415,13 +420,13 @@ Test(appid, for_pid_reads_proc)
     }
     char want[PATH_MAX + 64], *got = NULL;
     snprintf(want, sizeof(want), "ruby: app.rb (%s)", script);
-    for (int i = 0; i < 200 && !(got && strcmp(got, want) == 0); i++) {
+    for (int i = 0; i < 3000 && !(got && strcmp(got, want) == 0); i++) { /* 30 s */
         free(got);
         usleep(10000);
-        got = pp_appid_for_pid(pid, "ruby");
+        got = pp_runtime_appid(pid, PP_KIND_RUBY);
     }
-    char *none = pp_appid_for_pid(pid, "php");
-    char *py = pp_appid_for_pid(pid, "python");
+    char *none = pp_runtime_appid(pid, PP_KIND_PHP);
+    char *py = pp_runtime_appid(pid, PP_KIND_PYTHON);
     kill(-pid, SIGKILL);
     waitpid(pid, NULL, 0);
     cr_expect(got && strcmp(got, want) == 0, "got %s", got ? got : "(null)");
@@ -430,7 +435,7 @@ Test(appid, for_pid_reads_proc)
     free(got);
     free(none);
     free(py);
-    cr_expect_null(pp_appid_for_pid(pid, "ruby")); /* gone */
-    cr_expect_null(pp_appid_for_pid(-1, "ruby"));
+    cr_expect_null(pp_runtime_appid(pid, PP_KIND_RUBY)); /* gone */
+    cr_expect_null(pp_appid_for_pid(-1, pp_appid_ruby));
     pp_test_rmtree(dir);
 }

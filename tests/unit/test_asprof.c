@@ -1,8 +1,7 @@
-/* Unit tests of the async-profiler launcher: the collapsed-output parser, gProfiler's exact
- * start/stop argument strings, and start/collect/free end to end against the stand-in
- * tests/integration/standins/asprof (a python3 script that accepts only gProfiler's command
- * lines and answers like async-profiler: a contract test of polyprof's side, not of
- * async-profiler), with a real long-running process as the target. */
+/* Unit tests of the async-profiler driver: the collapsed-output parser, the start/stop argument
+ * strings (gProfiler's, mapped to upstream 4.x), the jar reader, and start/collect/free end to
+ * end with the real library (the jar `make deps` pins, in PP_TOOLS) in a real JDK 17 JVM:
+ * `load` with the default arguments is accepted. */
 #include "tests/unit/testutil.h"
 
 #include <limits.h>
@@ -10,8 +9,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "merge/profile.h"
 #include "base/child.h"
+#include "base/procfiles.h"
+#include "merge/profile.h"
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/asprof_int.h"
 
@@ -71,12 +71,12 @@ Test(asprof, default_command_lines)
     pp_asprof_opts_init(&o, NULL, 60, true);
     cr_assert_eq(pp_asprof_start_arg(&o, "/t/o.output", "/t/o.log", buf, sizeof(buf)), 0);
     cr_assert_str_eq(buf, "start,event=cpu,file=/t/o.output,collapsed,ann,sig,interval=90909090,"
-                          "log=/t/o.log,safemode=0,,features=probesp+vtable,timeout=90");
+                          "log=/t/o.log,features=vtable,timeout=90");
     cr_assert_eq(pp_asprof_stop_arg(&o, "/t/o.output", "/t/o.log", true, buf, sizeof(buf)), 0);
-    cr_assert_str_eq(buf, "stop,log=/t/o.log,mcache=30,file=/t/o.output,collapsed,ann,sig,"
-                          "meminfolog");
+    cr_assert_str_eq(buf, "stop,log=/t/o.log,mcache=30,file=/t/o.output,collapsed,ann,sig");
     cr_assert_eq(pp_asprof_stop_arg(&o, "/t/o.output", "/t/o.log", false, buf, sizeof(buf)), 0);
-    cr_assert_str_eq(buf, "stop,log=/t/o.log,mcache=30,meminfolog");
+    cr_assert_str_eq(buf, "stop,log=/t/o.log,mcache=30");
+    cr_assert_eq(pp_asprof_ignored(&o, buf, sizeof(buf)), 0);
     pp_asprof_opts_init(&o, NULL, 60, false);
     cr_assert_str_eq(o.event, "itimer");
     cr_assert_eq(pp_asprof_start_arg(&o, "/t/o.output", "/t/o.log", buf, 40), -1);
@@ -86,7 +86,7 @@ Test(asprof, default_command_lines)
 
 Test(asprof, options_from_the_configuration)
 {
-    pp_cli_noop noops[] = {
+    pp_opt_value noops[] = {
         {"java-async-profiler-mode", "itimer"},
         {"java-async-profiler-safemode", "5"},
         {"java-async-profiler-features", "probesp,vtable,comptask"},
@@ -97,208 +97,238 @@ Test(asprof, options_from_the_configuration)
         {"java-line-numbers", "line-of-function"},
         {"java-collect-thread-names", NULL},
     };
-    pp_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.frequency = 100;
-    cfg.insert_dso_name = true;
-    cfg.profiling_mode = "cpu";
-    cfg.noop_options = noops;
-    cfg.nnoop_options = sizeof(noops) / sizeof(noops[0]);
+    pp_runtime_ctx cfg = {.rt = pp_runtime_get(PP_KIND_JAVA),
+                          .frequency = 100,
+                          .insert_dso_name = true,
+                          .profiling_mode = "cpu",
+                          .values = noops,
+                          .nvalues = sizeof(noops) / sizeof(noops[0])};
     pp_asprof_opts o;
     char buf[1024];
     pp_asprof_opts_init(&o, &cfg, 30, true);
     cr_assert_eq(pp_asprof_start_arg(&o, "/o", "/l", buf, sizeof(buf)), 0);
-    cr_assert_str_eq(buf, "start,event=itimer,threads,file=/o,collapsed,ann,sig,includemm,"
-                          "includeln,interval=10000000,log=/l,safemode=5,,"
-                          "features=probesp+vtable+comptask,timeout=60,lib,cstack=fp");
+    cr_assert_str_eq(buf, "start,event=itimer,threads,file=/o,collapsed,ann,sig,"
+                          "interval=10000000,log=/l,features=vtable+comptask,timeout=60,lib,"
+                          "cstack=fp");
     cr_assert_eq(pp_asprof_stop_arg(&o, "/o", "/l", true, buf, sizeof(buf)), 0);
-    cr_assert_str_eq(buf, "stop,log=/l,mcache=7,threads,file=/o,collapsed,ann,sig,includemm,"
-                          "includeln,lib,cstack=fp");
+    cr_assert_str_eq(buf, "stop,log=/l,mcache=7,threads,file=/o,collapsed,ann,sig,lib,cstack=fp");
     cr_assert_eq(pp_asprof_stop_arg(&o, "/o", "/l", false, buf, sizeof(buf)), 0);
     cr_assert_str_eq(buf, "stop,log=/l,mcache=7,lib,cstack=fp");
+    cr_assert_gt(pp_asprof_ignored(&o, buf, sizeof(buf)), 0);
+    cr_assert_str_eq(buf, "--java-include-method-modifiers, --java-line-numbers line-of-function, "
+                          "--java-async-profiler-safemode 5, "
+                          "--java-async-profiler-no-report-meminfo");
     /* allocation mode with --alloc-interval */
-    pp_cli_noop alloc[] = {{"alloc-interval", "1mb"}};
-    cfg.noop_options = alloc;
-    cfg.nnoop_options = 1;
+    pp_opt_value alloc[] = {{"alloc-interval", "1mb"}};
+    cfg.values = alloc;
+    cfg.nvalues = 1;
     cfg.insert_dso_name = false;
     cfg.profiling_mode = "allocation";
     pp_asprof_opts_init(&o, &cfg, 30, true);
     cr_assert_eq(pp_asprof_start_arg(&o, "/o", "/l", buf, sizeof(buf)), 0);
     cr_assert_str_eq(buf, "start,event=alloc,file=/o,collapsed,ann,sig,alloc=1048576,log=/l,"
-                          "safemode=0,,features=probesp+vtable,timeout=60");
+                          "features=vtable,timeout=60");
+    /* only gProfiler's probesp asked for: no features argument at all */
+    pp_opt_value probesp[] = {{"java-async-profiler-features", "probesp"}};
+    cfg.values = probesp;
+    cfg.profiling_mode = "cpu";
+    pp_asprof_opts_init(&o, &cfg, 30, true);
+    cr_assert_eq(pp_asprof_start_arg(&o, "/o", "/l", buf, sizeof(buf)), 0);
+    cr_assert_str_eq(buf, "start,event=cpu,file=/o,collapsed,ann,sig,interval=10000000,log=/l,"
+                          "timeout=60");
 }
 
-/* ---- end to end against the stand-in ---- */
+/* ---- the jar and the real library in a real JVM ---- */
+
+#define JDK17 "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
+
+/* The jar `make deps` pins (tests/tools/install.sh), or NULL. */
+static const char *pinned_jar(char *buf, size_t len)
+{
+    const char *tools = getenv("PP_TOOLS") ? getenv("PP_TOOLS") : "/var/cache/polyprof/tools";
+    char sh[256] = "", ver[32] = "";
+    FILE *f = fopen("tests/tools/install.sh", "r");
+    while (f && fgets(sh, sizeof(sh), f))
+        if (sscanf(sh, "ASPROF_VERSION=%31s", ver) == 1)
+            break;
+    if (f)
+        fclose(f);
+    snprintf(buf, len, "%s/async-profiler-%s/java/async-profiler.jar", tools, ver);
+    return ver[0] && access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+Test(asprof, lib_load_reads_the_platform_library_and_version_out_of_the_jar)
+{
+    char jar[PATH_MAX], err[512] = "";
+    if (!pinned_jar(jar, sizeof(jar)))
+        cr_skip_test("no pinned async-profiler jar (make deps fetches it)");
+    pp_asprof_lib *lib = pp_asprof_lib_load(jar, err, sizeof(err));
+    cr_assert_not_null(lib, "%s", err);
+    cr_assert_str_eq(lib->version, "4.6");
+    cr_assert_gt(lib->size, 100000);
+    cr_assert_eq(memcmp(lib->data, "\177ELF", 4), 0);
+    pp_asprof_lib_free(lib);
+    /* not a jar, and a zip without the library */
+    char *d = pp_test_mkdtemp(), path[PATH_MAX + 32], cmd[2 * PATH_MAX];
+    snprintf(path, sizeof(path), "%s/x.jar", d);
+    pp_test_write_file(path, "not a zip", 9);
+    cr_assert_null(pp_asprof_lib_load(path, err, sizeof(err)));
+    cr_assert(strstr(err, "cannot read async-profiler from"), "%s", err);
+    snprintf(cmd, sizeof(cmd), "cd %s && echo x > f && python3 -m zipfile -c y.jar f", d);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(path, sizeof(path), "%s/y.jar", d);
+    cr_assert_null(pp_asprof_lib_load(path, err, sizeof(err)));
+    cr_assert(strstr(err, "libasyncProfiler.so"), "%s", err);
+    pp_test_rmtree(d);
+}
 
 typedef struct env {
     char *dir;
-    char asprof[PATH_MAX], libbase[PATH_MAX], sess[PATH_MAX], files[PATH_MAX + 8];
-    pid_t target;
+    char base[PATH_MAX], sess[PATH_MAX];
+    pid_t jvm;
+    FILE *out;
 } env;
 
-static void env_init(env *e, bool with_lib, uid_t uid)
+/* A JDK 17 JVM running tests/integration/apps/Hot.java (source launcher), ready. */
+static bool env_init(env *e)
 {
+    if (access(JDK17, X_OK) != 0)
+        return false;
     e->dir = pp_test_mkdtemp();
-    char path[PATH_MAX + 64], standin[PATH_MAX];
-    cr_assert(realpath("tests/integration/standins/asprof", standin));
-    snprintf(path, sizeof(path), "%s/bin", e->dir);
-    cr_assert(mkdir(path, 0755) == 0);
-    snprintf(e->asprof, sizeof(e->asprof), "%s/bin/asprof", e->dir);
-    cr_assert(symlink(standin, e->asprof) == 0);
-    if (with_lib) {
-        snprintf(path, sizeof(path), "%s/lib", e->dir);
-        cr_assert(mkdir(path, 0755) == 0);
-        snprintf(path, sizeof(path), "%s/lib/libasyncProfiler.so", e->dir);
-        pp_test_write_file(path, "\177ELF not really", 15);
-    }
-    /* the target directory (in the target's root, here the same as ours) and the private
-     * session directory, whose name the target's session directory takes */
-    snprintf(e->libbase, sizeof(e->libbase), "%s/libbase", e->dir);
-    snprintf(e->sess, sizeof(e->sess), "%s/sess", e->dir);
-    snprintf(e->files, sizeof(e->files), "%s/sess", e->libbase);
+    snprintf(e->base, sizeof(e->base), "%s/base", e->dir);
+    snprintf(e->sess, sizeof(e->sess), "%s/sess-1-x", e->dir);
     cr_assert(mkdir(e->sess, 0700) == 0);
-    e->target = fork();
-    cr_assert(e->target >= 0);
-    if (e->target == 0) {
-        if (uid && (setgid(uid) < 0 || setuid(uid) < 0))
-            _exit(126);
-        execl("/bin/sleep", "sleep", "60", (char *)NULL);
+    char src[PATH_MAX];
+    cr_assert(realpath("tests/integration/apps/Hot.java", src));
+    int p[2];
+    cr_assert(pipe(p) == 0);
+    e->jvm = fork();
+    cr_assert(e->jvm >= 0);
+    if (e->jvm == 0) {
+        dup2(p[1], 1);
+        close(p[0]);
+        execl(JDK17, "java", src, (char *)NULL);
         _exit(127);
     }
+    close(p[1]);
+    e->out = fdopen(p[0], "r");
+    char line[128] = "";
+    cr_assert(fgets(line, sizeof(line), e->out) && strncmp(line, "ready ", 6) == 0,
+              "the JVM did not start: %s", line);
+    return true;
 }
 
 static void env_free(env *e)
 {
-    char state[64];
-    snprintf(state, sizeof(state), "/tmp/.asprof-standin-%d.json", (int)e->target);
-    unlink(state);
-    kill(e->target, SIGKILL);
-    waitpid(e->target, NULL, 0);
+    kill(e->jvm, SIGKILL);
+    waitpid(e->jvm, NULL, 0);
+    fclose(e->out);
     pp_test_rmtree(e->dir);
 }
 
-static int count_entries(const char *dir)
+static uint64_t hot_samples(pp_profile *prof, pp_pid_profile *pp)
 {
-    char cmd[PATH_MAX + 32];
-    snprintf(cmd, sizeof(cmd), "ls -A '%s' | wc -l", dir);
-    FILE *p = popen(cmd, "r");
-    int n = -1;
-    cr_assert(fscanf(p, "%d", &n) == 1);
-    pclose(p);
+    uint64_t n = 0, c;
+    char buf[4096];
+    for (size_t i = 0; i < pp_pid_nstacks(pp); i++)
+        if (strstr(stack_text(prof, pp, i, buf, sizeof(buf), &c), "Hot.hot"))
+            n += c;
     return n;
 }
 
-Test(asprof, contract_start_collect_free_with_the_standin)
+/* One session: start, 1.5 s of profiling, collect, free. Returns the Hot.hot* samples. */
+static uint64_t session(env *e, const pp_asprof_lib *lib)
 {
-    env e;
-    env_init(&e, true, 0);
-    pp_runtime_ctx ctx = {.cfg = NULL, .tmpdir = e.sess, .target_tmpdir = e.libbase};
+    pp_runtime_ctx ctx = {.frequency = 100, .tmpdir = e->sess, .target_tmpdir = e->base};
     char err[512] = "";
-    pp_asprof_session *s =
-        pp_asprof_start(e.asprof, e.target, &ctx, pp_mono_now() + 5, err, sizeof(err));
+    pp_asprof_session *s = pp_asprof_start(lib, e->jvm, &ctx, pp_mono_now() + 3, err, sizeof(err));
     cr_assert_not_null(s, "%s", err);
-    /* <base>/async-profiler-<size>-<mtime>/glibc/libasyncProfiler.so, a copy of the library */
-    char cmd[3 * PATH_MAX];
-    snprintf(cmd, sizeof(cmd),
-             "cmp -s %s/async-profiler-*/glibc/libasyncProfiler.so %s/lib/libasyncProfiler.so",
-             e.libbase, e.dir);
-    cr_assert_eq(system(cmd), 0);
-    cr_assert_eq(count_entries(e.files), 2); /* output and log */
-    /* a second start finds the profiler running: stop without output, start again */
-    pp_asprof_session *s2 =
-        pp_asprof_start(e.asprof, e.target, &ctx, pp_mono_now() + 5, err, sizeof(err));
-    cr_assert_not_null(s2, "%s", err);
+    /* the library file is gone once loaded; the output and log wait in the session dir */
+    char path[2 * PATH_MAX];
+    snprintf(path, sizeof(path), "%s/async-profiler-4.6", e->base);
+    cr_assert_eq(access(path, F_OK), -1, "library directory left after the load");
+    usleep(1500000);
     pp_profile *prof = pp_profile_new();
-    pp_pid_profile *pp = pp_profile_get(prof, e.target, true);
-    cr_assert_eq(pp_asprof_collect(s2, prof, pp, err, sizeof(err)), 0, "%s", err);
-    cr_assert_eq(pp_pid_nstacks(pp), 2);
-    char buf[512];
-    uint64_t c;
-    cr_assert_str_eq(stack_text(prof, pp, 0, buf, sizeof(buf), &c),
-                     "java/lang/Thread.run()V_[0]|Hot.loop()V_[j]|Hot.inner(J)J_[i]");
-    cr_assert(c >= 2);
-    pp_asprof_free(s2);
-    pp_asprof_free(s); /* its stop finds the profiler inactive: ignored */
-    cr_assert_eq(access(e.files, F_OK), -1, "session directory left behind");
-    /* the library stays for the next session (loaded once per JVM) */
-    cr_assert_eq(system(cmd), 0);
+    pp_pid_profile *pp = pp_profile_get(prof, e->jvm, true);
+    cr_assert_eq(pp_asprof_collect(s, prof, pp, err, sizeof(err)), 0, "%s", err);
+    uint64_t n = hot_samples(prof, pp);
+    pp_asprof_free(s);
     pp_profile_free(prof);
-    env_free(&e);
+    cr_assert_eq(access(e->base, F_OK), -1, "target directory left after the session");
+    return n;
 }
 
-/* A JVM running as another user gets its two files (owned by it, 0600) in a session directory
- * it can traverse but not list. */
-Test(asprof, files_belong_to_the_jvm_user)
+/* gProfiler's default arguments, mapped, are accepted by the pinned library in JDK 17; a second
+ * session reuses the loaded library, whose file is gone. */
+Test(asprof, load_with_the_default_arguments_in_a_real_jvm, .timeout = 120)
 {
+    char jar[PATH_MAX], err[512];
+    if (!pinned_jar(jar, sizeof(jar)))
+        cr_skip_test("no pinned async-profiler jar (make deps fetches it)");
     env e;
-    env_init(&e, true, 65534);
-    pp_runtime_ctx ctx = {.cfg = NULL, .tmpdir = e.sess, .target_tmpdir = e.libbase};
-    char err[512] = "", path[PATH_MAX + 64];
-    /* wait until the child runs as nobody (after setuid, before exec) */
-    bool is_nobody = false;
-    for (int i = 0; i < 2500 && !is_nobody; i++) {
-        uid_t u;
-        gid_t g;
-        is_nobody = pp_asprof_proc_ids(e.target, &u, &g) == 0 && u == 65534;
-        if (!is_nobody)
-            usleep(2000);
-    }
-    cr_assert(is_nobody, "the target did not switch to uid 65534 within 5 s");
-    pp_asprof_session *s =
-        pp_asprof_start(e.asprof, e.target, &ctx, pp_mono_now() + 5, err, sizeof(err));
-    cr_assert_not_null(s, "%s", err);
-    struct stat st;
-    snprintf(path, sizeof(path), "%s/async-profiler-%d.output", e.files, (int)e.target);
-    cr_assert(stat(path, &st) == 0);
-    cr_assert_eq(st.st_uid, 65534);
-    cr_assert_eq(st.st_mode & 0777, 0600);
-    cr_assert(stat(e.files, &st) == 0);
-    cr_assert_eq(st.st_mode & 0777, 0711);
-    pp_asprof_free(s);
+    if (!env_init(&e))
+        cr_skip_test("no JDK 17 at " JDK17);
+    pp_asprof_lib *lib = pp_asprof_lib_load(jar, err, sizeof(err));
+    cr_assert_not_null(lib, "%s", err);
+    cr_assert_gt(session(&e, lib), 10);
+    char mapped[PATH_MAX];
+    cr_assert_eq(pp_find_mapping(e.jvm, "/libasyncProfiler.so", mapped, sizeof(mapped)), 0);
+    cr_assert(strncmp(mapped, e.base, strlen(e.base)) == 0, "%s", mapped);
+    cr_assert_gt(session(&e, lib), 10);
+    pp_asprof_lib_free(lib);
     env_free(&e);
 }
 
 Test(asprof, errors_say_what_went_wrong)
 {
-    env e;
-    env_init(&e, false, 0);
-    pp_runtime_ctx ctx = {.cfg = NULL, .tmpdir = e.sess, .target_tmpdir = e.libbase};
-    char err[512] = "";
-    cr_assert_null(pp_asprof_start(e.asprof, e.target, &ctx, pp_mono_now() + 5, err, sizeof(err)));
-    cr_assert(strstr(err, "libasyncProfiler.so not found next to"), "%s", err);
-    /* with the library but a process that is gone */
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof(path), "%s/bin/libasyncProfiler.so", e.dir);
-    pp_test_write_file(path, "x", 1);
+    char *d = pp_test_mkdtemp(), sess[PATH_MAX + 16], base[PATH_MAX + 16], err[512] = "";
+    snprintf(sess, sizeof(sess), "%s/sess-1-x", d);
+    snprintf(base, sizeof(base), "%s/base", d);
+    pp_asprof_lib lib = {.version = "1", .data = (unsigned char *)"x", .size = 1};
+    pp_runtime_ctx ctx = {.tmpdir = sess, .target_tmpdir = base};
     pid_t gone = fork();
     if (gone == 0)
         _exit(0);
     waitpid(gone, NULL, 0);
-    cr_assert_null(pp_asprof_start(e.asprof, gone, &ctx, pp_mono_now() + 5, err, sizeof(err)));
+    cr_assert_null(pp_asprof_start(&lib, gone, &ctx, pp_mono_now() + 5, err, sizeof(err)));
     cr_assert(err[0] != '\0');
+    /* a process that is not a JVM: the attach fails with a reason, nothing is left */
+    pid_t sleeper = fork();
+    if (sleeper == 0) {
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    usleep(100000);
+    cr_assert_null(pp_asprof_start(&lib, sleeper, &ctx, pp_mono_now() + 2, err, sizeof(err)));
+    cr_assert(strstr(err, "async-profiler did not start"), "%s", err);
+    cr_assert_eq(access(base, F_OK), -1, "target directory left behind");
+    kill(sleeper, SIGKILL);
+    waitpid(sleeper, NULL, 0);
     /* collect without a session */
     pp_profile *prof = pp_profile_new();
     pp_pid_profile *pp = pp_profile_get(prof, 1, true);
     cr_assert_eq(pp_asprof_collect(NULL, prof, pp, err, sizeof(err)), -1);
     pp_profile_free(prof);
     pp_asprof_free(NULL);
-    cr_assert_eq(count_entries(e.sess), 0);
-    env_free(&e);
+    pp_test_rmtree(d);
 }
 
-Test(asprof, find_looks_in_path)
+Test(asprof, find_looks_in_resources_only)
 {
-    char out[PATH_MAX], dir[PATH_MAX + 16];
+    char out[PATH_MAX], path[PATH_MAX + 32];
     char *d = pp_test_mkdtemp();
-    snprintf(dir, sizeof(dir), "%s/asprof", d);
-    pp_test_write_file(dir, "#!/bin/sh\n", 10);
-    chmod(dir, 0755);
-    char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
-    setenv("PATH", d, 1);
-    /* resources/java/asprof next to the test binary does not exist: PATH is used */
+    snprintf(path, sizeof(path), "%s/java", d);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/java/async-profiler.jar", d);
+    pp_test_write_file(path, "PK", 2);
+    setenv("POLYPROF_RESOURCES", d, 1);
     cr_assert_eq(pp_asprof_find(out, sizeof(out)), 0);
-    cr_assert_str_eq(out, dir);
-    setenv("PATH", "relative/dir:/nonexistent", 1);
+    cr_assert_str_eq(out, path);
+    unsetenv("POLYPROF_RESOURCES");
+    /* never on PATH */
+    char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+    snprintf(path, sizeof(path), "%s/java", d);
+    setenv("PATH", path, 1);
     cr_assert_eq(pp_asprof_find(out, sizeof(out)), -1);
     if (old)
         setenv("PATH", old, 1);

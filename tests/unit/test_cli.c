@@ -5,6 +5,16 @@
 #include <jansson.h>
 
 #include "orchestrator/cli.h"
+#include "runtimes/runtime.h"
+
+/* An option stored by name, as given, or NULL. */
+static const pp_opt_value *named(const pp_config *c, const char *name)
+{
+    for (size_t i = 0; i < c->nnamed_options; i++)
+        if (strcmp(c->named_options[i].name, name) == 0)
+            return &c->named_options[i];
+    return NULL;
+}
 
 #define MAXARGS 32
 
@@ -92,14 +102,14 @@ Test(cli, defaults)
     cr_expect_str_eq(cfg.profiling_mode, "cpu");
     cr_expect_eq(cfg.perf_mode, PP_PERF_BPF);
     cr_expect_null(cfg.perf_mode_given);
-    cr_expect_str_eq(cfg.runtime_mode[PP_RT_JAVA], "auto");
-    cr_expect_str_eq(cfg.runtime_mode[PP_RT_PYTHON], "auto");
-    cr_expect_str_eq(cfg.runtime_mode[PP_RT_RUBY], "auto");
-    cr_expect_str_eq(cfg.runtime_mode[PP_RT_PHP], "disabled");
-    cr_expect_str_eq(cfg.runtime_mode[PP_RT_DOTNET], "disabled");
-    cr_expect_str_eq(cfg.runtime_mode[PP_RT_NODEJS], "disabled");
-    cr_expect(cfg.python_versions);
-    cr_expect_str_eq(cfg.php_proc_filter, "php-fpm");
+    cr_expect_str_eq(cfg.runtime_mode[PP_KIND_JAVA], "auto");
+    cr_expect_str_eq(cfg.runtime_mode[PP_KIND_PYTHON], "auto");
+    cr_expect_str_eq(cfg.runtime_mode[PP_KIND_RUBY], "auto");
+    cr_expect_str_eq(cfg.runtime_mode[PP_KIND_PHP], "disabled");
+    cr_expect_str_eq(cfg.runtime_mode[PP_KIND_DOTNET], "disabled");
+    cr_expect_str_eq(cfg.runtime_mode[PP_KIND_NODE], "disabled");
+    cr_expect_null(named(&cfg, "no-python-versions"));
+    cr_expect_null(named(&cfg, "php-proc-filter"), "the default is the row's, not stored");
     cr_expect(!cfg.disable_container_names && !cfg.disable_application_identifiers);
     cr_expect(!cfg.disable_application_metadata && !cfg.disable_metadata_collection);
     cr_expect(!cfg.disable_metrics_collection);
@@ -124,7 +134,7 @@ Test(cli, defaults)
     cr_expect_str_eq(cfg.spool_dir, "/var/lib/polyprof/spool");
     cr_expect_null(cfg.pyroscope_server);
     cr_expect_null(cfg.file_path);
-    cr_expect_eq(cfg.nnoop_options, 0);
+    cr_expect_eq(cfg.nnamed_options, 0);
 }
 
 /* One option on the command line (after -o X) and its run_arguments value. */
@@ -176,7 +186,7 @@ static const opt_case opt_cases[] = {
     {{"--dotnet-mode", "dotnet-trace"}, "dotnet_mode", "\"dotnet-trace\""},
     {{"--dotnet-mode", "none"}, "dotnet_mode", "\"disabled\""},
     {{"--nodejs-mode", "attach-maps"}, "nodejs_mode", "\"attach-maps\""},
-    {{"--nodejs-mode", "inspector"}, "nodejs_mode", "\"inspector\""},
+    {{"--nodejs-mode", "attach-maps"}, "nodejs_mode", "\"attach-maps\""},
     {{"--no-nodejs"}, "nodejs_mode", "\"disabled\""},
     {{"--disable-container-names"}, "container_names", "false"},
     {{"--disable-application-identifiers"}, "collect_appids", "false"},
@@ -296,26 +306,29 @@ Test(cli, runtime_none_and_no_flags)
                        "none", "--php-mode", "none", "--dotnet-mode", "none", "--nodejs-mode",
                        "none"),
                  PP_CLI_OK, "%s", err);
-    for (int rt = 0; rt < PP_RT_COUNT; rt++)
-        cr_expect_str_eq(cfg.runtime_mode[rt], "disabled", "%s", pp_runtime_name(rt));
+    for (int k = 1; k < PP_KIND_COUNT; k++)
+        if (pp_runtime_get(k)->modes)
+            cr_expect_str_eq(cfg.runtime_mode[k], "disabled", "%s", pp_runtime_get(k)->label);
     cr_assert_eq(PARSE("-o", "o", "--no-java", "--no-python", "--no-ruby", "--no-php",
                        "--no-dotnet", "--no-nodejs"),
                  PP_CLI_OK, "%s", err);
-    for (int rt = 0; rt < PP_RT_COUNT; rt++)
-        cr_expect_str_eq(cfg.runtime_mode[rt], "disabled", "%s", pp_runtime_name(rt));
+    for (int k = 1; k < PP_KIND_COUNT; k++)
+        if (pp_runtime_get(k)->modes)
+            cr_expect_str_eq(cfg.runtime_mode[k], "disabled", "%s", pp_runtime_get(k)->label);
     /* last one wins */
     cr_assert_eq(PARSE("-o", "o", "--no-java", "--java-mode", "ap"), PP_CLI_OK);
-    cr_expect_str_eq(cfg.runtime_mode[PP_RT_JAVA], "ap");
+    cr_expect_str_eq(cfg.runtime_mode[PP_KIND_JAVA], "ap");
 }
 
-Test(cli, runtime_names)
+Test(cli, runtime_labels_name_the_options)
 {
-    cr_expect_str_eq(pp_runtime_name(PP_RT_JAVA), "java");
-    cr_expect_str_eq(pp_runtime_name(PP_RT_PYTHON), "python");
-    cr_expect_str_eq(pp_runtime_name(PP_RT_RUBY), "ruby");
-    cr_expect_str_eq(pp_runtime_name(PP_RT_PHP), "php");
-    cr_expect_str_eq(pp_runtime_name(PP_RT_DOTNET), "dotnet");
-    cr_expect_str_eq(pp_runtime_name(PP_RT_NODEJS), "nodejs");
+    cr_expect_str_eq(pp_runtime_get(PP_KIND_JAVA)->label, "java");
+    cr_expect_str_eq(pp_runtime_get(PP_KIND_PYTHON)->label, "python");
+    cr_expect_str_eq(pp_runtime_get(PP_KIND_RUBY)->label, "ruby");
+    cr_expect_str_eq(pp_runtime_get(PP_KIND_PHP)->label, "php");
+    cr_expect_str_eq(pp_runtime_get(PP_KIND_DOTNET)->label, "dotnet");
+    cr_expect_str_eq(pp_runtime_get(PP_KIND_NODE)->label, "nodejs");
+    cr_expect_null(pp_runtime_get(PP_KIND_GO)->modes, "Go has no --go-mode");
 }
 
 Test(cli, pids_extend)
@@ -345,7 +358,7 @@ Test(cli, env_both_prefixes_and_precedence)
     cr_expect_str_eq(cfg.service_name, "gsvc");
     cr_expect(cfg.continuous);
     cr_expect(!cfg.flamegraph);
-    cr_expect_str_eq(cfg.runtime_mode[PP_RT_JAVA], "disabled");
+    cr_expect_str_eq(cfg.runtime_mode[PP_KIND_JAVA], "disabled");
     cr_expect_eq(cfg.npids, 2);
     cr_expect_eq(cfg.duration, 3);
 
@@ -373,9 +386,9 @@ Test(cli, env_flags_false_and_upload)
     cr_expect(!cfg.continuous);
     cr_expect(cfg.upload);
     cr_expect_str_eq(cfg.token, "tok");
-    cr_expect_str_eq(cfg.runtime_mode[PP_RT_JAVA], "auto");
-    cr_expect_str_eq(cfg.runtime_mode[PP_RT_PYTHON], "disabled");
-    cr_expect(!cfg.python_versions);
+    cr_expect_str_eq(cfg.runtime_mode[PP_KIND_JAVA], "auto");
+    cr_expect_str_eq(cfg.runtime_mode[PP_KIND_PYTHON], "disabled");
+    cr_expect_not_null(named(&cfg, "no-python-versions"));
 }
 
 Test(cli, env_dont_send_logs_any_value)
@@ -438,7 +451,7 @@ Test(cli, config_file_and_precedence)
     cr_expect_eq(cfg.pids[1], 12);
     cr_assert_eq(cfg.napp_id_args_filter, 2);
     cr_expect_str_eq(cfg.app_id_args_filter[1], "b");
-    cr_expect_str_eq(cfg.runtime_mode[PP_RT_JAVA], "disabled");
+    cr_expect_str_eq(cfg.runtime_mode[PP_KIND_JAVA], "disabled");
     cr_expect_str_eq(cfg.perf_mode_given, "smart");
 
     /* env beats config, command line beats env */
@@ -499,7 +512,7 @@ Test(cli, log_rotation_options)
                  PP_CLI_OK, "%s", err);
     cr_expect_eq(cfg.log_rotate_max_size, 100);
     cr_expect_eq(cfg.log_rotate_backup_count, 3);
-    cr_expect_eq(cfg.nnoop_options, 0);
+    cr_expect_eq(cfg.nnamed_options, 0);
     cr_expect_eq(PARSE("-o", "o", "--log-rotate-backup-count", "0"), PP_CLI_USAGE);
 }
 
@@ -608,8 +621,8 @@ static const usage_case usage_cases[] = {
      "argument --dotnet-mode: invalid choice: 'x' (choose from 'auto', 'dotnet-trace', "
      "'disabled', 'none')"},
     {{"-o", "o", "--nodejs-mode", "x"},
-     "argument --nodejs-mode: invalid choice: 'x' (choose from 'auto', 'inspector', "
-     "'attach-maps', 'perf', 'disabled', 'none')"},
+     "argument --nodejs-mode: invalid choice: 'x' (choose from 'auto', 'attach-maps', 'perf', "
+     "'disabled', 'none')"},
     {{"-o", "o", "--profile-api-version", "v2"},
      "argument --profile-api-version: invalid choice: 'v2' (choose from 'v1')"},
     {{"-o", "o", "--pids", "1,x"},
@@ -655,9 +668,9 @@ Test(cli, mode_none_and_allocation_are_not_errors)
     cr_assert_eq(PARSE("-o", "o", "--mode", "allocation", "--alloc-interval", "1mb"), PP_CLI_OK,
                  "%s", err);
     cr_expect_str_eq(cfg.profiling_mode, "allocation");
-    cr_assert_eq(cfg.nnoop_options, 1);
-    cr_expect_str_eq(cfg.noop_options[0].name, "alloc-interval");
-    cr_expect_str_eq(cfg.noop_options[0].value, "1mb");
+    cr_assert_eq(cfg.nnamed_options, 1);
+    cr_expect_str_eq(cfg.named_options[0].name, "alloc-interval");
+    cr_expect_str_eq(cfg.named_options[0].value, "1mb");
 }
 
 Test(cli, help_and_version)
@@ -748,22 +761,22 @@ Test(cli, upload_file_subcommand)
     cr_expect_str_eq(cfg.file_path, "/q");
 }
 
-Test(cli, accepted_noop_options)
+Test(cli, accepted_named_options)
 {
     cr_assert_eq(PARSE("-o", "o", "--perf-dwarf-stack-size", "8192", "--perf-no-memory-restart",
                        "--java-async-profiler-mode=cpu", "--java-safemode",
                        "--python-pyspy-process", "1", "--max-processes-runtime-profiler", "3",
                        "--diagnostics", "--curlify-requests"),
                  PP_CLI_OK, "%s", err);
-    cr_expect_eq(cfg.nnoop_options, 8);
+    cr_expect_eq(cfg.nnamed_options, 8);
     int found = 0;
-    for (size_t i = 0; i < cfg.nnoop_options; i++) {
-        if (strcmp(cfg.noop_options[i].name, "perf-dwarf-stack-size") == 0) {
-            cr_expect_str_eq(cfg.noop_options[i].value, "8192");
+    for (size_t i = 0; i < cfg.nnamed_options; i++) {
+        if (strcmp(cfg.named_options[i].name, "perf-dwarf-stack-size") == 0) {
+            cr_expect_str_eq(cfg.named_options[i].value, "8192");
             found++;
         }
-        if (strcmp(cfg.noop_options[i].name, "java-safemode") == 0) {
-            cr_expect_null(cfg.noop_options[i].value);
+        if (strcmp(cfg.named_options[i].name, "java-safemode") == 0) {
+            cr_expect_null(cfg.named_options[i].value);
             found++;
         }
     }
@@ -775,7 +788,7 @@ Test(cli, accepted_noop_options)
                        "--perf-event", "cycles", "--perf-event-period", "1000",
                        "--java-no-version-check", "--java-jattach-timeout", "5"),
                  PP_CLI_OK, "%s", err);
-    cr_expect_eq(cfg.nnoop_options, 13);
+    cr_expect_eq(cfg.nnamed_options, 13);
 }
 
 Test(cli, free_zeroed_and_twice)

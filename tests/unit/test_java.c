@@ -466,7 +466,7 @@ Test(java, trigger_removed_when_the_process_dies)
     char path[600], text[4096];
     snprintf(path, sizeof(path), "/proc/%d/status", (int)child);
     pp_jattach_status st = {0};
-    for (int i = 0; i < 2000 && !st.sigquit_caught; i++) {
+    for (int i = 0; i < 30000 && !st.sigquit_caught; i++) { /* up to 30 s on a loaded host */
         if (pp_read_small_file(path, text, sizeof(text)) > 0)
             pp_jattach_parse_status(text, &st);
         usleep(1000);

@@ -174,3 +174,56 @@ Test(pkgversions, frame_text_and_pyspy_rewrite)
     pp_pkgver_clear_cache();
     pp_test_rmtree(root);
 }
+
+/* A zip made with Python's zipfile: members given as "name=content" arguments. */
+static void zip_at(const char *root, const char *rel, const char *const *members)
+{
+    char cmd[4096];
+    int n = snprintf(cmd, sizeof(cmd),
+                     "mkdir -p \"$(dirname '%s%s')\" && /usr/bin/python3 -c 'import sys, zipfile\n"
+                     "z = zipfile.ZipFile(sys.argv[1], \"w\")\n"
+                     "[z.writestr(m.split(\"=\", 1)[0], m.split(\"=\", 1)[1]) for m in "
+                     "sys.argv[2:]]\nz.close()' '%s%s'",
+                     root, rel, root, rel);
+    for (const char *const *m = members; *m; m++)
+        n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, " '%s'", *m);
+    cr_assert(system(cmd) == 0);
+}
+
+Test(pkgversions, zipapps_pex_and_eggs)
+{
+    char *root = pp_test_mkdtemp();
+    /* a zipapp with vendored packages (pip install --target, then zipapp) */
+    const char *pyz[] = {"__main__.py=import app",
+                         "app.py=x = 1",
+                         "requests/__init__.py=",
+                         "requests/api.py=",
+                         "requests-2.31.0.dist-info/METADATA=Name: requests\nVersion: 2.31.0\n",
+                         "requests-2.31.0.dist-info/RECORD=requests/__init__.py,,\n"
+                         "requests/api.py,sha256=x,10\n",
+                         NULL};
+    zip_at(root, "/srv/tool.pyz", pyz);
+    /* a PEX: wheels under .deps/ */
+    const char *pex[] = {".deps/six-1.16.0-py2.py3-none-any.whl/six.py=",
+                         ".deps/six-1.16.0-py2.py3-none-any.whl/six-1.16.0.dist-info/RECORD="
+                         "six.py,,\n",
+                         "__main__.py=", NULL};
+    zip_at(root, "/srv/app.pex", pex);
+    /* an egg on sys.path inside site-packages */
+    const char *egg[] = {"EGG-INFO/PKG-INFO=Metadata-Version: 1.1\nName: legacy\nVersion: 0.3\n",
+                         "legacy/__init__.py=", "legacy/core.py=", NULL};
+    zip_at(root, SP "/legacy-0.3-py3.11.egg", egg);
+    mk(root, "/srv/plain/main.py", "");
+
+    check(root, "/srv/tool.pyz/requests/api.py", "[requests==2.31.0]");
+    check(root, "/srv/tool.pyz/app.py", "");
+    check(root, "/srv/app.pex/.deps/six-1.16.0-py2.py3-none-any.whl/six.py", "[six==1.16.0]");
+    check(root, SP "/legacy-0.3-py3.11.egg/legacy/core.py", "[legacy==0.3]");
+    check(root, "/srv/plain/main.py", "");
+    check(root, "/srv/missing/dir/x.py", "");
+    /* not a zip where a component is a regular file: nothing, and no crash */
+    mk(root, "/srv/notzip.pyz", "garbage");
+    check(root, "/srv/notzip.pyz/requests/api.py", "");
+    pp_pkgver_clear_cache();
+    pp_test_rmtree(root);
+}

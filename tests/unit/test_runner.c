@@ -8,6 +8,7 @@
 
 #include "merge/scale.h"
 #include "base/child.h"
+#include "orchestrator/discovery.h"
 #include "runtimes/runner.h"
 
 TestSuite(runner, .init = pp_test_quiet_log);
@@ -80,23 +81,12 @@ static void fake_free(void *s)
     free(s);
 }
 
-static const pp_runtime_driver ok_drv = {.name = "okrt",
-                                         .kind = PP_KIND_PYTHON,
-                                         .start = start_ok,
-                                         .collect = collect,
-                                         .stop = stop,
-                                         .free = fake_free};
-static const pp_runtime_driver fail_drv = {.name = "failrt",
-                                           .kind = PP_KIND_RUBY,
-                                           .start = start_fail,
-                                           .collect = collect,
-                                           .free = fake_free};
-static const pp_runtime_driver hang_drv = {.name = "hangrt",
-                                           .kind = PP_KIND_JAVA,
-                                           .start = start_hang,
-                                           .collect = collect,
-                                           .stop = stop,
-                                           .free = fake_free};
+static const pp_backend ok_drv = {
+    .name = "okrt", .start = start_ok, .collect = collect, .stop = stop, .free = fake_free};
+static const pp_backend fail_drv = {
+    .name = "failrt", .start = start_fail, .collect = collect, .free = fake_free};
+static const pp_backend hang_drv = {
+    .name = "hangrt", .start = start_hang, .collect = collect, .stop = stop, .free = fake_free};
 
 static pp_proc_list procs(void)
 {
@@ -114,10 +104,12 @@ static pp_proc_list procs(void)
 Test(runner, drivers_run_concurrently_and_failures_stay_local)
 {
     pp_proc_list l = procs();
-    const pp_runtime_driver *d[] = {&ok_drv, &fail_drv, &hang_drv};
-    pp_runtime_ctx ctx = {0};
+    pp_runtime_ctx ctx = {.rt = pp_runtime_get(PP_KIND_PYTHON)};
+    const pp_runner_task d[] = {{PP_KIND_PYTHON, &ok_drv, &ctx},
+                                {PP_KIND_RUBY, &fail_drv, &ctx},
+                                {PP_KIND_JAVA, &hang_drv, &ctx}};
     double t0 = now_s();
-    pp_runner *r = pp_runner_start(d, 3, &ctx, &l, t0 + 0.2);
+    pp_runner *r = pp_runner_start(d, 3, l.procs, l.n, t0 + 0.2);
     pp_profile **res;
     size_t n = pp_runner_finish(r, 0.1, &res);
     double took = now_s() - t0;
@@ -164,19 +156,18 @@ static int collect_forever(void *s, pp_profile *out)
     return 0;
 }
 
-static const pp_runtime_driver stuck_drv = {.name = "stuckrt",
-                                            .kind = PP_KIND_JAVA,
-                                            .start = start_hang,
-                                            .collect = collect_forever,
-                                            .stop = stop,
-                                            .free = fake_free};
+static const pp_backend stuck_drv = {.name = "stuckrt",
+                                     .start = start_hang,
+                                     .collect = collect_forever,
+                                     .stop = stop,
+                                     .free = fake_free};
 
 Test(runner, stuck_driver_is_abandoned_with_error_stacks)
 {
     pp_proc_list l = procs();
-    const pp_runtime_driver *d[] = {&stuck_drv};
-    pp_runtime_ctx ctx = {0};
-    pp_runner *r = pp_runner_start(d, 1, &ctx, &l, now_s() + 0.1);
+    pp_runtime_ctx ctx = {.rt = pp_runtime_get(PP_KIND_JAVA)};
+    const pp_runner_task d[] = {{PP_KIND_JAVA, &stuck_drv, &ctx}};
+    pp_runner *r = pp_runner_start(d, 1, l.procs, l.n, now_s() + 0.1);
     pp_profile **res;
     size_t n = pp_runner_finish(r, 0.1, &res);
     cr_assert_eq(n, 1);
@@ -203,22 +194,21 @@ static int collect_at_deadline(void *s, pp_profile *out)
     return collect(s, out);
 }
 
-static const pp_runtime_driver late_drv = {.name = "latert",
-                                           .kind = PP_KIND_JAVA,
-                                           .start = start_late,
-                                           .collect = collect_at_deadline,
-                                           .stop = stop,
-                                           .free = fake_free};
+static const pp_backend late_drv = {.name = "latert",
+                                    .start = start_late,
+                                    .collect = collect_at_deadline,
+                                    .stop = stop,
+                                    .free = fake_free};
 
 /* A session ended early (a stop signal): the runner waits the grace from now, not from the
  * session's deadline, then stops and abandons the driver. */
 Test(runner, early_end_waits_from_now_not_until_the_deadline)
 {
     pp_proc_list l = procs();
-    const pp_runtime_driver *d[] = {&late_drv};
-    pp_runtime_ctx ctx = {0};
+    pp_runtime_ctx ctx = {.rt = pp_runtime_get(PP_KIND_JAVA)};
+    const pp_runner_task d[] = {{PP_KIND_JAVA, &late_drv, &ctx}};
     double t0 = now_s();
-    pp_runner *r = pp_runner_start(d, 1, &ctx, &l, t0 + 30);
+    pp_runner *r = pp_runner_start(d, 1, l.procs, l.n, t0 + 30);
     pp_profile **res;
     size_t n = pp_runner_finish(r, 0.2, &res);
     double took = now_s() - t0;

@@ -11,17 +11,6 @@
 TestSuite(safefile, .init = pp_test_quiet_log);
 TestSuite(logfile, .init = pp_test_quiet_log, .fini = pp_log_close);
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert(f, "%s", path);
-    static char buf[65536];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 Test(safefile, unique_names_and_replace)
 {
     char *dir = pp_test_mkdtemp();
@@ -41,8 +30,8 @@ Test(safefile, unique_names_and_replace)
     pp_test_write_file(victim, "keep", 4);
     cr_assert_eq(symlink(victim, link), 0);
     cr_assert_eq(pp_replace_file_at(dfd, "name", "new", 3, 0644), 0);
-    cr_assert_str_eq(read_all(victim), "keep");
-    cr_assert_str_eq(read_all(link), "new");
+    cr_assert_str_eq(pp_test_read_text(victim), "keep");
+    cr_assert_str_eq(pp_test_read_text(link), "new");
     struct stat st;
     cr_assert_eq(lstat(link, &st), 0);
     cr_assert(S_ISREG(st.st_mode));
@@ -142,11 +131,12 @@ Test(logfile, rotates_by_size_and_keeps_n_backups)
             snprintf(p, sizeof(p), "%s", path);
         cr_assert_eq(stat(p, &st), 0, "%s missing", p);
         cr_assert(st.st_size > 0 && st.st_size < 1000, "%s: %lld bytes", p, (long long)st.st_size);
-        total += count_lines(read_all(p));
+        total += count_lines(pp_test_read_text(p));
     }
     snprintf(p, sizeof(p), "%s.3", path);
     cr_assert_eq(access(p, F_OK), -1, "only 2 backups");
-    cr_assert(strstr(read_all(path), "line 099"), "the newest lines are in the file itself");
+    cr_assert(strstr(pp_test_read_text(path), "line 099"),
+              "the newest lines are in the file itself");
     cr_assert(total < 100 && total > 10);
     pp_test_rmtree(dir);
 }
@@ -174,6 +164,6 @@ Test(logfile, links_and_foreign_files_are_refused, .timeout = 20)
     cr_assert_eq(mkfifo(path, 0600), 0);
     cr_assert_eq(pp_log_init(0, path, NULL, err, sizeof(err)), -1, "a FIFO never blocks");
     pp_debug("nothing to write it to");
-    cr_assert_str_eq(read_all(victim), "keep");
+    cr_assert_str_eq(pp_test_read_text(victim), "keep");
     pp_test_rmtree(dir);
 }

@@ -408,16 +408,9 @@ Test(pyroscope, names_and_labels)
     char *v = pp_pyroscope_label_value("  k8s_a,b}{c=d\"e\n ", 18);
     cr_assert_str_eq(v, "k8s_a_b__c_d_e");
     free(v);
-    cr_assert_str_eq(pp_pyroscope_runtime("java;a_[j];b", 12), "java");
-    cr_assert_str_eq(pp_pyroscope_runtime("python;x_[pn];y_[p]", 19), "python");
-    cr_assert_str_eq(pp_pyroscope_runtime("node;LazyCompile:*f", 19), "nodejs");
-    cr_assert_str_eq(pp_pyroscope_runtime("ruby;m_[rb]", 11), "ruby");
-    cr_assert_str_eq(pp_pyroscope_runtime("php;m_[php]", 11), "php");
-    cr_assert_str_eq(pp_pyroscope_runtime("dotnet;m_[net]", 14), "dotnet");
-    cr_assert_str_eq(pp_pyroscope_runtime("c;main;read_[k]", 15), "native");
 }
 
-Test(pyroscope, groups_strip_prefix_and_header)
+Test(pyroscope, one_body_per_session_comm_root_frame_container_above_it)
 {
     const char *col =
         "# {\"application_metadata_enabled\": true, \"metadata\": {\"run_arguments\": "
@@ -429,38 +422,53 @@ Test(pyroscope, groups_strip_prefix_and_header)
         "2;;py;a_[p] 0\n"
         "bad line\n"
         "3;;sh 4";
-    pp_pyro_group *g;
-    size_t n = pp_pyroscope_groups(col, strlen(col), &g);
-    cr_assert_eq(n, 3);
-    cr_assert_str_eq(g[0].comm, "bash");
-    cr_assert_str_eq(g[0].container, "");
-    cr_assert_str_eq(g[0].body, "bash;main;work 5\nbash;main;other 2\n");
-    cr_assert_str_eq(g[0].runtime, "native");
-    cr_assert_eq(g[0].samples, 7);
-    cr_assert_str_eq(g[1].comm, "java");
-    cr_assert_str_eq(g[1].container, "web,1");
-    cr_assert_str_eq(g[1].body, "java;Main.run_[j];x 7\njava;GC;native 1\n");
-    cr_assert_str_eq(g[1].runtime, "java");
-    cr_assert_str_eq(g[2].body, "sh 4\n");
-
-    char *url = pp_pyroscope_url("http://p:4040", "my.svc.cpu", "h1", &g[1], 100, 160, 11);
-    cr_assert_str_eq(url, "http://p:4040/ingest?name=my.svc.cpu%7Bhostname%3Dh1%2Ccomm%3Djava"
-                          "%2Ccontainer%3Dweb_1%2Cruntime%3Djava%7D&from=100&until=160"
-                          "&sampleRate=11&spyName=polyprof&format=folded");
+    pp_pyro_body b;
+    cr_assert_eq(pp_pyroscope_body(col, strlen(col), &b), 0);
+    cr_assert_str_eq(b.text, "bash;main;work 5\n"
+                             "web,1;java;Main.run_[j];x 7\n"
+                             "bash;main;other 2\n"
+                             "web,1;java;GC;native 1\n"
+                             "sh 4\n");
+    cr_assert_eq(b.len, strlen(b.text));
+    cr_assert_eq(b.lines, 5);
+    cr_assert_eq(b.samples, 19);
+    cr_assert_null(b.comm, "several comms: no comm label");
+    cr_assert_null(b.container, "several containers (and none): no container label");
+    char *url = pp_pyroscope_url("http://p:4040", "my.svc.cpu", "h1", &b, 100, 160, 11);
+    cr_assert_str_eq(url, "http://p:4040/ingest?name=my.svc.cpu%7Bhostname%3Dh1%7D&from=100"
+                          "&until=160&sampleRate=11&spyName=polyprof&format=folded");
     free(url);
-    url = pp_pyroscope_url("http://p:4040", "s.cpu", "h1", &g[0], 100, 160, 11);
-    cr_assert(strstr(url, "name=s.cpu%7Bhostname%3Dh1%2Ccomm%3Dbash%2Cruntime%3Dnative%7D&"));
-    free(url);
-    pp_pyroscope_groups_free(g, n);
+    pp_pyroscope_body_free(&b);
 
-    /* v1 profile: no prefix frames */
+    /* one comm in one container: both become labels (the body is the same shape) */
+    const char *one = "# {\"application_metadata_enabled\": true}\n"
+                      "4;web,1;java;Main.run_[j];x 7\n"
+                      "5;web,1;java;GC 1\n";
+    cr_assert_eq(pp_pyroscope_body(one, strlen(one), &b), 0);
+    cr_assert_str_eq(b.text, "web,1;java;Main.run_[j];x 7\nweb,1;java;GC 1\n");
+    cr_assert_str_eq(b.comm, "java");
+    cr_assert_str_eq(b.container, "web,1");
+    url = pp_pyroscope_url("http://p:4040", "s.cpu", "h1", &b, 100, 160, 11);
+    cr_assert(strstr(url, "name=s.cpu%7Bhostname%3Dh1%2Ccomm%3Djava%2Ccontainer%3Dweb_1%7D&"), "%s",
+              url);
+    free(url);
+    pp_pyroscope_body_free(&b);
+
+    /* v1 profile: no prefix frames; one comm outside containers: a comm label only */
     const char *v1 = "# {\"application_metadata_enabled\": true, \"metadata\": {\"run_arguments\": "
-                     "{\"profile_api_version\": \"v1\"}}}\nbash;main 3";
-    n = pp_pyroscope_groups(v1, strlen(v1), &g);
-    cr_assert_eq(n, 1);
-    cr_assert_str_eq(g[0].comm, "bash");
-    cr_assert_str_eq(g[0].body, "bash;main 3\n");
-    pp_pyroscope_groups_free(g, n);
+                     "{\"profile_api_version\": \"v1\"}}}\nbash;main 3\nbash;x 1";
+    cr_assert_eq(pp_pyroscope_body(v1, strlen(v1), &b), 0);
+    cr_assert_str_eq(b.text, "bash;main 3\nbash;x 1\n");
+    cr_assert_str_eq(b.comm, "bash");
+    cr_assert_null(b.container);
+    pp_pyroscope_body_free(&b);
+
+    /* no stacks: an empty body, nothing to send */
+    const char *none = "# {}\n0;;idle 0\n";
+    cr_assert_eq(pp_pyroscope_body(none, strlen(none), &b), 0);
+    cr_assert_eq(b.len, 0);
+    cr_assert_null(b.text);
+    pp_pyroscope_body_free(&b);
 }
 
 Test(pyroscope, long_stacks_are_cut_below_64k)
@@ -471,12 +479,11 @@ Test(pyroscope, long_stacks_are_cut_below_64k)
     for (size_t i = 0; i < frames; i++)
         o += (size_t)sprintf(col + o, ";f%zu", i % 10);
     o += (size_t)sprintf(col + o, " 9");
-    pp_pyro_group *g;
-    size_t n = pp_pyroscope_groups(col, o, &g);
-    cr_assert_eq(n, 1);
-    cr_assert(g[0].len < 65536);
-    cr_assert(strstr(g[0].body, ";[truncated] 9\n"));
-    pp_pyroscope_groups_free(g, n);
+    pp_pyro_body b;
+    cr_assert_eq(pp_pyroscope_body(col, o, &b), 0);
+    cr_assert(b.len < 65536);
+    cr_assert(strstr(b.text, ";[truncated] 9\n"));
+    pp_pyroscope_body_free(&b);
     free(col);
 }
 
@@ -488,10 +495,9 @@ Test(pyroscope, stacks_that_differ_only_in_the_stripped_prefix_are_summed)
                       "1;;gunicorn;main;work 5\n"
                       "2;;gunicorn;main;work 3\n"
                       "1;;gunicorn;main;idle 1";
-    pp_pyro_group *g;
-    size_t n = pp_pyroscope_groups(col, strlen(col), &g);
-    cr_assert_eq(n, 1);
-    cr_assert_str_eq(g[0].body, "gunicorn;main;work 8\ngunicorn;main;idle 1\n");
-    cr_assert_eq(g[0].samples, 9);
-    pp_pyroscope_groups_free(g, n);
+    pp_pyro_body b;
+    cr_assert_eq(pp_pyroscope_body(col, strlen(col), &b), 0);
+    cr_assert_str_eq(b.text, "gunicorn;main;work 8\ngunicorn;main;idle 1\n");
+    cr_assert_eq(b.samples, 9);
+    pp_pyroscope_body_free(&b);
 }

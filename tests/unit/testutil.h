@@ -43,6 +43,18 @@ static inline void pp_test_rmtree(char *dir)
     free(dir);
 }
 
+/* The text of a file (up to 64 KiB), in a static buffer overwritten by the next call. */
+static inline char *pp_test_read_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "%s", path);
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
 static inline void pp_test_write_file(const char *path, const void *data, size_t len)
 {
     FILE *f = fopen(path, "wb");

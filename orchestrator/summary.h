@@ -1,0 +1,55 @@
+/* The INFO line that ends every session, for whoever reads the log rather than the profiles:
+ *
+ *   session summary: 21 processes (native 17, java 1, python 2, ruby 1); 1432 samples;
+ *   runtime stacks: java 1 of 1, python 1 of 2 (1 error); upload: Pyroscope 3 sent, 1 waiting;
+ *   2 repeated messages not logged
+ *
+ * "processes" are those discovery classified, per kind (pp_proc_kind_name); "samples" the counts
+ * in the session's profile; "runtime stacks" per kind whose runtime profiler ran this session and
+ * had processes: how many of the processes handed to it (blacklisted ones are not) got runtime
+ * stacks, and how many an error or skip stack instead (the rest were idle, or exited before a
+ * sample), "none" when no runtime profiler had any; "upload"
+ * is pp_uploader_status; the last part counts the per-process messages that pp_log_proc counted
+ * instead of logging during the session (left out when none). */
+#ifndef PP_SUMMARY_H
+#define PP_SUMMARY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "merge/profile.h"
+#include "orchestrator/discovery.h"
+#include "orchestrator/upload.h"
+#include "runtimes/registry.h"
+#include "runtimes/runner.h"
+
+typedef struct pp_summary_pid {
+    int pid;
+    pp_proc_kind kind;
+} pp_summary_pid;
+
+typedef struct pp_summary {
+    size_t nprocs;
+    size_t procs[PP_KIND_COUNT];   /* discovered, per kind */
+    size_t handed[PP_KIND_COUNT];  /* given to a runtime profiler (0 for kinds without one) */
+    size_t runtime[PP_KIND_COUNT]; /* of those: runtime stacks */
+    size_t errors[PP_KIND_COUNT];  /* of those: an error stack */
+    size_t skipped[PP_KIND_COUNT]; /* of those: a skip stack */
+    pp_summary_pid *pids;          /* the runtime profilers' processes, sorted by pid */
+    size_t npids;
+    unsigned long long repeats0; /* pp_log_repeats_counted() at the start */
+} pp_summary;
+
+/* At the start of a session: the processes discovered, and the session's runtime profilers. */
+void pp_summary_begin(pp_summary *s, const pp_proc_list *procs, const pp_runner_task *tasks,
+                      size_t ntasks);
+/* One runtime profiler's profile, before it is merged. */
+void pp_summary_runtime(pp_summary *s, const pp_profile *rt);
+/* Logs the line for the session's final profile, and frees what begin allocated. */
+void pp_summary_end(pp_summary *s, const pp_profile *prof, pp_uploader *up);
+
+/* The line without the "session summary: " prefix (for the tests). */
+void pp_summary_format(const pp_summary *s, uint64_t samples, const char *upload,
+                       unsigned long long repeats, char *out, size_t len);
+
+#endif

@@ -1,0 +1,102 @@
+"""The log a user reads: the start-up line of runtime profilers and modes, one summary line per
+session, and a warning that comes back every session for the same process logged once, then
+counted. The real binary, a real CPython process, and a py-spy stand-in that always fails (so
+that every session has the same per-process warning); a Pyroscope receiver for the upload
+status."""
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import APPS, POLYPROF, App, LineReader
+from receivers import PyroscopeReceiver
+
+FAILING_PYSPY = """#!/bin/sh
+echo "Error: Failed to suspend process (a stand-in that always fails)" >&2
+exit 1
+"""
+
+SUMMARY = re.compile(
+    r"INFO: polyprof: session summary: 1 process \(python 1\); (\d+) samples?; "
+    r"runtime stacks: python (\d+) of 1(?: \((\d+) errors?\))?; "
+    r"upload: Pyroscope (\d+) sent, (\d+) waiting(?:; (\d+) repeated messages? not logged)?$")
+
+
+@pytest.fixture
+def pyro():
+    r = PyroscopeReceiver()
+    yield r
+    r.stop()
+
+
+def col_samples(path):
+    lines = Path(path).read_text().split("\n")[1:]
+    return sum(int(line.rpartition(" ")[2]) for line in lines if line)
+
+
+def test_three_sessions_warning_once_then_counted_summary_per_session(tmp_path, pyro):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "py-spy").write_text(FAILING_PYSPY)
+    (bindir / "py-spy").chmod(0o755)
+    app = App(["/usr/bin/python3.11", str(APPS / "pyhot.py")])
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POLYPROF_")}
+    env["PATH"] = f"{bindir}:{env['PATH']}"
+    p = subprocess.Popen(
+        [str(POLYPROF), "-c", "-d", "1", "-f", "49", "-o", str(out), "--pids", str(app.pid),
+         "--python-mode", "pyspy", "--no-java", "--no-ruby", "--no-flamegraph",
+         "--pyroscope-server", pyro.url, "--spool-dir", str(tmp_path / "spool")],
+        stderr=subprocess.PIPE, text=True, env=env)
+    log = LineReader(p.stderr)
+    try:
+        log.wait_line(lambda x: "session summary" in x and len(
+            [y for y in log.lines if "session summary" in y]) >= 3, 60, "three sessions")
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+        app.stop()
+    text = log.text()
+    assert p.returncode == 0, text
+    lines = text.splitlines()
+
+    # the start-up line: the runtime profilers and their modes, once
+    startup = [x for x in lines if "INFO: polyprof: runtime profilers:" in x]
+    assert len(startup) == 1, text
+    assert startup[0].endswith("runtime profilers: python (pyspy: py-spy); disabled: java, "
+                               "ruby, php, dotnet, nodejs"), startup[0]
+
+    # the per-process warning: logged once although every session has it
+    warn = re.compile(rf"WARNING: polyprof: python pid {app.pid} \(.*\): py-spy exited with code "
+                      r"1; stderr: Error: Failed to suspend process")
+    assert len([x for x in lines if warn.search(x)]) == 1, text
+
+    # one summary per session, after its file; the numbers are the session's
+    sessions = []
+    saved = None
+    for x in lines:
+        m = re.search(r"Saved collapsed stacks to (\S+)", x)
+        if m:
+            saved = m.group(1)
+        if "session summary" in x:
+            m = SUMMARY.search(x)
+            assert m and saved, (x, text)
+            sessions.append((saved, m))
+            saved = None
+    assert len(sessions) >= 3, text
+    for i, (col, m) in enumerate(sessions):
+        samples, runtime, errors, sent, waiting, repeats = (
+            int(g) if g else 0 for g in m.groups())
+        assert samples == col_samples(col), (i, m.group(0))
+        assert sent + waiting == i + 1, ("every session submitted is sent or waiting", m.group(0))
+        if i < 3:  # the last session may be cut short by SIGTERM
+            assert (runtime, errors) == (0, 1), m.group(0)
+            assert repeats == (0 if i == 0 else 1), ("the warning is counted", m.group(0))
+    # at exit: the repeats counted over the run, in one line
+    total = sum(int(m.group(6) or 0) for _, m in sessions)
+    assert lines[-1].endswith(f"INFO: polyprof: {total} repeated per-process messages were "
+                              "counted and not logged (each is logged once per process and "
+                              "hour)"), lines[-3:]
