@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_REPLY (1 << 20)
 
@@ -114,6 +116,58 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
     return 0;
 }
 
+/* The sockets of requests that can be aborted, by abort flag, so that pp_http_abort ends their
+ * transfers at once: libcurl calls the progress callback, which checks the flag, only about
+ * once a second while nothing moves. A socket is registered when libcurl opens it and dropped
+ * when libcurl closes it, both under the lock pp_http_abort holds, so a descriptor number
+ * reused after the close is never shut down. Beyond MAX_SOCKS sockets the callback remains. */
+#define MAX_SOCKS 16
+static pthread_mutex_t socks_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    curl_socket_t fd;
+    const atomic_int *abort; /* NULL: free slot */
+} socks[MAX_SOCKS];
+
+static curl_socket_t open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    const pp_http *h = ud;
+    (void)purpose;
+    curl_socket_t fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    if (fd < 0)
+        return CURL_SOCKET_BAD;
+    pthread_mutex_lock(&socks_lock);
+    for (size_t i = 0; i < MAX_SOCKS; i++) {
+        if (!socks[i].abort) {
+            socks[i].fd = fd;
+            socks[i].abort = h->o.abort;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&socks_lock);
+    return fd;
+}
+
+static int close_socket(void *ud, curl_socket_t fd)
+{
+    (void)ud;
+    pthread_mutex_lock(&socks_lock);
+    for (size_t i = 0; i < MAX_SOCKS; i++)
+        if (socks[i].abort && socks[i].fd == fd)
+            socks[i].abort = NULL;
+    int rc = close(fd);
+    pthread_mutex_unlock(&socks_lock);
+    return rc;
+}
+
+void pp_http_abort(const atomic_int *abort)
+{
+    pthread_mutex_lock(&socks_lock);
+    for (size_t i = 0; i < MAX_SOCKS; i++)
+        if (abort && socks[i].abort == abort)
+            shutdown(socks[i].fd, SHUT_RDWR);
+    pthread_mutex_unlock(&socks_lock);
+}
+
 pp_http_outcome pp_http_classify(long status)
 {
     if (status == 0 || status >= 500 || status == 408 || status == 429)
@@ -159,6 +213,12 @@ pp_http_outcome pp_http_request(pp_http *h, const char *method, const char *url,
     cu->easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     cu->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     cu->easy_setopt(c, CURLOPT_XFERINFODATA, &prog);
+    if (h->o.abort) {
+        cu->easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+        cu->easy_setopt(c, CURLOPT_OPENSOCKETDATA, h);
+        cu->easy_setopt(c, CURLOPT_CLOSESOCKETFUNCTION, close_socket);
+        cu->easy_setopt(c, CURLOPT_CLOSESOCKETDATA, h);
+    }
     cu->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     cu->easy_setopt(c, CURLOPT_SSL_VERIFYPEER, h->o.verify ? 1L : 0L);
     cu->easy_setopt(c, CURLOPT_SSL_VERIFYHOST, h->o.verify ? 2L : 0L);
@@ -187,7 +247,10 @@ pp_http_outcome pp_http_request(pp_http *h, const char *method, const char *url,
         snprintf(r->error, sizeof(r->error), "no reply within %ld s", h->o.timeout_s);
         return PP_HTTP_RETRY;
     }
-    if (rc == CURLE_ABORTED_BY_CALLBACK) {
+    if (rc == CURLE_ABORTED_BY_CALLBACK ||
+        (rc != CURLE_OK && h->o.abort && atomic_load(h->o.abort))) {
+        /* the callback, or pp_http_abort's shutdown of the socket */
+        r->status = 0;
         snprintf(r->error, sizeof(r->error), "aborted (polyprof is stopping)");
         return PP_HTTP_ABORTED;
     }

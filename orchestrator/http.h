@@ -52,6 +52,10 @@ pp_http_outcome pp_http_request(pp_http *h, const char *method, const char *url,
                                 pp_http_resp *r);
 void pp_http_resp_free(pp_http_resp *r);
 
+/* Ends at once the transfers in progress of every pp_http whose opts.abort is abort (its
+ * connections are shut down); call it after raising the flag. Thread-safe. */
+void pp_http_abort(const atomic_int *abort);
+
 /* Classifies a status code (0 = no reply). */
 pp_http_outcome pp_http_classify(long status);
 

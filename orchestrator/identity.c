@@ -1,30 +1,87 @@
 #include "orchestrator/identity.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/child.h"
+#include "base/workpool.h"
 #include "orchestrator/containers.h"
 #include "base/log.h"
 #include "runtimes/runtime.h"
+
+/* Appids and metadata are computed on a few worker threads (a JVM's needs an attach request,
+ * which a JVM that does not answer holds for up to 2 s): the session starts at once, and one
+ * slow process delays neither the others nor the session. */
+#define IDENT_THREADS 4
+/* At exit, jobs still running get this long to end. */
+#define IDENT_EXIT_WAIT_S 0.5
+
+/* One process's appid and metadata, computed by a worker. Shared by its cache entry and the
+ * job (refs); done, appid and md are written by the job and read under ident_lock. */
+typedef struct ident_job {
+    int refs;
+    bool done;
+    int pid;
+    pp_proc_kind kind;
+    char *appid;
+    json_t *md;
+} ident_job;
+
+/* Process-wide: a job can finish after its pp_identity is gone. */
+static pthread_mutex_t ident_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ident_done = PTHREAD_COND_INITIALIZER;
 
 typedef struct entry {
     int pid;
     unsigned long long start;
     pp_proc_kind kind;
     bool seen; /* in the current session */
-    char *appid;
-    json_t *md;
+    ident_job *job;
 } entry;
 
 struct pp_identity {
     const pp_config *cfg;
     pp_containers *containers;
+    pp_workpool *pool;
     entry *e;
     size_t n, cap;
     const pp_proc_list *procs;
 };
+
+static void job_unref(ident_job *j)
+{
+    pthread_mutex_lock(&ident_lock);
+    bool last = --j->refs == 0;
+    pthread_mutex_unlock(&ident_lock);
+    if (last) {
+        free(j->appid);
+        json_decref(j->md);
+        free(j);
+    }
+}
+
+static void compute(ident_job *j)
+{
+    char *appid = pp_runtime_appid(j->pid, j->kind);
+    json_t *md = pp_app_metadata(j->pid, j->kind);
+    pthread_mutex_lock(&ident_lock);
+    j->appid = appid;
+    j->md = md;
+    j->done = true;
+    pthread_cond_broadcast(&ident_done);
+    pthread_mutex_unlock(&ident_lock);
+}
+
+static void job_run(void *arg, bool run)
+{
+    if (run)
+        compute(arg);
+    job_unref(arg);
+}
 
 pp_identity *pp_identity_new(const pp_config *cfg)
 {
@@ -40,19 +97,26 @@ pp_identity *pp_identity_new(const pp_config *cfg)
             pp_debug("containers: /proc/1/root is not readable; using / as the host root");
         id->containers = pp_containers_new(root, "/var/run/docker.sock");
     }
+    id->pool = pp_workpool_new(IDENT_THREADS); /* NULL: computed in the caller's thread */
     return id;
 }
 
 static void entry_clear(entry *e)
 {
-    free(e->appid);
-    json_decref(e->md);
+    if (e->job)
+        job_unref(e->job);
+    e->job = NULL;
 }
 
 void pp_identity_free(pp_identity *id)
 {
     if (!id)
         return;
+    /* at exit the attach requests were cancelled (pp_java_perfmaps_cleanup): running jobs end
+     * at once, and are given a moment to, so that none is cut short (a trigger file left) */
+    if (id->pool)
+        pp_workpool_wait_idle(id->pool, pp_mono_now() + IDENT_EXIT_WAIT_S);
+    pp_workpool_free(id->pool); /* never waits: a job still running finishes on its own */
     for (size_t i = 0; i < id->n; i++)
         entry_clear(&id->e[i]);
     free(id->e);
@@ -91,9 +155,29 @@ static entry *add(pp_identity *id, const pp_proc *p)
         e = &id->e[id->n++];
     }
     *e = (entry){.pid = p->pid, .start = p->start_ticks, .kind = p->kind};
-    e->appid = pp_runtime_appid(p->pid, p->kind);
-    e->md = pp_app_metadata(p->pid, p->kind);
+    e->job = calloc(1, sizeof(*e->job));
+    if (!e->job)
+        return e; /* no identity for it */
+    *e->job = (ident_job){.refs = 2, .pid = p->pid, .kind = p->kind};
+    if (!id->pool || pp_workpool_submit(id->pool, job_run, e->job) < 0)
+        job_run(e->job, true);
     return e;
+}
+
+/* Waits until e's job is done or the monotonic deadline passed; true when done. */
+static bool wait_job(const entry *e, double deadline)
+{
+    if (!e->job)
+        return false;
+    struct timespec ts = {.tv_sec = (time_t)deadline,
+                          .tv_nsec = (long)((deadline - (double)(time_t)deadline) * 1e9)};
+    pthread_mutex_lock(&ident_lock);
+    while (!e->job->done &&
+           pthread_cond_clockwait(&ident_done, &ident_lock, CLOCK_MONOTONIC, &ts) == 0)
+        ;
+    bool done = e->job->done;
+    pthread_mutex_unlock(&ident_lock);
+    return done;
 }
 
 void pp_identity_set_procs(pp_identity *id, const pp_proc_list *procs)
@@ -106,8 +190,9 @@ void pp_identity_set_procs(pp_identity *id, const pp_proc_list *procs)
             add(id, &procs->procs[i]);
 }
 
-void pp_identity_annotate(pp_identity *id, pp_profile *prof, pp_discovery *disc)
+void pp_identity_annotate(pp_identity *id, pp_profile *prof, pp_discovery *disc, double session_end)
 {
+    double deadline = session_end + PP_IDENTITY_WAIT_S;
     for (size_t i = 0; i < id->n; i++)
         id->e[i].seen = false;
     for (size_t i = 0; i < pp_profile_npids(prof); i++) {
@@ -126,10 +211,12 @@ void pp_identity_annotate(pp_identity *id, pp_profile *prof, pp_discovery *disc)
         if (!e)
             continue;
         e->seen = true;
-        if (!pp->appid && e->appid)
-            pp->appid = pp_profile_intern(prof, e->appid);
-        if (!pp->app_metadata && e->md)
-            pp->app_metadata = json_incref(e->md);
+        if (!wait_job(e, deadline))
+            continue; /* not ready: this session's profile has none for it */
+        if (!pp->appid && e->job->appid)
+            pp->appid = pp_profile_intern(prof, e->job->appid);
+        if (!pp->app_metadata && e->job->md)
+            pp->app_metadata = json_incref(e->job->md);
     }
     /* Bounded cache: forget processes that did not appear in this session. */
     size_t k = 0;

@@ -631,6 +631,7 @@ static int run_session(run_state *rs, bool *stop)
         int ms = left * 1000 < DRAIN_INTERVAL_MS ? (int)(left * 1000 + 0.5) : DRAIN_INTERVAL_MS;
         if (wait_signal(rs->sfd, rs->sampler, ms)) {
             *stop = true;
+            pp_uploader_stop_window(rs->up); /* the stop's bound counts from the signal */
             break;
         }
         if (rs->sampler && mono_now() < deadline) {
@@ -656,7 +657,7 @@ static int run_session(run_state *rs, bool *stop)
     json_t *coverage = NULL;
     if (runner) {
         pp_profile **rts;
-        size_t nrt = pp_runner_finish(runner, *stop ? 0 : 2.0, &rts);
+        size_t nrt = pp_runner_finish(runner, 2.0, &rts);
         pp_walk_cov *cov = NULL;
         size_t ncov = rs->sampler ? pp_sampler_walk_coverage(rs->sampler, &cov) : 0;
         coverage = runtime_coverage(rs->ctx, &procs, tasks, ntasks, prof, rts, nrt, cov, ncov);
@@ -671,7 +672,7 @@ static int run_session(run_state *rs, bool *stop)
     }
     merge_hook_stacks(rs, prof);
     double t_merged = mono_now();
-    pp_identity_annotate(rs->ident, prof, rs->disc);
+    pp_identity_annotate(rs->ident, prof, rs->disc, end);
     json_t *ext = session_extmeta(cfg);
     pp_extmeta_apply(ext, prof);
     pp_debug("session end: drain and merge %.1f ms, identity %.1f ms", (t_merged - t_end) * 1000,

@@ -534,27 +534,34 @@ void pp_uploader_submit(pp_uploader *u, const pp_session_result *r)
     pthread_mutex_unlock(&u->mu);
 }
 
+void pp_uploader_stop_window(pp_uploader *u)
+{
+    if (!u)
+        return;
+    pthread_mutex_lock(&u->mu);
+    if (!u->stop_deadline_ms)
+        u->stop_deadline_ms = mono_ms() + u->stop_ms;
+    pthread_mutex_unlock(&u->mu);
+}
+
 void pp_uploader_stop(pp_uploader *u)
 {
     if (!u)
         return;
     pthread_mutex_lock(&u->mu);
     u->stopping = true;
-    u->stop_deadline_ms = mono_ms() + u->stop_ms;
+    if (!u->stop_deadline_ms) /* else the window that began with the stop signal */
+        u->stop_deadline_ms = mono_ms() + u->stop_ms;
+    long long deadline = u->stop_deadline_ms;
     pthread_cond_signal(&u->cv);
     pthread_mutex_unlock(&u->mu);
     if (u->thread_started) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += (time_t)(u->stop_ms / 1000);
-        ts.tv_nsec += (long)(u->stop_ms % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        if (pthread_timedjoin_np(u->thread, NULL, &ts) != 0) {
-            /* an upload is still in flight: abort it (libcurl checks within a second) */
+        struct timespec ts = {.tv_sec = (time_t)(deadline / 1000),
+                              .tv_nsec = (long)(deadline % 1000) * 1000000};
+        if (pthread_clockjoin_np(u->thread, NULL, CLOCK_MONOTONIC, &ts) != 0) {
+            /* an upload is still in flight: abort it now (its connection is shut down) */
             atomic_store(&u->abort, 1);
+            pp_http_abort(&u->abort);
             pthread_join(u->thread, NULL);
         }
     }

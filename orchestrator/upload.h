@@ -30,8 +30,13 @@ void pp_uploader_submit(pp_uploader *u, const pp_session_result *r);
  * queued or in the spool, not yet accepted), ", K dropped" when the server refused some, and
  * " (failing)" when the last attempt must be retried; "off" when u is NULL. */
 void pp_uploader_status(pp_uploader *u, char *out, size_t len);
-/* Stops the background work: waits a bounded time for the upload in flight; whatever is not
- * sent stays in the spool for the next run. */
+/* A stop signal arrived: the stop window (5 s, POLYPROF_UPLOAD_STOP_MS) starts now, and
+ * pp_uploader_stop ends it then instead of starting its own, so the whole stop stays within the
+ * window however long the session took to wind down. Uploads go on meanwhile. */
+void pp_uploader_stop_window(pp_uploader *u);
+/* Stops the background work: uploads go on until the stop window ends (started here unless
+ * pp_uploader_stop_window started it), then the upload in flight is aborted at once; whatever
+ * is not sent stays in the spool for the next run. */
 void pp_uploader_stop(pp_uploader *u);
 
 /* Largest file upload-file reads (a larger one is refused with exit code 2). */

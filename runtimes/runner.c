@@ -172,16 +172,19 @@ size_t pp_runner_finish(pp_runner *r, double grace, pp_profile ***profiles)
         pthread_mutex_lock(&runner_lock);
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        if ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9 < j->deadline && !j->done) {
-            /* The session ended early: the driver must not wait for its deadline. */
+        double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, until = j->deadline + grace;
+        if (now < j->deadline && !j->done) {
+            /* The session ended early: the driver must not wait for its deadline, nor the
+             * runner for it. */
             j->stop_early = true;
+            until = now + grace;
             void *session = j->session;
             pthread_mutex_unlock(&runner_lock);
             if (session && j->drv->stop)
                 j->drv->stop(session);
             pthread_mutex_lock(&runner_lock);
         }
-        bool ok = wait_done(j, j->deadline + grace);
+        bool ok = wait_done(j, until);
         if (!ok && j->session && j->drv->stop) {
             pthread_mutex_unlock(&runner_lock);
             pp_warn("%s profiler overran the session; stopping it", j->drv->name);

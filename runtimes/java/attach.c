@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -28,11 +31,62 @@ static double mono_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void sleep_ms(long ms)
+/* The calling thread's cancel descriptor (pp_jattach_set_cancel_fd), -1 for none, and the
+ * process-wide one (pp_jattach_cancel_all; an eventfd made on first use, -1 if none could be). */
+static __thread int cancel_fd = -1;
+static int cancel_all_fd = -1;
+static pthread_once_t cancel_all_once = PTHREAD_ONCE_INIT;
+
+static void make_cancel_all(void)
 {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
+    cancel_all_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+void pp_jattach_set_cancel_fd(int fd)
+{
+    cancel_fd = fd;
+}
+
+void pp_jattach_cancel_all(void)
+{
+    pthread_once(&cancel_all_once, make_cancel_all);
+    uint64_t one = 1;
+    if (cancel_all_fd >= 0 && write(cancel_all_fd, &one, sizeof(one)) < 0)
+        pp_debug("attach: cannot cancel the requests in flight: %s", strerror(errno));
+}
+
+/* Polls p[0..n) plus the cancel descriptors (p has room for 2 more); -2 when one of those is
+ * readable (errno ECANCELED), else poll's result. */
+static int poll_cancellable(struct pollfd *p, int n, int ms)
+{
+    pthread_once(&cancel_all_once, make_cancel_all);
+    int k = n;
+    if (cancel_fd >= 0)
+        p[k++] = (struct pollfd){.fd = cancel_fd, .events = POLLIN};
+    if (cancel_all_fd >= 0)
+        p[k++] = (struct pollfd){.fd = cancel_all_fd, .events = POLLIN};
+    int r = poll(p, (nfds_t)k, ms);
+    for (int i = n; r > 0 && i < k; i++) {
+        if (p[i].revents & POLLIN) {
+            errno = ECANCELED;
+            return -2;
+        }
+    }
+    return r;
+}
+
+/* Sleeps ms, or less when a cancel descriptor becomes readable: then false (errno ECANCELED). */
+static bool sleep_ms(long ms)
+{
+    double until = mono_now() + (double)ms / 1000;
+    for (;;) {
+        double left = until - mono_now();
+        struct pollfd p[2];
+        if (poll_cancellable(p, 0, left > 0 ? (int)(left * 1000) + 1 : 0) == -2)
+            return false;
+        if (left <= 0 || mono_now() >= until)
+            return true;
+    }
 }
 
 int pp_jattach_parse_status(const char *text, pp_jattach_status *st)
@@ -42,8 +96,12 @@ int pp_jattach_parse_status(const char *text, pp_jattach_status *st)
     const char *uid = pp_status_field(text, "Uid");
     const char *gid = pp_status_field(text, "Gid");
     const char *sig = pp_status_field(text, "SigCgt");
+    const char *state = pp_status_field(text, "State");
     if (!ns || !uid || !gid || !sig)
         return -1;
+    while (state && (*state == ' ' || *state == '\t'))
+        state++;
+    st->stopped = state && (*state == 'T' || *state == 't');
     /* NSpid: host pid first, the innermost namespace's pid last. */
     long last = -1;
     for (const char *p = ns; *p && *p != '\n';) {
@@ -180,7 +238,8 @@ static int create_trigger(int pid, const pp_jattach_status *st, char *name, size
     return -1;
 }
 
-/* Makes the JVM start its attach listener; its socket (open_socket) once it exists, else -1. */
+/* Makes the JVM start its attach listener; its socket (open_socket) once it exists, else -1
+ * with err and errno ETIMEDOUT (no socket in time), ECANCELED or EPERM (any other reason). */
 static int start_listener(int pid, const pp_jattach_status *st, double deadline, char *err,
                           size_t errlen)
 {
@@ -201,7 +260,7 @@ static int start_listener(int pid, const pp_jattach_status *st, double deadline,
                  strerror(errno));
         return -1;
     }
-    int rc = -1;
+    int rc = -1, e = 0;
     if (kill(pid, SIGQUIT) < 0) {
         snprintf(err, errlen, "cannot signal JVM %d: %s", pid, strerror(errno));
     } else {
@@ -217,20 +276,93 @@ static int start_listener(int pid, const pp_jattach_status *st, double deadline,
             }
             double left = stop - mono_now();
             if (left <= 0) {
+                e = ETIMEDOUT;
                 snprintf(err, errlen,
                          "JVM %d did not start its attach listener (no /tmp/.java_pid%d after "
                          "SIGQUIT)",
                          pid, st->nspid);
                 break;
             }
-            sleep_ms(ms < left * 1000 ? ms : (long)(left * 1000) + 1);
+            if (!sleep_ms(ms < left * 1000 ? ms : (long)(left * 1000) + 1)) {
+                e = ECANCELED;
+                snprintf(err, errlen, "attach to JVM %d cancelled (the session is ending)", pid);
+                break;
+            }
         }
     }
     unlinkat(tdir, trigger, 0);
     close(tdir);
+    errno = rc < 0 ? (e ? e : EPERM) : 0;
     return rc;
 }
 
+/* The JVMs whose attach listener a thread is starting: one at a time per JVM. A second SIGQUIT
+ * reaching a JVM whose listener has just started makes it print a thread dump on its stdout, and
+ * identity, perf maps and the JFR start all attach to a new JVM at once. Bounded: beyond
+ * MAX_STARTING JVMs at once a thread starts the listener without registering. */
+#define MAX_STARTING 64
+static pthread_mutex_t starting_lock = PTHREAD_MUTEX_INITIALIZER;
+static int starting[MAX_STARTING]; /* 0: free */
+
+/* Takes the slot of pid (true), or finds it taken (false, *busy set) or none free. */
+static bool starting_take(int pid, bool *busy)
+{
+    pthread_mutex_lock(&starting_lock);
+    int free_slot = -1;
+    *busy = false;
+    for (int i = 0; i < MAX_STARTING && !*busy; i++) {
+        *busy = starting[i] == pid;
+        if (!starting[i] && free_slot < 0)
+            free_slot = i;
+    }
+    if (!*busy && free_slot >= 0)
+        starting[free_slot] = pid;
+    pthread_mutex_unlock(&starting_lock);
+    return !*busy && free_slot >= 0;
+}
+
+static void starting_release(int pid)
+{
+    pthread_mutex_lock(&starting_lock);
+    for (int i = 0; i < MAX_STARTING; i++)
+        if (starting[i] == pid)
+            starting[i] = 0;
+    pthread_mutex_unlock(&starting_lock);
+}
+
+/* start_listener, unless another thread is starting pid's listener: then waits for that one
+ * (until the deadline) and uses the socket it made. */
+static int start_listener_once(int pid, const pp_jattach_status *st, double deadline, char *err,
+                               size_t errlen)
+{
+    for (;;) {
+        bool busy;
+        bool mine = starting_take(pid, &busy);
+        if (!busy) {
+            int fd = open_socket(pid, st->nspid); /* made by the thread before */
+            if (fd < 0)
+                fd = start_listener(pid, st, deadline, err, errlen);
+            int e = errno;
+            if (mine)
+                starting_release(pid);
+            errno = fd < 0 ? e : 0;
+            return fd;
+        }
+        double left = deadline - mono_now();
+        if (left <= 0 || !sleep_ms(left < 0.02 ? (long)(left * 1000) + 1 : 20)) {
+            int e = left <= 0 ? ETIMEDOUT : ECANCELED;
+            if (e == ETIMEDOUT)
+                snprintf(err, errlen, "JVM %d did not start its attach listener in time", pid);
+            else
+                snprintf(err, errlen, "attach to JVM %d cancelled (the session is ending)", pid);
+            errno = e;
+            return -1;
+        }
+    }
+}
+
+/* Waits until fd is ready for events: 0, or -1 with errno ETIMEDOUT at the deadline or
+ * ECANCELED when a cancel descriptor becomes readable. */
 static int wait_fd(int fd, short events, double deadline)
 {
     for (;;) {
@@ -239,8 +371,10 @@ static int wait_fd(int fd, short events, double deadline)
             errno = ETIMEDOUT;
             return -1;
         }
-        struct pollfd p = {.fd = fd, .events = events};
-        int r = poll(&p, 1, (int)(left * 1000) + 1);
+        struct pollfd p[3] = {{.fd = fd, .events = events}};
+        int r = poll_cancellable(p, 1, (int)(left * 1000) + 1);
+        if (r == -2)
+            return -1;
         if (r > 0)
             return 0;
         if (r < 0 && errno != EINTR)
@@ -269,7 +403,8 @@ static int connect_socket(const char *path, double deadline)
             errno = ETIMEDOUT;
             break;
         }
-        sleep_ms(ms);
+        if (!sleep_ms(ms))
+            break;
     }
     int e = errno;
     close(fd);
@@ -394,17 +529,24 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
     if (pp_read_small_file(path, text, sizeof(text)) <= 0 ||
         pp_jattach_parse_status(text, &st) < 0) {
         snprintf(err, errlen, "process %d is gone", pid);
+        errno = ESRCH;
+        return -1;
+    }
+    if (st.stopped) {
+        snprintf(err, errlen, "JVM %d is stopped (SIGSTOP or a debugger): it cannot answer", pid);
+        errno = EAGAIN;
         return -1;
     }
     char req[3 * MAX_ARG + 64];
     size_t reqlen = pp_jattach_encode(req, sizeof(req), cmd, a1, a2, a3);
     if (reqlen == 0) {
         snprintf(err, errlen, "attach command too long");
+        errno = E2BIG;
         return -1;
     }
     int sock = open_socket(pid, st.nspid);
-    if (sock < 0 && (sock = start_listener(pid, &st, deadline, err, errlen)) < 0)
-        return -1;
+    if (sock < 0 && (sock = start_listener_once(pid, &st, deadline, err, errlen)) < 0)
+        return -1; /* errno set by start_listener */
     char *reply = NULL;
     ssize_t n = exchange(sock, req, reqlen, deadline, NULL, &reply);
     bool refused = n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE));
@@ -419,7 +561,10 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
     if (n < 0) {
         int e = errno;
         snprintf(err, errlen, "attach to JVM %d failed: %s", pid,
-                 e == ETIMEDOUT ? "no answer in time" : strerror(e));
+                 e == ETIMEDOUT   ? "no answer in time"
+                 : e == ECANCELED ? "cancelled (the session is ending)"
+                                  : strerror(e));
+        errno = e;
         return -1;
     }
     int code;
@@ -428,6 +573,7 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
         snprintf(err, errlen, "JVM %d gave no attach result (%s)", pid,
                  n == 0 ? "connection closed: peer credentials refused?" : "malformed reply");
         free(reply);
+        errno = EPROTO;
         return -1;
     }
     memmove(reply, body, (size_t)n - (size_t)(body - reply) + 1);

@@ -19,7 +19,14 @@
  * root), the request is sent again over a connection made with the calling thread's effective
  * ids switched to the JVM's (raw per-thread setresgid/setresuid around connect(), restored at
  * once; never glibc's seteuid, which changes every thread). Every socket operation has a
- * deadline (poll), the reply is bounded (PP_JATTACH_MAX_REPLY). Thread-safe (no shared state). */
+ * deadline (poll), the reply is bounded (PP_JATTACH_MAX_REPLY). Thread-safe (no shared state).
+ *
+ * A stopped process (state T or t: SIGSTOP, a debugger) cannot answer: it is neither signalled
+ * nor connected to, the call fails at once (a SIGQUIT left pending would make the JVM print a
+ * thread dump when it continues, its trigger file being gone by then). A calling thread can
+ * also give a cancel descriptor (pp_jattach_set_cancel_fd): its attach calls then end as soon as
+ * that descriptor is readable, whatever their timeout (the Java driver's start, on a stop), and
+ * pp_jattach_cancel_all ends every call at exit. */
 #ifndef PP_JAVA_ATTACH_H
 #define PP_JAVA_ATTACH_H
 
@@ -35,6 +42,7 @@ typedef struct pp_jattach_status {
     uid_t euid; /* effective ids */
     gid_t egid;
     bool sigquit_caught; /* SigCgt has SIGQUIT */
+    bool stopped;        /* State T (stopped) or t (tracing stop) */
 } pp_jattach_status;
 
 /* Parses the text of /proc/<pid>/status. 0, or -1 when a field is missing. */
@@ -52,10 +60,19 @@ int pp_jattach_parse_reply(const char *buf, size_t len, int *code, const char **
 
 /* Sends a command with up to 3 arguments (e.g. "load", lib, "true", options) to JVM pid.
  * Returns the JVM's result code (>= 0, 0 = success) with its output in *out (malloc'd,
- * NUL-terminated; free it), or -1 with a one-line reason in err (*out NULL). timeout_s bounds the
- * whole exchange, attach-listener start-up included. */
+ * NUL-terminated; free it), or -1 with a one-line reason in err (*out NULL) and errno ETIMEDOUT
+ * (the JVM did not answer in time), ECANCELED (pp_jattach_set_cancel_fd), EAGAIN (the process is
+ * stopped), another value for any other reason. timeout_s bounds the whole exchange,
+ * attach-listener start-up included. */
 int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, const char *a3,
                    double timeout_s, char **out, char *err, size_t errlen);
+
+/* Makes the calling thread's attach calls fail at once (-1, "cancelled") once fd is readable (an
+ * eventfd that was written); -1 for none (the default). Per thread. */
+void pp_jattach_set_cancel_fd(int fd);
+/* Makes every attach call, running or to come, of every thread fail at once, for the rest of the
+ * process (at exit: a call in progress removes its trigger file before polyprof is gone). */
+void pp_jattach_cancel_all(void);
 
 /* A jcmd command line ("VM.version", "JFR.start name=x ..."): pp_jattach_cmd(pid, "jcmd",
  * cmdline, NULL, NULL, ...). */

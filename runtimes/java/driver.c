@@ -39,6 +39,13 @@
 #include "runtimes/runner.h"
 #include "runtimes/runtime.h"
 
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* ---- metadata and appid ---- */
 
 static json_t *release_version(int pid, json_t **elfid)
@@ -96,6 +103,8 @@ json_t *pp_java_metadata(int pid)
     json_t *version = release_version(pid, &elfid);
     json_t *flags = NULL;
     if (may_attach(pid)) {
+        /* one budget for both requests: a JVM that does not answer costs it once */
+        double until = mono_now() + PP_JAVA_QUICK_TIMEOUT;
         char *out = NULL, err[256];
         if (pp_jattach_jcmd(pid, "VM.system_properties", PP_JAVA_QUICK_TIMEOUT, &out, err,
                             sizeof(err)) == 0) {
@@ -110,8 +119,8 @@ json_t *pp_java_metadata(int pid)
         }
         free(out);
         out = NULL;
-        if (pp_jattach_jcmd(pid, "VM.flags -all", PP_JAVA_QUICK_TIMEOUT, &out, err, sizeof(err)) ==
-            0)
+        if (until - mono_now() > 0 &&
+            pp_jattach_jcmd(pid, "VM.flags -all", until - mono_now(), &out, err, sizeof(err)) == 0)
             flags = pp_jvm_flags_parse(out, PP_JVM_FLAGS_DEFAULT);
         free(out);
     }
@@ -126,6 +135,13 @@ json_t *pp_java_metadata(int pid)
 
 /* ---- profiling sessions ---- */
 
+/* JVMs are started and finished on a few threads: one that does not answer holds up only its
+ * own thread, for at most its own timeout. */
+#define START_THREADS 4
+/* The recordings are stopped, read and discarded within this time after the session's end (or
+ * its stop), inside the runner's 2 s grace (runner.h). */
+#define FINISH_S 1.5
+
 typedef struct jvm {
     pp_proc proc;
     pp_jfr_rec rec;        /* jfr mode */
@@ -133,6 +149,9 @@ typedef struct jvm {
     bool hserr_before;     /* an hs_err file existed at the start */
     const char *err_what;  /* "error" or "skipped" */
     char err[320];         /* the reason of the pid's error/skip stack, "" = profiling */
+    pp_profile *jfr;       /* jfr mode: the recording parsed by a finish thread */
+    int jfr_rc;            /* its pp_jfr_rec_finish result */
+    char jfr_err[256];
 } jvm;
 
 typedef struct java_session {
@@ -144,21 +163,16 @@ typedef struct java_session {
     size_t n;
     double deadline;
     int duration_s;     /* of the JFR recordings */
-    atomic_size_t next; /* next JVM to start */
+    atomic_size_t next; /* next JVM to start (then to finish) */
     int stop_fd;        /* eventfd written by stop() */
+    pthread_t threads[START_THREADS];
+    size_t nthreads;       /* jfr mode: start threads running until collect joins them */
+    atomic_size_t started; /* JVMs whose start is done */
+    double finish_by;      /* jfr mode: the recordings' stops and discards end by then */
 } java_session;
-
-#define START_THREADS 4
 
 static pp_java_watch *watch; /* opened by the first session, lives for the run */
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void read_comm(int pid, const char *fallback, char *out, size_t len)
 {
@@ -225,12 +239,21 @@ static void start_one(java_session *s, jvm *j)
 static void *start_worker(void *arg)
 {
     java_session *s = arg;
+    /* a stop() ends this thread's attach requests at once (ap mode: the caller's thread, which
+     * also collects; its starts keep their own bounds) */
+    if (!s->ap_mode)
+        pp_jattach_set_cancel_fd(s->stop_fd);
     for (;;) {
         size_t i = atomic_fetch_add(&s->next, 1);
         if (i >= s->n)
-            return NULL;
+            break;
         start_one(s, &s->jvms[i]);
+        if (atomic_fetch_add(&s->started, 1) + 1 == s->n) /* the last JVM */
+            pp_debug("java: %s sessions started in %zu JVMs", s->ap_mode ? "async-profiler" : "JFR",
+                     s->n);
     }
+    pp_jattach_set_cancel_fd(-1);
+    return NULL;
 }
 
 static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline,
@@ -267,19 +290,72 @@ static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t 
         s->jvms[i].rec.tmp_fd = s->jvms[i].rec.cwd_fd = s->jvms[i].rec.errdir_fd = -1;
     }
     /* The first JFR start in a JVM costs it seconds of class loading and compilation: start
-     * the JVMs concurrently (a few threads), so one slow JVM does not delay the others. */
+     * the JVMs concurrently (a few threads), so one slow JVM does not delay the others, and
+     * return at once, so that stop() reaches the starts (collect joins the threads).
+     * async-profiler: this thread, which also collects and frees (asprof.h), and the JVMs
+     * sharing a /tmp share the library file placed for each load. */
+    for (; !s->ap_mode && s->nthreads < START_THREADS && s->nthreads < n; s->nthreads++)
+        if (pthread_create(&s->threads[s->nthreads], NULL, start_worker, s) != 0)
+            break;
+    if (s->ap_mode || s->nthreads == 0)
+        start_worker(s);
+    return s;
+}
+
+/* Waits for the start threads (they end by the deadline, or at once after stop()). */
+static void join_starts(java_session *s)
+{
+    for (size_t t = 0; t < s->nthreads; t++)
+        pthread_join(s->threads[t], NULL);
+    s->nthreads = 0;
+}
+
+/* jfr mode: stops and reads one JVM's recording into its own profile (the parse of each JVM
+ * runs on its thread), or discards a recording whose start got no answer. */
+static void finish_one(java_session *s, jvm *j)
+{
+    double left = s->finish_by - mono_now();
+    if (!j->err[0] && !j->rec.running) {
+        j->jfr_rc = -1;
+        snprintf(j->jfr_err, sizeof(j->jfr_err), "no recording");
+    } else if (!j->err[0]) {
+        j->jfr = pp_profile_new();
+        pp_pid_profile *pp = j->jfr ? pp_profile_get(j->jfr, j->proc.pid, true) : NULL;
+        j->jfr_rc = pp ? pp_jfr_rec_finish(&j->rec, j->jfr, pp, left > 0.2 ? left : 0.2, j->jfr_err,
+                                           sizeof(j->jfr_err))
+                       : -1;
+        if (!pp)
+            snprintf(j->jfr_err, sizeof(j->jfr_err), "out of memory");
+        left = s->finish_by - mono_now();
+    }
+    /* a start that got no answer may still have started the recording */
+    pp_jfr_rec_discard(&j->rec, fmin(PP_JAVA_QUICK_TIMEOUT, left > 0.2 ? left : 0.2));
+}
+
+static void *finish_worker(void *arg)
+{
+    java_session *s = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&s->next, 1);
+        if (i >= s->n)
+            return NULL;
+        finish_one(s, &s->jvms[i]);
+    }
+}
+
+/* jfr mode: finish_one on every JVM, a few at a time. */
+static void finish_all(java_session *s)
+{
+    s->finish_by = fmin(s->deadline, mono_now()) + FINISH_S;
+    atomic_store(&s->next, 0);
     pthread_t th[START_THREADS];
     size_t nth = 0;
-    /* async-profiler: one thread, the JVMs sharing a /tmp share the library file placed for each
-     * load */
-    for (; !s->ap_mode && nth < START_THREADS && nth + 1 < n; nth++)
-        if (pthread_create(&th[nth], NULL, start_worker, s) != 0)
+    for (; nth < START_THREADS && nth + 1 < s->n; nth++)
+        if (pthread_create(&th[nth], NULL, finish_worker, s) != 0)
             break;
-    start_worker(s);
+    finish_worker(s);
     for (size_t t = 0; t < nth; t++)
         pthread_join(th[t], NULL);
-    pp_debug("java: %s sessions started in %zu JVMs", s->ap_mode ? "async-profiler" : "JFR", n);
-    return s;
 }
 
 /* Waits for the deadline or stop(), reading process exits meanwhile (at most every 200 ms). */
@@ -328,10 +404,28 @@ static void jvm_gone(jvm *j)
     j->rec.running = false;
 }
 
+/* jfr mode: what finish_one read for j, copied into pp of out. */
+static int jfr_result(pp_profile *out, pp_pid_profile *pp, const jvm *j, char *err, size_t errlen)
+{
+    if (j->jfr_rc < 0) {
+        snprintf(err, errlen, "%s", j->jfr_err[0] ? j->jfr_err : "no recording");
+        return -1;
+    }
+    const pp_pid_profile *src = pp_profile_get(j->jfr, j->proc.pid, false);
+    if (src && pp_pid_add_all(out, pp, j->jfr, src) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 static int java_collect(void *session, pp_profile *out)
 {
     java_session *s = session;
     wait_session(s);
+    join_starts(s);
+    if (!s->ap_mode)
+        finish_all(s);
     for (size_t i = 0; i < s->n; i++) {
         jvm *j = &s->jvms[i];
         if (!j->err[0] && pp_java_start_ticks(j->proc.pid) != j->proc.start_ticks)
@@ -348,8 +442,7 @@ static int java_collect(void *session, pp_profile *out)
         pp->comm = pp_profile_intern(out, comm);
         pp->runtime = "java";
         int rc = s->ap_mode ? pp_asprof_collect(j->ap, out, pp, err, sizeof(err))
-                            : pp_jfr_rec_finish(&j->rec, out, pp, PP_JAVA_ATTACH_TIMEOUT, err,
-                                                sizeof(err));
+                            : jfr_result(out, pp, j, err, sizeof(err));
         if (rc < 0) {
             if (pp_java_start_ticks(j->proc.pid) != j->proc.start_ticks)
                 jvm_gone(j);
@@ -380,9 +473,11 @@ static void java_free(void *session)
     java_session *s = session;
     if (!s)
         return;
+    join_starts(s); /* collect did unless the runner abandoned it before */
     for (size_t i = 0; i < s->n; i++) {
         pp_jfr_rec_close(&s->jvms[i].rec);
         pp_asprof_free(s->jvms[i].ap);
+        pp_profile_free(s->jvms[i].jfr);
     }
     pp_asprof_lib_free(s->aplib);
     close(s->stop_fd);

@@ -4,8 +4,12 @@
  *   pp_java_perfmaps_refresh() runs `Compiler.perfmap` in every JVM of the list, through the
  *   attach client, so that the system sampler names JIT-compiled frames from
  *   /tmp/perf-<nspid>.map. It is called at the session start and shortly before the session's
- *   last drain, also when Java runtime profiling is disabled. Map files that did not exist
- *   before polyprof's first call are removed by pp_java_perfmaps_cleanup() (at exit) or when
+ *   last drain, also when Java runtime profiling is disabled; it returns at once (the requests
+ *   run on worker threads, one at a time per JVM; a JVM that did not answer is asked again
+ *   after PP_PERFMAP_RETRY_S). Map files that did not exist
+ *   before polyprof's first call are removed by pp_java_perfmaps_cleanup() (at exit; it waits up
+ *   to 0.5 s for requests in flight, then ends every attach request of the process,
+ *   pp_jattach_cancel_all) or when
  *   their JVM is gone; maps that existed before are left alone. Maps polyprof created are
  *   recorded in its scratch space, so a run after a killed one recognises them:
  *   pp_java_perfmaps_cleanup_stale() (at start-up) removes those of JVMs that are gone, and a
@@ -24,6 +28,10 @@
 #include <jansson.h>
 
 #include "runtimes/registry.h"
+
+/* A JVM that did not answer Compiler.perfmap (or is stopped) is asked again after this long. */
+#define PP_PERFMAP_RETRY_S 30.0
+#define PP_PERFMAP_RETRY_TEXT "30 s"
 
 void pp_java_perfmaps_refresh(const pp_proc *procs, size_t n);
 void pp_java_perfmaps_cleanup(void);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/child.h"
 #include "base/log.h"
 #include "base/inroot.h"
 #include "runtimes/java/attach.h"
@@ -192,11 +194,13 @@ static void remove_private_dir(pp_jfr_rec *r, const char *dir, const char *file)
                      r->pid, strerror(errno));
 }
 
-/* Runs a jcmd; 0 on result code 0, else -1 with the JVM's message or the attach error. */
+/* Runs a jcmd; 0 on result code 0, else -1 with the JVM's message or the attach error (errno
+ * as pp_jattach_cmd sets it; 0 when the JVM answered). */
 static int jcmd(pp_jfr_rec *r, const char *cmd, double timeout, char *err, size_t errlen)
 {
     char *out = NULL;
     int rc = pp_jattach_jcmd(r->pid, cmd, timeout, &out, err, errlen);
+    int e = rc < 0 ? errno : 0;
     if (rc > 0 || (rc == 0 && out && strstr(out, "Could not") != NULL)) {
         const char *msg = out ? out : "";
         while (*msg == '\n' || *msg == ' ')
@@ -205,7 +209,15 @@ static int jcmd(pp_jfr_rec *r, const char *cmd, double timeout, char *err, size_
         rc = -1;
     }
     free(out);
+    errno = e;
     return rc;
+}
+
+/* Whether the last failed request ended because the JVM did not answer in time, is stopped, or
+ * the caller cancelled it (errno of jcmd / pp_jattach_cmd). */
+static bool no_answer(void)
+{
+    return errno == ETIMEDOUT || errno == ECANCELED || errno == EAGAIN;
 }
 
 int pp_jfr_rec_start(pp_jfr_rec *r, int frequency, int duration_s, double timeout_s, char *err,
@@ -213,26 +225,39 @@ int pp_jfr_rec_start(pp_jfr_rec *r, int frequency, int duration_s, double timeou
 {
     if (timeout_s < 1)
         timeout_s = 1;
-    bool disk = false;
+    /* the whole start, every request included, ends by this time */
+    double until = pp_mono_now() + timeout_s;
+    bool disk = false, silent = false;
     char e2[256];
     if (!pp_java_jfr_initialized(r->pid)) {
-        if (jcmd(r, "JFR.configure stackdepth=1024", PP_JAVA_ATTACH_TIMEOUT, e2, sizeof(e2)) < 0)
+        if (jcmd(r, "JFR.configure stackdepth=1024", fmin(PP_JAVA_ATTACH_TIMEOUT, timeout_s), e2,
+                 sizeof(e2)) < 0) {
+            silent = no_answer();
             pp_debug("java: JFR.configure in pid %d: %s", r->pid, e2);
+        }
     } else {
         /* An in-memory recording gets no data while another recording writes to disk. */
         char *out = NULL;
-        if (pp_jattach_jcmd(r->pid, "JFR.check", PP_JAVA_ATTACH_TIMEOUT, &out, e2, sizeof(e2)) ==
-                0 &&
-            out)
-            disk = pp_jfr_other_recording_running(out);
+        if (pp_jattach_jcmd(r->pid, "JFR.check", fmin(PP_JAVA_ATTACH_TIMEOUT, timeout_s), &out, e2,
+                            sizeof(e2)) == 0) {
+            disk = out && pp_jfr_other_recording_running(out);
+        } else {
+            silent = no_answer();
+        }
         free(out);
+    }
+    if (silent) {
+        /* a JVM that did not answer (or a cancelled start) is not asked again: one timeout per
+         * JVM and session, however long the session */
+        snprintf(err, errlen, "%s", e2);
+        return -1;
     }
     char dir[64], file[128], cmd[512];
     if (make_private_dir(r, dir, sizeof(dir), err, errlen) < 0)
         return -1;
     snprintf(file, sizeof(file), "/tmp/%s/start.jfr", dir);
     pp_jfr_start_cmdline(cmd, sizeof(cmd), r->name, frequency, duration_s, disk, file);
-    int rc = jcmd(r, cmd, timeout_s, err, errlen);
+    int rc = jcmd(r, cmd, until - pp_mono_now(), err, errlen);
     remove_private_dir(r, dir, "start.jfr");
     if (rc == 0)
         r->running = true;
@@ -292,15 +317,20 @@ int pp_jfr_rec_finish(pp_jfr_rec *r, pp_profile *prof, pp_pid_profile *pp, doubl
     return rc;
 }
 
-void pp_jfr_rec_close(pp_jfr_rec *r)
+void pp_jfr_rec_discard(pp_jfr_rec *r, double timeout_s)
 {
     if ((r->running || r->maybe_running) && pp_java_start_ticks(r->pid) == r->start_ticks) {
         char cmd[128], err[256];
         snprintf(cmd, sizeof(cmd), "JFR.stop name=%s", r->name);
-        if (jcmd(r, cmd, PP_JAVA_QUICK_TIMEOUT, err, sizeof(err)) < 0)
+        if (jcmd(r, cmd, timeout_s, err, sizeof(err)) < 0)
             pp_debug("java: discarding recording %s in pid %d: %s", r->name, r->pid, err);
     }
     r->running = r->maybe_running = false;
+}
+
+void pp_jfr_rec_close(pp_jfr_rec *r)
+{
+    pp_jfr_rec_discard(r, PP_JAVA_QUICK_TIMEOUT);
     if (r->tmp_fd >= 0)
         close(r->tmp_fd);
     if (r->cwd_fd >= 0)

@@ -43,14 +43,19 @@ typedef struct pp_jfr_rec {
 
 /* Opens the JVM's descriptors and reads its identity; 0, or -1 with err (process gone). */
 int pp_jfr_rec_init(pp_jfr_rec *r, int pid, char *err, size_t errlen);
-/* Starts the recording (period from frequency Hz, duration in seconds), waiting at most
- * timeout_s (at least 1 s) for the JVM. 0 or -1 with err. */
+/* Starts the recording (period from frequency Hz, duration in seconds); the whole start ends
+ * within timeout_s (at least 1 s). A JVM that does not answer its first request in time is not
+ * sent JFR.start. 0 or -1 with err. */
 int pp_jfr_rec_start(pp_jfr_rec *r, int frequency, int duration_s, double timeout_s, char *err,
                      size_t errlen);
 /* Stops it into a private file and parses it into pp (an entry of prof). 0 or -1 with err. */
 int pp_jfr_rec_finish(pp_jfr_rec *r, pp_profile *prof, pp_pid_profile *pp, double timeout_s,
                       char *err, size_t errlen);
-/* Stops a running recording without output (best effort) and closes the descriptors. */
+/* Stops a recording that runs or may run (its start got no answer) without output, waiting at
+ * most timeout_s; best effort: the recording counts as stopped afterwards either way (it ends by
+ * its duration otherwise). */
+void pp_jfr_rec_discard(pp_jfr_rec *r, double timeout_s);
+/* pp_jfr_rec_discard (2 s) and closes the descriptors. */
 void pp_jfr_rec_close(pp_jfr_rec *r);
 
 /* The hs_err file the JVM left, if any ("hserr" safemode): -XX:ErrorFile (its directory

@@ -3,7 +3,11 @@
  * space (<base>/perfmaps/<pid>-<start ticks>: the JVM's namespace pid, its /tmp and the map's
  * device and inode), so that a polyprof killed before it could clean up is recognised by the
  * next run: the map of a JVM still running is treated as its own, the map of a JVM that is gone
- * is removed at start-up when it is still the same file. */
+ * is removed at start-up when it is still the same file.
+ *
+ * The requests run on a few worker threads, at most one per JVM at a time: a refresh returns at
+ * once, and a JVM that does not answer holds up only its own request (2 s at most), never the
+ * session or the other JVMs. Such a JVM is asked again only PP_PERFMAP_RETRY_S later. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/child.h"
@@ -23,6 +28,7 @@
 #include "runtimes/java/jfr_session.h"
 #include "runtimes/java/jvmutil.h"
 #include "base/procfiles.h"
+#include "base/workpool.h"
 
 /* One JVM polyprof asked for a perf map. */
 typedef struct pm_entry {
@@ -33,7 +39,12 @@ typedef struct pm_entry {
     int tmp_fd; /* O_PATH fd of the JVM's /tmp (works after the JVM is gone), -1 if none */
     bool seen;  /* listed in the current refresh */
     unsigned long long rec_ino; /* inode of the own map last recorded, 0 if none */
+    bool busy;                  /* a request is queued or running */
+    double retry_at;            /* monotonic; no request before (it did not answer) */
 } pm_entry;
+
+/* Requests run on this many threads. */
+#define PM_THREADS 2
 
 #define RECORDS "perfmaps"
 
@@ -181,6 +192,14 @@ int pp_java_perfmaps_cleanup_stale(void)
 static pthread_mutex_t pm_lock = PTHREAD_MUTEX_INITIALIZER;
 static pm_entry *pm;
 static size_t npm, cappm;
+static pp_workpool *pm_pool;                                  /* created by the first refresh */
+static pthread_cond_t pm_answered = PTHREAD_COND_INITIALIZER; /* a request ended */
+
+/* At exit, requests still running get this long to end, so that a JVM that answers in time
+ * does not write its map after polyprof removed it. */
+#define PM_EXIT_WAIT_S 0.5
+/* Then every attach request is cancelled; the requests get this long to end. */
+#define PM_CANCEL_WAIT_S 0.2
 
 static void remove_map(pm_entry *e)
 {
@@ -248,6 +267,59 @@ static pm_entry *track(const pp_proc *p)
     return e;
 }
 
+/* One Compiler.perfmap request (a worker's job). */
+typedef struct pm_job {
+    int pid;
+    unsigned long long start;
+} pm_job;
+
+static void request(void *arg, bool run)
+{
+    pm_job *j = arg;
+    if (!run) {
+        free(j);
+        return;
+    }
+    char *out = NULL, err[256];
+    int rc =
+        pp_jattach_jcmd(j->pid, "Compiler.perfmap", PP_JAVA_QUICK_TIMEOUT, &out, err, sizeof(err));
+    bool silent = rc < 0 && (errno == ETIMEDOUT || errno == EAGAIN);
+    if (rc != 0)
+        pp_debug("java: Compiler.perfmap in pid %d failed: %s%s", j->pid,
+                 rc < 0 ? err : (out ? out : ""),
+                 silent ? "; not asked again for " PP_PERFMAP_RETRY_TEXT : "");
+    pthread_mutex_lock(&pm_lock);
+    pm_entry *e = find(j->pid, j->start); /* gone meanwhile: nothing to do */
+    pthread_cond_broadcast(&pm_answered);
+    if (e) {
+        e->busy = false;
+        if (silent)
+            e->retry_at = pp_mono_now() + PP_PERFMAP_RETRY_S;
+        else if (rc == 0 && e->ours)
+            record_write(e);
+    }
+    pthread_mutex_unlock(&pm_lock);
+    free(out);
+    free(j);
+}
+
+/* Queues a request for e (pm_lock held); false when it could not be queued. */
+static bool submit(pm_entry *e)
+{
+    if (!pm_pool)
+        pm_pool = pp_workpool_new(PM_THREADS);
+    pm_job *j = pm_pool ? calloc(1, sizeof(*j)) : NULL;
+    if (!j)
+        return false;
+    *j = (pm_job){.pid = e->pid, .start = e->start};
+    if (pp_workpool_submit(pm_pool, request, j) < 0) {
+        free(j);
+        return false;
+    }
+    e->busy = true;
+    return true;
+}
+
 void pp_java_perfmaps_refresh(const pp_proc *procs, size_t n)
 {
     if (pp_java_safemode_reason(NULL, 0))
@@ -255,6 +327,7 @@ void pp_java_perfmaps_refresh(const pp_proc *procs, size_t n)
     pthread_mutex_lock(&pm_lock);
     for (size_t i = 0; i < npm; i++)
         pm[i].seen = false;
+    double now = pp_mono_now();
     for (size_t i = 0; procs && i < n; i++) {
         const pp_proc *p = &procs[i];
         char why[128];
@@ -264,15 +337,8 @@ void pp_java_perfmaps_refresh(const pp_proc *procs, size_t n)
         if (!e)
             continue;
         e->seen = true;
-        char *out = NULL, err[256];
-        int rc = pp_jattach_jcmd(p->pid, "Compiler.perfmap", PP_JAVA_QUICK_TIMEOUT, &out, err,
-                                 sizeof(err));
-        if (rc != 0)
-            pp_debug("java: Compiler.perfmap in pid %d failed: %s", p->pid,
-                     rc < 0 ? err : (out ? out : ""));
-        else if (e->ours)
-            record_write(e);
-        free(out);
+        if (!e->busy && now >= e->retry_at && !submit(e))
+            pp_debug("java: cannot queue Compiler.perfmap for pid %d (out of memory)", p->pid);
     }
     /* JVMs that are gone: their maps go with them. */
     size_t k = 0;
@@ -290,6 +356,26 @@ void pp_java_perfmaps_refresh(const pp_proc *procs, size_t n)
 void pp_java_perfmaps_cleanup(void)
 {
     pthread_mutex_lock(&pm_lock);
+    double until = pp_mono_now() + PM_EXIT_WAIT_S;
+    struct timespec ts = {.tv_sec = (time_t)until,
+                          .tv_nsec = (long)((until - (double)(time_t)until) * 1e9)};
+    for (bool busy = true; busy;) {
+        busy = false;
+        for (size_t i = 0; i < npm && !busy; i++)
+            busy = pm[i].busy;
+        if (busy && pthread_cond_clockwait(&pm_answered, &pm_lock, CLOCK_MONOTONIC, &ts) != 0)
+            break;
+    }
+    pthread_mutex_unlock(&pm_lock);
+    /* polyprof is exiting: every attach request still running (here, for metadata, in an
+     * abandoned Java session) ends now and removes its trigger file while polyprof still can;
+     * this pool's requests are given the moment that takes (they need pm_lock to end) */
+    pp_jattach_cancel_all();
+    if (pm_pool)
+        pp_workpool_wait_idle(pm_pool, pp_mono_now() + PM_CANCEL_WAIT_S);
+    pthread_mutex_lock(&pm_lock);
+    pp_workpool_free(pm_pool); /* never waits: a request still in flight finds no entry */
+    pm_pool = NULL;
     for (size_t i = 0; i < npm; i++)
         remove_map(&pm[i]);
     free(pm);

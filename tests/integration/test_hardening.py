@@ -408,6 +408,14 @@ def test_planted_target_dir_fails_only_that_jvm(hot_classes, launchers, start_ap
 
 # ---- 7: leftovers of a killed polyprof ----
 
+def attach_settled(pid):
+    """The JVM's attach listener runs and no request is still starting it: the requests polyprof
+    sends at a session's start run on worker threads, and a SIGKILL while one waits for the
+    listener would leave its trigger file in the JVM's working directory."""
+    return (Path(f"/proc/{pid}/root/tmp/.java_pid{pid}").exists() and
+            not Path(f"/proc/{pid}/cwd/.attach_pid{pid}").exists())
+
+
 def test_perf_map_left_by_a_killed_polyprof_is_removed(hot_classes, launchers, start_app,
                                                         tmp_path):
     """A /tmp/perf-<pid>.map made for a killed polyprof was taken for the JVM's own by every later
@@ -422,8 +430,11 @@ def test_perf_map_left_by_a_killed_polyprof_is_removed(hot_classes, launchers, s
     def killed_mid_run(out):
         run = Background("-d", 60, "-o", tmp_path / out, *args)
         try:
-            run.wait_line("profiling session started")  # Compiler.perfmap has run
-            assert perfmap.exists()
+            run.wait_line("profiling session started")  # Compiler.perfmap was requested
+            # it runs on a worker thread: the map, then polyprof's record of it
+            wait_for(lambda: perfmap.exists() and
+                     list(Path("/run/polyprof/perfmaps").glob(f"{app.pid}-*")) and
+                     attach_settled(app.pid), 10, "the perf map and polyprof's record of it")
         finally:
             run.kill()
         assert run.proc.returncode == -signal.SIGKILL
@@ -460,6 +471,7 @@ def test_perf_map_the_jvm_made_itself_is_kept(hot_classes, launchers, start_app,
         run = Background("-d", 60, "-o", tmp_path / "a", "--java-mode", "disabled")
         try:
             run.wait_line("profiling session started")
+            wait_for(lambda: attach_settled(app.pid), 10, "Compiler.perfmap to be sent")
         finally:
             run.kill()
         r = subprocess.run([str(POLYPROF), "-d", "1", "-o", tmp_path / "b", "--java-mode",

@@ -1,9 +1,11 @@
 /* Unit tests: the HotSpot attach client (request encoding, reply parsing, /proc status, a full
- * exchange with a stand-in JVM socket, the SIGQUIT guard), the VM.flags filter, the
+ * exchange with a stand-in JVM socket, the SIGQUIT guard, stopped processes, cancellation), the
+ * VM.flags filter, the
  * `java -version` text rebuilt from system properties, the JFR.start command line and the
  * safemode classifiers. */
 #include "tests/unit/testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,8 +14,10 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/eventfd.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "runtimes/java/attach.h"
 #include "runtimes/java/jfr_session.h"
@@ -90,6 +94,21 @@ Test(java, parse_status)
     cr_assert_eq(st.nspid, 10);
     cr_assert(!st.sigquit_caught);
     cr_assert_eq(pp_jattach_parse_status("Name:\tx\n", &st), -1);
+}
+
+Test(java, parse_status_stopped)
+{
+    const char *fmt = "State:\t%s\nNSpid:\t10\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n"
+                      "SigCgt:\t0000000000000004\n";
+    const char *states[] = {"T (stopped)", "t (tracing stop)", "S (sleeping)", "R (running)",
+                            "D (disk sleep)"};
+    for (int i = 0; i < 5; i++) {
+        char text[256];
+        snprintf(text, sizeof(text), fmt, states[i]);
+        pp_jattach_status st;
+        cr_assert_eq(pp_jattach_parse_status(text, &st), 0);
+        cr_assert_eq(st.stopped, i < 2, "%s", states[i]);
+    }
 }
 
 /* A stand-in JVM: listens on /tmp/.java_pid<our pid>, checks the request, replies. */
@@ -202,9 +221,10 @@ Test(java, jcmd_error_code_and_timeout)
     cr_assert(strstr(err, "no answer in time"), "%s", err);
 }
 
-Test(java, no_sigquit_without_handler)
+/* A real program, `sleep 60`, once it runs (under valgrind a forked copy would have valgrind's
+ * handlers); SIGQUIT has its default action. */
+static pid_t spawn_sleep(void)
 {
-    /* A real program (under valgrind a forked copy would have valgrind's handlers). */
     pid_t child = fork();
     if (child == 0) {
         signal(SIGQUIT, SIG_DFL);
@@ -219,6 +239,208 @@ Test(java, no_sigquit_without_handler)
             break;
         usleep(1000);
     }
+    return child;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+Test(java, timeout_sets_etimedout)
+{
+    char path[64], *out = NULL, err[256] = "";
+    int fd = listen_at(path, sizeof(path));
+    fake_jvm f;
+    int rc = exchange(fd, NULL, "VM.version", 0.3, &out, &f, err, sizeof(err));
+    int e = errno;
+    close(fd);
+    unlink(path);
+    cr_assert_eq(rc, -1);
+    cr_assert_eq(e, ETIMEDOUT, "%s", strerror(e));
+}
+
+typedef struct {
+    int efd;
+    double after;
+} canceller;
+
+static void *cancel_later(void *arg)
+{
+    canceller *c = arg;
+    struct timespec ts = {0, (long)(c->after * 1e9)};
+    nanosleep(&ts, NULL);
+    uint64_t one = 1;
+    cr_assert_eq(write(c->efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+    return NULL;
+}
+
+/* A JVM that never answers: a cancel descriptor ends the request long before its timeout, only
+ * in the thread that set it. */
+Test(java, cancel_fd_ends_a_request_at_once)
+{
+    char path[64], *out = NULL, err[256] = "";
+    int fd = listen_at(path, sizeof(path));
+    canceller c = {.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), .after = 0.2};
+    pthread_t t;
+    pthread_create(&t, NULL, cancel_later, &c);
+    pp_jattach_set_cancel_fd(c.efd);
+    fake_jvm f;
+    double t0 = now_s();
+    int rc = exchange(fd, NULL, "VM.version", 10.0, &out, &f, err, sizeof(err));
+    int e = errno;
+    double took = now_s() - t0;
+    pp_jattach_set_cancel_fd(-1);
+    pthread_join(t, NULL);
+    close(fd);
+    close(c.efd);
+    unlink(path);
+    cr_assert_eq(rc, -1);
+    cr_assert_eq(e, ECANCELED, "%s", strerror(e));
+    cr_assert(strstr(err, "cancelled"), "%s", err);
+    cr_assert_lt(took, 2.0, "took %.2f s", took);
+}
+
+/* A stand-in JVM process: counts SIGQUITs; the first starts its "attach listener"
+ * (/tmp/.java_pid<pid>, 200 ms later, like a slow JVM), which answers every request; it reports
+ * the count on report_fd after `requests` requests. */
+static volatile sig_atomic_t quits;
+
+static void on_quit(int sig)
+{
+    (void)sig;
+    quits++;
+}
+
+static void standin_jvm(int requests, int report_fd)
+{
+    struct sigaction sa = {.sa_handler = on_quit};
+    sigaction(SIGQUIT, &sa, NULL);
+    if (write(report_fd, "r", 1) != 1) /* ready: the handler is installed */
+        _exit(1);
+    while (!quits)
+        pause();
+    double until = now_s() + 0.2;
+    while (now_s() < until) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/.java_pid%d", (int)getpid());
+    unlink(path);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa_un = {.sun_family = AF_UNIX};
+    snprintf(sa_un.sun_path, sizeof(sa_un.sun_path), "%s", path);
+    if (bind(lfd, (struct sockaddr *)&sa_un, sizeof(sa_un)) < 0 || listen(lfd, 8) < 0)
+        _exit(1);
+    for (int i = 0; i < requests; i++) {
+        int c = accept(lfd, NULL, NULL);
+        char b[256];
+        if (c < 0 || read(c, b, sizeof(b)) <= 0 || write(c, "0\nok\n", 5) != 5)
+            _exit(1);
+        close(c);
+    }
+    unlink(path);
+    char n = (char)quits;
+    if (write(report_fd, &n, 1) != 1)
+        _exit(1);
+    _exit(0);
+}
+
+typedef struct {
+    pid_t pid;
+    int rc;
+    char err[256];
+} attacher;
+
+static void *attach_once(void *arg)
+{
+    attacher *a = arg;
+    char *out = NULL;
+    a->rc = pp_jattach_jcmd(a->pid, "VM.version", 10.0, &out, a->err, sizeof(a->err));
+    free(out);
+    return NULL;
+}
+
+/* Identity, perf maps and the JFR start attach to a new JVM at once: one of them starts its
+ * listener, the others wait for it. A second SIGQUIT after the listener started would make a
+ * JVM print a thread dump. */
+Test(java, one_sigquit_for_concurrent_first_attaches)
+{
+    enum { N = 4 };
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    char *dir = pp_test_mkdtemp(); /* the stand-in's cwd: the trigger files go there */
+    pid_t child = fork();
+    if (child == 0) {
+        close(p[0]);
+        if (chdir(dir) < 0)
+            _exit(1);
+        standin_jvm(N, p[1]);
+    }
+    close(p[1]);
+    char c;
+    cr_assert_eq(read(p[0], &c, 1), 1);
+    attacher a[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) { /* 50 ms apart: no two signals merge into one */
+        a[i] = (attacher){.pid = child};
+        pthread_create(&t[i], NULL, attach_once, &a[i]);
+        struct timespec ts = {0, 50000000};
+        nanosleep(&ts, NULL);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i], NULL);
+    ssize_t got = read(p[0], &c, 1);
+    close(p[0]);
+    waitpid(child, NULL, 0);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(a[i].rc, 0, "%s", a[i].err);
+    cr_assert_eq(got, 1);
+    cr_assert_eq(c, 1, "%d SIGQUITs", c);
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        cr_assert(de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")),
+                  "left in the cwd: %s", de->d_name);
+    closedir(d);
+    pp_test_rmtree(dir);
+}
+
+/* A stopped process is neither signalled nor waited for. */
+Test(java, stopped_process_is_not_attached)
+{
+    pid_t child = spawn_sleep();
+    kill(child, SIGSTOP);
+    siginfo_t si;
+    cr_assert_eq(waitid(P_PID, (id_t)child, &si, WSTOPPED | WNOWAIT), 0);
+    char *out = NULL, err[256] = "";
+    double t0 = now_s();
+    int rc = pp_jattach_jcmd(child, "VM.version", 5.0, &out, err, sizeof(err));
+    int e = errno;
+    double took = now_s() - t0;
+    char path[64], status[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)child);
+    bool read_ok = pp_read_small_file(path, status, sizeof(status)) > 0;
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    cr_assert_eq(rc, -1);
+    cr_assert_eq(e, EAGAIN, "%s", strerror(e));
+    cr_assert(strstr(err, "is stopped"), "%s", err);
+    cr_assert_lt(took, 1.0, "took %.2f s", took);
+    cr_assert(read_ok);
+    /* no SIGQUIT pending: it would make a JVM dump its threads when it continues */
+    const char *pnd = strstr(status, "ShdPnd:");
+    cr_assert_not_null(pnd);
+    unsigned long long mask = strtoull(pnd + 7, NULL, 16);
+    cr_assert_eq(mask & (1ull << (SIGQUIT - 1)), 0);
+}
+
+Test(java, no_sigquit_without_handler)
+{
+    pid_t child = spawn_sleep();
     char *out = NULL, err[256] = "";
     int rc = pp_jattach_jcmd(child, "VM.version", 2.0, &out, err, sizeof(err));
     int alive = kill(child, 0) == 0;

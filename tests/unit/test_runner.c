@@ -134,6 +134,17 @@ Test(runner, drivers_run_concurrently_and_failures_stay_local)
     free(l.procs);
 }
 
+/* pid's profile is the abandoned driver's error stack. */
+static void assert_abandoned(pp_profile *prof, int pid)
+{
+    pp_pid_profile *pp = pp_profile_get(prof, pid, false);
+    cr_assert_not_null(pp);
+    size_t nf;
+    const uint32_t *f = pp_pid_stack(pp, 0, &nf, NULL);
+    cr_assert_str_eq(pp_profile_str(prof, f[0]),
+                     "[Profiling error: profiler did not finish in time]");
+}
+
 /* A driver that ignores stop(): abandoned, error stacks for its pids. Its thread stays blocked
  * until the test process exits. */
 static int collect_forever(void *s, pp_profile *out)
@@ -160,12 +171,50 @@ Test(runner, stuck_driver_is_abandoned_with_error_stacks)
     pp_profile **res;
     size_t n = pp_runner_finish(r, 0.1, &res);
     cr_assert_eq(n, 1);
-    pp_pid_profile *pp = pp_profile_get(res[0], 300, false);
-    cr_assert_not_null(pp);
-    size_t nf;
-    const uint32_t *f = pp_pid_stack(pp, 0, &nf, NULL);
-    cr_assert_str_eq(pp_profile_str(res[0], f[0]),
-                     "[Profiling error: profiler did not finish in time]");
+    assert_abandoned(res[0], 300);
+    pp_runner_free(r);
+    free(l.procs);
+}
+
+/* A driver that ignores stop() and returns only at its session's deadline. */
+static double late_deadline;
+
+static void *start_late(const pp_runtime_ctx *c, const pp_proc *p, size_t n, double d)
+{
+    late_deadline = d;
+    return fake_start(c, p, n, d, 0);
+}
+
+static int collect_at_deadline(void *s, pp_profile *out)
+{
+    while (now_s() < late_deadline) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    return collect(s, out);
+}
+
+static const pp_backend late_drv = {.name = "latert",
+                                    .start = start_late,
+                                    .collect = collect_at_deadline,
+                                    .stop = stop,
+                                    .free = fake_free};
+
+/* A session ended early (a stop signal): the runner waits the grace from now, not from the
+ * session's deadline, then stops and abandons the driver. */
+Test(runner, early_end_waits_from_now_not_until_the_deadline)
+{
+    pp_proc_list l = procs();
+    pp_runtime_ctx ctx = {.rt = pp_runtime_get(PP_KIND_JAVA)};
+    const pp_runner_task d[] = {{PP_KIND_JAVA, &late_drv, &ctx}};
+    double t0 = now_s();
+    pp_runner *r = pp_runner_start(d, 1, l.procs, l.n, t0 + 30);
+    pp_profile **res;
+    size_t n = pp_runner_finish(r, 0.2, &res);
+    double took = now_s() - t0;
+    cr_assert_eq(n, 1);
+    cr_assert_lt(took, 4.0, "the runner waited %.1f s", took);
+    assert_abandoned(res[0], 300);
     pp_runner_free(r);
     free(l.procs);
 }
