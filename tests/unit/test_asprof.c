@@ -23,7 +23,7 @@ static const char *stack_text(pp_profile *prof, pp_pid_profile *pp, size_t i, ch
     size_t n, at = 0;
     const uint32_t *f = pp_pid_stack(pp, i, &n, count);
     buf[0] = '\0';
-    for (size_t k = 0; k < n; k++)
+    for (size_t k = 0; k < n && at < len; k++) /* a deep stack is cut at the buffer's end */
         at +=
             (size_t)snprintf(buf + at, len - at, "%s%s", k ? "|" : "", pp_profile_str(prof, f[k]));
     return buf;
