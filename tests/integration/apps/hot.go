@@ -3,6 +3,7 @@ package main
 
 import (
 	"fmt"
+	"math/rand"
 	"os"
 	"time"
 )
@@ -25,11 +26,13 @@ func hotGoB() {
 
 func main() {
 	fmt.Printf("ready %d\n", os.Getpid())
-	// About one third duty cycle, so that the test host (2 cores) is not oversubscribed.
+	// About one third duty cycle, so that the test host (2 cores) is not oversubscribed. The
+	// sleep is randomised (1x to 3x the work): a fixed 2x made the cycle phase-lock with the
+	// sampler's clock, which then saw hotGoA:hotGoB as 2:1 in some runs.
 	for {
 		t := time.Now()
 		hotGoA()
 		hotGoB()
-		time.Sleep(2 * time.Since(t))
+		time.Sleep(time.Duration(float64(time.Since(t)) * (1 + 2*rand.Float64())))
 	}
 }
