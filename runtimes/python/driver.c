@@ -111,9 +111,12 @@ static bool pyspy_available(char *why, size_t len)
     char path[PATH_MAX];
     if (pp_pyspy_find(path, sizeof(path)) == 0)
         return true;
+    char where[2048];
+    pp_resource_describe(NULL, "python/py-spy", true, where, sizeof(where));
     snprintf(why, len,
-             "py-spy not found in resources/python/ next to polyprof nor on PATH; "
-             "install py-spy or use --python-mode builtin");
+             "py-spy not found (looked for %s); install py-spy there (or set POLYPROF_RESOURCES) "
+             "or use --python-mode builtin",
+             where);
     return false;
 }
 
