@@ -214,21 +214,59 @@ __noinline __u64 take_stack(struct bpf_perf_event_data *ctx, __u64 flags)
 
 #include "bpf/walkers.bpf.h"
 
-/* The hash of the sampled thread's runtime trace when pid is registered in `rt_procs`, else 0.
- * A global function: verified once. */
-__noinline __u64 take_runtime_stack(__u32 pid, __u32 ktid)
+/* The registered entry of an ancestor of the current task (up to PP_RT_FORK_DEPTH levels) whose
+ * fork it is: same executable file (an exec opens another), the ancestor's image the one it was
+ * registered with. Its pid in *via. Only where pids are the kernel's (no pid namespace
+ * translation: an ancestor's pid could not be named in the sampler's namespace). */
+static __always_inline struct pp_rt_proc *forked_from(struct task_struct *task, __u32 *via)
 {
-    struct pp_rt_proc *p = bpf_map_lookup_elem(&rt_procs, &pid);
-    if (!p)
+    if (pidns_dev)
+        return 0;
+    struct file *exe = BPF_CORE_READ(task, mm, exe_file);
+    struct task_struct *t = task;
+#pragma unroll
+    for (int i = 0; i < PP_RT_FORK_DEPTH; i++) {
+        t = BPF_CORE_READ(t, group_leader, real_parent);
+        if (!t)
+            return 0;
+        __u32 ppid = (__u32)BPF_CORE_READ(t, tgid);
+        struct pp_rt_proc *p = ppid > 1 ? bpf_map_lookup_elem(&rt_procs, &ppid) : 0;
+        if (!p)
+            continue;
+        struct mm_struct *pmm = BPF_CORE_READ(t, mm);
+        if (!exe || !pmm || BPF_CORE_READ(pmm, exe_file) != exe || p->stale ||
+            (p->mm && p->mm != (__u64)pmm))
+            return 0;
+        if (!p->mm)
+            p->mm = (__u64)pmm;
+        *via = ppid;
+        return p;
+    }
+    return 0;
+}
+
+/* The hash of the sampled thread's runtime trace when pid (or the ancestor it is a fork of, in
+ * *via) is registered in `rt_procs`, else 0. A global function: verified once. */
+__noinline __u64 take_runtime_stack(__u32 pid, __u32 ktid, __u32 *via)
+{
+    if (!via) /* the verifier treats a global function's pointer argument as maybe NULL */
         return 0;
     struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-    __u64 mm = (__u64)BPF_CORE_READ(task, mm);
-    if (!p->mm) {
-        p->mm = mm;
-    } else if (p->mm != mm) { /* its data describes another image: user space drops it */
-        p->stale = 1;
-        bump(PP_CNT_WALK_STALE);
-        return 0;
+    struct pp_rt_proc *p = bpf_map_lookup_elem(&rt_procs, &pid);
+    if (!p) {
+        p = forked_from(task, via);
+        if (!p)
+            return 0;
+        bump(PP_CNT_WALK_INHERITED);
+    } else {
+        __u64 mm = (__u64)BPF_CORE_READ(task, mm);
+        if (!p->mm) {
+            p->mm = mm;
+        } else if (p->mm != mm) { /* its data describes another image: user space drops it */
+            p->stale = 1;
+            bump(PP_CNT_WALK_STALE);
+            return 0;
+        }
     }
     __u32 zero = 0;
     struct rt_walk *w = bpf_map_lookup_elem(&rt_scratch, &zero);
@@ -266,8 +304,11 @@ static __always_inline int record(struct bpf_perf_event_data *ctx, void *counts,
 {
     struct pp_sample_key key = {};
     key.pid = pid;
-    if (pid != 0)
-        key.rt_stack = take_runtime_stack(pid, ktid);
+    if (pid != 0) {
+        __u32 via = 0;
+        key.rt_stack = take_runtime_stack(pid, ktid, &via);
+        key.rt_pid = key.rt_stack ? via : 0;
+    }
     key.kernel_stack = take_stack(ctx, 0);
     if (key.kernel_stack == STACK_LOST) {
         bump(PP_CNT_KSTACK_LOST);

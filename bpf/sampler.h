@@ -19,6 +19,10 @@
 #define PP_RT_MAX_FRAMES 160 /* runtime frames recorded; deeper stacks are marked truncated */
 #define PP_RT_MAX_WORDS (1 + 2 * PP_RT_MAX_FRAMES)
 #define PP_RT_TSTATE_ENTRIES 16384
+/* A process that is not registered is walked with the data of its parent or grandparent when
+ * that one is registered and the process is its fork (same executable file, no exec since):
+ * the layout and addresses are the parent's (pre-forking servers' workers, found at once). */
+#define PP_RT_FORK_DEPTH 2
 
 /* Walker indexes (bpf/walkers.bpf.h dispatches on them). */
 enum pp_walker_kind {
@@ -58,8 +62,9 @@ struct pp_rt_rec {
  * is named by a 64-bit hash of its addresses; its trace is sent once on the `stacks` ring
  * buffer (struct pp_stack_rec). */
 struct pp_sample_key {
-    unsigned int pid; /* tgid, in the sampler's pid namespace */
-    unsigned int pad;
+    unsigned int pid;    /* tgid, in the sampler's pid namespace */
+    unsigned int rt_pid; /* the registered ancestor whose data walked rt_stack (a child forked
+                            from it that did not exec); 0: pid's own entry, or none */
     unsigned long long user_stack;   /* stack hash; 0 when unavailable */
     unsigned long long kernel_stack; /* stack hash; 0 when unavailable */
     unsigned long long rt_stack;     /* runtime trace hash (in-sampler walker); 0: none */
@@ -106,6 +111,7 @@ enum pp_counter {
     PP_CNT_WALK_TRUNCATED, /* deeper than PP_RT_MAX_FRAMES: root-side frames cut */
     PP_CNT_WALK_LOST,      /* its trace could not be sent (ring buffer full) */
     PP_CNT_WALK_STALE,     /* the pid execed (or was reused) since it was registered */
+    PP_CNT_WALK_INHERITED, /* walked with a registered ancestor's data (a fork of it) */
     PP_CNT_MAX
 };
 

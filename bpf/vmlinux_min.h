@@ -35,7 +35,11 @@ enum {
     BPF_RB_NO_WAKEUP = 1, /* bpf_ringbuf_output: do not wake a waiting reader */
 };
 
-struct mm_struct;
+struct file;
+
+struct mm_struct {
+    struct file *exe_file;
+} __attribute__((preserve_access_index));
 
 /* x86_64: the user thread pointer (glibc's struct pthread) is the fs base. */
 struct thread_struct {
@@ -47,6 +51,7 @@ struct task_struct {
     int tgid;
     struct mm_struct *mm;
     struct task_struct *group_leader;
+    struct task_struct *real_parent;
     char comm[16];
     struct thread_struct thread;
 } __attribute__((preserve_access_index));

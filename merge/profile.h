@@ -21,6 +21,8 @@ typedef struct pp_pid_profile {
     uint32_t appid;       /* string id; 0 when none (without the "appid: " prefix) */
     json_t *app_metadata; /* owned reference; NULL means null (index 0) */
     const char *runtime;  /* static name of the profiler that produced the stacks, NULL = system */
+    int fork_of; /* 0, or the process this one is a fork of (no exec since): when it is gone
+                    before its identity is read, it takes that process's */
     pp_stack_table *stacks;
 } pp_pid_profile;
 

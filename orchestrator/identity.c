@@ -199,12 +199,19 @@ void pp_identity_annotate(pp_identity *id, pp_profile *prof, pp_discovery *disc,
         pp_pid_profile *pp = pp_profile_at(prof, i);
         if (pp->pid <= 0)
             continue;
-        if (id->containers && !pp->container)
-            pp->container = pp_profile_intern(prof, pp_container_name(id->containers, pp->pid));
         const pp_proc *p = find_proc(id->procs, pp->pid);
         pp_proc one;
         if (!p && disc && pp_discover_one(disc, pp->pid, &one) == 0)
             p = &one;
+        int who = pp->pid;
+        if (!p && pp->fork_of) { /* a fork gone already: its ancestor's identity */
+            p = find_proc(id->procs, pp->fork_of);
+            if (!p && disc && pp_discover_one(disc, pp->fork_of, &one) == 0)
+                p = &one;
+            who = pp->fork_of;
+        }
+        if (id->containers && !pp->container)
+            pp->container = pp_profile_intern(prof, pp_container_name(id->containers, who));
         if (!p)
             continue; /* gone: no identity beyond its comm */
         entry *e = add(id, p);

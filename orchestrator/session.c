@@ -19,6 +19,7 @@
 #include "merge/profile.h"
 #include "merge/scale.h"
 #include "base/child.h"
+#include "orchestrator/adopt.h"
 #include "orchestrator/discovery.h"
 #include "orchestrator/extmeta.h"
 #include "orchestrator/heartbeat.h"
@@ -85,17 +86,19 @@ void pp_session_signals_setup(void)
 }
 
 /* Waits up to ms for a termination signal (returns true when one arrived); meanwhile reads the
- * mappings of processes the sampler announces as first sampled (news_fd, -1 for none). */
-static bool wait_signal(int sfd, pp_sampler *sampler, int ms)
+ * mappings of processes the sampler announces as first sampled (news_fd, -1 for none), and
+ * registers those of walked runtimes with their walker (adopt, NULL for none). */
+static bool wait_signal(int sfd, pp_sampler *sampler, pp_adopter *adopt, pp_discovery *disc, int ms)
 {
     double until = mono_now() + (ms < 0 ? 0 : ms) / 1000.0;
     int news_fd = sampler ? pp_sampler_news_fd(sampler) : -1;
+    int adopt_ms = -1;
     for (;;) {
         int left = (int)((until - mono_now()) * 1000 + 0.5);
         if (left < 0)
             left = 0;
         struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = news_fd, .events = POLLIN}};
-        int r = poll(p, news_fd >= 0 ? 2 : 1, left);
+        int r = poll(p, news_fd >= 0 ? 2 : 1, adopt_ms >= 0 && adopt_ms < left ? adopt_ms : left);
         if (r > 0 && (p[0].revents & POLLIN)) {
             struct signalfd_siginfo si;
             if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
@@ -108,7 +111,9 @@ static bool wait_signal(int sfd, pp_sampler *sampler, int ms)
             pp_sampler_take_news(sampler);
         if (r > 0 && news_fd >= 0 && (p[1].revents & (POLLERR | POLLHUP | POLLNVAL)))
             news_fd = -1; /* never expected; the drain still reads what was announced */
-        if (r <= 0 || left == 0)
+        if (adopt)
+            adopt_ms = pp_adopter_run(adopt, sampler, disc, mono_now());
+        if (mono_now() >= until)
             return false;
     }
 }
@@ -159,11 +164,13 @@ static json_t *runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *p
         const pp_pid_profile *sp = pp_profile_get((pp_profile *)sys, p->pid, false);
         uint64_t rt_samples = 0, sampler = sp ? pp_pid_total(sp) : 0;
         const char *profiler = t->backend->name;
+        bool walked = false;
         for (size_t k = 0; k < ncov; k++)
-            if (cov[k].pid == p->pid) {
-                rt_samples = cov[k].rt_samples;
-                sampler = cov[k].samples;
+            if (cov[k].pid == p->pid) { /* an entry per registration: pid reuse adds one */
+                rt_samples = (walked ? rt_samples : 0) + cov[k].rt_samples;
+                sampler = (walked ? sampler : 0) + cov[k].samples;
                 profiler = "sampler-walk";
+                walked = true;
             }
         for (size_t k = 0; k < nrt; k++) {
             const pp_pid_profile *r = pp_profile_get(rts[k], p->pid, false);
@@ -175,6 +182,31 @@ static json_t *runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *p
                                               "profiler", profiler, "runtime_samples",
                                               (json_int_t)rt_samples, "sampler_samples",
                                               (json_int_t)sampler));
+    }
+    /* processes walked that discovery did not list: forks of registered ones (bpf/sampler.h,
+     * PP_RT_FORK_DEPTH) born during the session */
+    for (size_t k = 0; list && k < ncov; k++) {
+        bool listed = false;
+        for (size_t i = 0; i < procs->n && !listed; i++)
+            listed = procs->procs[i].pid == cov[k].pid;
+        for (size_t j = 0; j < k && !listed; j++)
+            listed = cov[j].pid == cov[k].pid;
+        const pp_runtime_ctx *c = NULL;
+        for (int r = 0; r < PP_KIND_COUNT && !c; r++)
+            if (ctx[r].rt && ctx[r].rt->walker && ctx[r].rt->walker->kind == cov[k].walker)
+                c = &ctx[r];
+        if (listed || !c)
+            continue;
+        uint64_t rt_samples = 0, sampler = 0;
+        for (size_t j = k; j < ncov; j++)
+            if (cov[j].pid == cov[k].pid) {
+                rt_samples += cov[j].rt_samples;
+                sampler += cov[j].samples;
+            }
+        json_array_append_new(
+            list, json_pack("{s:i,s:s,s:s,s:s,s:I,s:I}", "pid", cov[k].pid, "runtime", c->rt->label,
+                            "mode", c->mode, "profiler", "sampler-walk", "runtime_samples",
+                            (json_int_t)rt_samples, "sampler_samples", (json_int_t)sampler));
     }
     return list;
 }
@@ -226,6 +258,7 @@ static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double 
     json_object_set_new(w, "truncated", json_integer((json_int_t)d->walk_truncated));
     json_object_set_new(w, "trace_lost", json_integer((json_int_t)d->walk_lost));
     json_object_set_new(w, "stale", json_integer((json_int_t)d->walk_stale));
+    json_object_set_new(w, "inherited", json_integer((json_int_t)d->walk_inherited));
     json_object_set_new(w, "frames_lost", json_integer((json_int_t)d->walk_frames_lost));
     json_object_set_new(o, "runtime_walks", w);
     return o;
@@ -252,6 +285,7 @@ static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *bef
     d->walk_truncated = now->walk_truncated - before->walk_truncated;
     d->walk_lost = now->walk_lost - before->walk_lost;
     d->walk_stale = now->walk_stale - before->walk_stale;
+    d->walk_inherited = now->walk_inherited - before->walk_inherited;
     d->walk_frames_lost = now->walk_frames_lost - before->walk_frames_lost;
 }
 
@@ -340,6 +374,7 @@ typedef struct run_state {
     pp_uploader *up;
     pp_symbolizer *sym;
     pp_sampler *sampler;
+    pp_adopter *adopt; /* with the sampler: processes started during a session */
     pp_discovery *disc;
     pp_identity *ident;
     json_t *static_md;
@@ -367,6 +402,7 @@ static void run_teardown(run_state *rs)
     if (rs->tmpdir[0])
         pp_rmtree(rs->tmpdir);
     pp_sampler_stop(rs->sampler);
+    pp_adopter_free(rs->adopt);
     pp_uploader_stop(rs->up);
     pp_identity_free(rs->ident);
     pp_discovery_free(rs->disc);
@@ -571,6 +607,7 @@ static int run_init(run_state *rs, const pp_config *cfg)
                 cfg->frequency);
         for (int k = 1; k < PP_KIND_COUNT; k++)
             rs->ctx[k].sampler = rs->sampler; /* for in-sampler walks */
+        rs->adopt = pp_sampler_can_walk(rs->sampler) ? pp_adopter_new() : NULL;
         /* Load the kernel symbol table now (about 50 ms of kernel time to read kallsyms), so
          * that it is never paid between a session's end and its file. */
         char warm[256];
@@ -611,6 +648,8 @@ static int run_session(run_state *rs, bool *stop)
     each_runtime_hook(rs, &procs, false); /* e.g. JIT symbols for the sampler */
     pp_runner_task tasks[PP_KIND_COUNT];
     size_t ntasks = session_tasks(rs, tasks);
+    if (rs->adopt)
+        pp_adopter_session(rs->adopt, tasks, ntasks);
     pp_summary sum;
     pp_summary_begin(&sum, &procs, tasks, ntasks);
     pp_runner *runner =
@@ -629,7 +668,7 @@ static int run_session(run_state *rs, bool *stop)
             left = deadline - mono_now();
         }
         int ms = left * 1000 < DRAIN_INTERVAL_MS ? (int)(left * 1000 + 0.5) : DRAIN_INTERVAL_MS;
-        if (wait_signal(rs->sfd, rs->sampler, ms)) {
+        if (wait_signal(rs->sfd, rs->sampler, rs->adopt, rs->disc, ms)) {
             *stop = true;
             pp_uploader_stop_window(rs->up); /* the stop's bound counts from the signal */
             break;

@@ -59,6 +59,10 @@ typedef struct pp_backend {
     int (*collect)(void *session, pp_profile *out);
     void (*stop)(void *session);
     void (*free)(void *session);
+    /* It registers its processes with the runtime's in-sampler walker when the sampler can walk
+     * (pp_inwalk_attach): the session then registers those it discovers during the session too
+     * (first sampled, or exec'd, after the session started). */
+    bool walks_new_processes;
 } pp_backend;
 
 /* An in-sampler walker (runtimes/system/sampler.h, docs/ARCHITECTURE.md "In-sampler walkers"):

@@ -140,4 +140,5 @@ const pp_backend pp_python_builtin_backend = {
     .collect = pp_pybuiltin_collect,
     .stop = pp_pybuiltin_stop,
     .free = pp_pybuiltin_free,
+    .walks_new_processes = true,
 };

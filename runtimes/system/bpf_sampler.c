@@ -34,6 +34,7 @@
 #define RB_BYTES_PER_SAMPLE 1024
 #define RB_DRAIN_SECONDS 4
 #define PROC_PID_INIT_INO 0xEFFFFFFCU
+#define NEWPIDS_MAX 256 /* announced pids kept between two pp_bpf_sampler_new_pids calls */
 
 struct pp_bpf_sampler {
     struct sampler_bpf *skel;
@@ -49,6 +50,8 @@ struct pp_bpf_sampler {
     pp_stackcache *stacks;
     uint64_t drains, nnews, unresolved[3]; /* [0] user, [1] kernel, [2] runtime */
     pp_walks walks;                        /* processes registered for in-sampler walks */
+    int newpids[NEWPIDS_MAX];              /* announced since pp_bpf_sampler_new_pids */
+    size_t nnewpids;
     uint64_t walk_frames_lost;
     uint64_t known_full; /* PP_CNT_KNOWN_FULL at the last drain */
     bool reconsumed;     /* the traces ring was read again this drain */
@@ -103,6 +106,8 @@ static int on_news(void *ctx, void *data, size_t size)
         memcpy(&pid, data, sizeof(pid));
         pp_symbolizer_note_pid(s->sym, (int)pid);
         s->nnews++;
+        if (s->nnewpids < NEWPIDS_MAX) /* beyond: found by the next session's discovery */
+            s->newpids[s->nnewpids++] = (int)pid;
     }
     return 0;
 }
@@ -167,6 +172,14 @@ static uint32_t known_entries_for(const pp_sampler_opts *o, int ncpus)
 int pp_bpf_sampler_news_fd(pp_bpf_sampler *s)
 {
     return ring_buffer__epoll_fd(s->news);
+}
+
+size_t pp_bpf_sampler_new_pids(pp_bpf_sampler *s, int *pids, size_t cap)
+{
+    size_t n = s->nnewpids < cap ? s->nnewpids : cap;
+    memcpy(pids, s->newpids, n * sizeof(*pids));
+    s->nnewpids = 0;
+    return n;
 }
 
 void pp_bpf_sampler_take_news(pp_bpf_sampler *s)
@@ -325,6 +338,20 @@ static size_t runtime_frames(pp_bpf_sampler *s, pp_profile *out, pp_walk_ent *we
                          &s->walk_frames_lost);
 }
 
+/* Adds pid, a fork of the registered via that the sampler walked with via's data (it is named
+ * with via's state and counted on its own). Its entry, or NULL. */
+static pp_walk_ent *add_fork(pp_bpf_sampler *s, int pid, int via)
+{
+    pp_walk_ent *parent = pp_walks_get(&s->walks, via);
+    if (!parent || parent->via)
+        return NULL;
+    pp_walk_ent e = {.pid = pid, .walker = parent->walker, .ops = parent->ops, .via = via};
+    if (pp_walks_put(&s->walks, &e) < 0)
+        return NULL;
+    pp_debug("sampler: pid %d walked as a fork of pid %d", pid, via);
+    return pp_walks_get(&s->walks, pid);
+}
+
 /* Emits one aggregated counts entry (a struct pp_sample_key and its pp_sample_val). */
 static int emit_entry(pp_bpf_sampler *s, pp_profile *out, const void *k, const void *v)
 {
@@ -337,14 +364,24 @@ static int emit_entry(pp_bpf_sampler *s, pp_profile *out, const void *k, const v
     const uint64_t *uips = trace_of(s, key->user_stack, 0, &nu);
     const uint64_t *kips = trace_of(s, key->kernel_stack, 1, &nk);
     pp_walk_ent *we = s->walks.n ? pp_walks_get(&s->walks, (int)key->pid) : NULL;
+    if (!we && key->rt_pid && key->rt_stack)
+        we = add_fork(s, (int)key->pid, (int)key->rt_pid);
     if (!we)
         return pp_emit_sample(s->emit, out, (int)key->pid, comm, uips, nu, kips, nk, val->count);
+    /* a fork is named with its ancestor's state (the frames it recorded are the ancestor's
+     * code, checked per frame; the fork itself may be gone by now) */
+    pp_walk_ent *namer = we->via ? pp_walks_get(&s->walks, we->via) : we;
     uint32_t rt[PP_RT_MAX_FRAMES + 2];
-    if (key->rt_stack)
-        nrt = runtime_frames(s, out, we, key->rt_stack, rt, sizeof(rt) / sizeof(rt[0]));
+    if (key->rt_stack && namer && !namer->via)
+        nrt = runtime_frames(s, out, namer, key->rt_stack, rt, sizeof(rt) / sizeof(rt[0]));
     we->samples += val->count;
     if (nrt)
         we->rt_samples += val->count;
+    if (we->via) {
+        pp_pid_profile *pp = pp_profile_get(out, (int)key->pid, true);
+        if (pp)
+            pp->fork_of = we->via;
+    }
     return pp_emit_mixed(s->emit, out, (int)key->pid, comm, uips, nu, kips, nk, rt, nrt,
                          we->ops->loop_symbols, val->count);
 }
@@ -400,6 +437,11 @@ static void walks_prune(pp_bpf_sampler *s)
     int fd = bpf_map__fd(s->skel->maps.rt_procs);
     for (size_t i = s->walks.n; i-- > 0;) {
         uint32_t pid = (uint32_t)s->walks.v[i].pid;
+        if (s->walks.v[i].via) { /* a fork: not in the map; kept while it and its ancestor are */
+            if (pp_pid_gone((int)pid) || !pp_walks_get(&s->walks, s->walks.v[i].via))
+                pp_walks_remove(&s->walks, (int)pid);
+            continue;
+        }
         struct pp_rt_proc p;
         bool lost = bpf_map_lookup_elem(fd, &pid, &p) != 0;
         if (!lost && !p.stale && !pp_pid_gone((int)pid))
@@ -427,7 +469,7 @@ static int drain_locked(pp_bpf_sampler *s, pp_profile *out)
 {
     struct sampler_bpf *k = s->skel;
     for (size_t i = 0; i < s->walks.n; i++)
-        if (s->walks.v[i].ops->begin)
+        if (s->walks.v[i].ops->begin && !s->walks.v[i].via) /* a fork has no state */
             s->walks.v[i].ops->begin(s->walks.v[i].state);
     pp_bpf_sampler_take_news(s); /* mappings of processes first sampled since the last call */
     uint32_t idle = k->bss->active;
@@ -490,7 +532,17 @@ void pp_bpf_sampler_get_stats(pp_bpf_sampler *s, pp_sampler_stats *st)
     st->walk_truncated = counter(s, PP_CNT_WALK_TRUNCATED);
     st->walk_lost = counter(s, PP_CNT_WALK_LOST) + s->unresolved[2];
     st->walk_stale = counter(s, PP_CNT_WALK_STALE);
+    st->walk_inherited = counter(s, PP_CNT_WALK_INHERITED);
     st->walk_frames_lost = s->walk_frames_lost;
+}
+
+/* Whether pid's registration describes an image it no longer runs (an exec keeps the pid and
+ * its start time: the sampler marked the entry stale), or is missing. */
+static bool entry_stale(pp_bpf_sampler *s, int pid)
+{
+    uint32_t key = (uint32_t)pid;
+    struct pp_rt_proc p;
+    return bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.rt_procs), &key, &p) != 0 || p.stale;
 }
 
 int pp_bpf_sampler_walk_attach(pp_bpf_sampler *s, int pid, unsigned long long start_ticks,
@@ -506,7 +558,7 @@ int pp_bpf_sampler_walk_attach(pp_bpf_sampler *s, int pid, unsigned long long st
     }
     pthread_mutex_lock(&s->walks.lock);
     pp_walk_ent *old = pp_walks_get(&s->walks, pid);
-    if (old && old->start == start_ticks) {
+    if (old && old->start == start_ticks && !entry_stale(s, pid)) {
         pthread_mutex_unlock(&s->walks.lock);
         ops->free(state);
         return 0;
@@ -534,7 +586,7 @@ bool pp_bpf_sampler_walk_attached(pp_bpf_sampler *s, int pid, unsigned long long
 {
     pthread_mutex_lock(&s->walks.lock);
     pp_walk_ent *e = pp_walks_get(&s->walks, pid);
-    bool r = e && e->start == start_ticks;
+    bool r = e && e->start == start_ticks && !entry_stale(s, pid);
     pthread_mutex_unlock(&s->walks.lock);
     return r;
 }

@@ -55,6 +55,11 @@ int pp_sampler_news_fd(pp_sampler *s)
     return s->bpf ? pp_bpf_sampler_news_fd(s->bpf) : pp_perf_sampler_news_fd(s->perf);
 }
 
+size_t pp_sampler_new_pids(pp_sampler *s, int *pids, size_t cap)
+{
+    return s && s->bpf ? pp_bpf_sampler_new_pids(s->bpf, pids, cap) : 0;
+}
+
 void pp_sampler_take_news(pp_sampler *s)
 {
     if (s->bpf)

@@ -37,6 +37,7 @@ typedef struct pp_sampler_stats {
     /* in-sampler walks (BPF mode): samples of registered processes by outcome */
     uint64_t walk_ok, walk_no_thread, walk_idle, walk_read, walk_partial, walk_truncated, walk_lost,
         walk_stale;
+    uint64_t walk_inherited;   /* walks of forks with a registered ancestor's data (any outcome) */
     uint64_t walk_frames_lost; /* runtime frames user space could not name (freed, reused) */
 } pp_sampler_stats;
 
@@ -56,6 +57,9 @@ int pp_sampler_drain(pp_sampler *s, pp_profile *out);
  * frames. Call both from the thread that drains. */
 int pp_sampler_news_fd(pp_sampler *s);
 void pp_sampler_take_news(pp_sampler *s);
+/* The processes announced (first sampled, or sampled in a new image after an exec) since the
+ * last call, at most cap (BPF mode; 0 otherwise). Same thread as pp_sampler_take_news. */
+size_t pp_sampler_new_pids(pp_sampler *s, int *pids, size_t cap);
 void pp_sampler_get_stats(pp_sampler *s, pp_sampler_stats *st);
 void pp_sampler_stop(pp_sampler *s);
 

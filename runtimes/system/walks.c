@@ -12,7 +12,7 @@ void pp_walks_init(pp_walks *w)
 
 static void ent_free(pp_walk_ent *e)
 {
-    if (e->ops && e->ops->free)
+    if (e->state && e->ops && e->ops->free)
         e->ops->free(e->state);
     e->state = NULL;
 }
@@ -22,6 +22,7 @@ void pp_walks_destroy(pp_walks *w)
     for (size_t i = 0; i < w->n; i++)
         ent_free(&w->v[i]);
     free(w->v);
+    free(w->retired);
     pthread_mutex_destroy(&w->lock);
     memset(w, 0, sizeof(*w));
 }
@@ -76,7 +77,20 @@ void pp_walks_remove(pp_walks *w, int pid)
     size_t i = find(w, pid);
     if (i >= w->n || w->v[i].pid != pid)
         return;
-    ent_free(&w->v[i]);
+    pp_walk_ent *e = &w->v[i];
+    if (e->samples) { /* kept for the next coverage read (lost without memory) */
+        if (w->nretired == w->capretired) {
+            size_t ncap = w->capretired ? w->capretired * 2 : 16;
+            pp_walk_cov *nr = realloc(w->retired, ncap * sizeof(*nr));
+            if (nr) {
+                w->retired = nr;
+                w->capretired = ncap;
+            }
+        }
+        if (w->nretired < w->capretired)
+            w->retired[w->nretired++] = (pp_walk_cov){e->pid, e->walker, e->rt_samples, e->samples};
+    }
+    ent_free(e);
     memmove(&w->v[i], &w->v[i + 1], (w->n - i - 1) * sizeof(*w->v));
     w->n--;
 }
@@ -84,12 +98,15 @@ void pp_walks_remove(pp_walks *w, int pid)
 size_t pp_walks_coverage(pp_walks *w, pp_walk_cov **out)
 {
     *out = NULL;
-    size_t k = 0;
+    size_t k = w->nretired;
     for (size_t i = 0; i < w->n; i++)
         k += w->v[i].samples > 0;
     if (!k || !(*out = calloc(k, sizeof(**out))))
         return 0;
-    k = 0;
+    if (w->nretired)
+        memcpy(*out, w->retired, w->nretired * sizeof(**out));
+    k = w->nretired;
+    w->nretired = 0;
     for (size_t i = 0; i < w->n; i++) {
         pp_walk_ent *e = &w->v[i];
         if (!e->samples)

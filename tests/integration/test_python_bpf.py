@@ -32,6 +32,16 @@ def python_frames(f):
     return [x for x in f if x.endswith("_[p]")]
 
 
+def leaf_counts(stacks):
+    """Samples per innermost Python function."""
+    leaves = Counter()
+    for f, n in stacks:
+        py = [name(x) for x in python_frames(f)]
+        if py:
+            leaves[py[-1]] += n
+    return leaves
+
+
 def coverage(prof):
     return {c["pid"]: c for c in prof.header["polyprof"]["runtime_samples"]}
 
@@ -177,3 +187,46 @@ def test_unsupported_version_gets_the_skip_stack(tmp_path):
         mine = [f for f, _ in prof.stacks if skip in f]
         assert mine, (exe, [f[:5] for f, _ in prof.stacks][:5])
         assert all(f.index(skip) <= 4 for f in mine), mine[:3]
+
+
+def test_forked_workers_and_an_exec_are_walked(tmp_path):
+    """A pre-forking parent whose children come and go during the session (found through the
+    sampler's new-process notices, registered mid-session) and some of which exec a new
+    interpreter in the same pid: forked children carry forked_work, exec'd ones after_exec and
+    never a frame of the program they replaced."""
+    script = APPS / "pywalk_fork.py"
+    app = App(["/usr/bin/python3.11", str(script)])
+    out = tmp_path / "out"
+    try:
+        run_polyprof("-d", 5, "-f", 99, "-o", out, "--python-mode", "builtin")
+    finally:
+        app.stop()
+    prof = last_profile(out)
+    stacks = by_script(prof, str(script))
+    leaves = leaf_counts(stacks)
+    for f, _ in stacks:
+        py = [name(x) for x in python_frames(f)]
+        if "after_exec" in py:
+            assert "forked_work" not in py and "child" not in py, py
+        if "forked_work" in py:
+            assert py[:3] == ["<module>", "main", "child"], py
+    assert leaves["forked_work"] > 5 and leaves["after_exec"] > 5, leaves
+    pids = {c["pid"] for c in prof.header["polyprof"]["runtime_samples"]
+            if c["runtime_samples"] > 0}
+    assert len(pids) > 3, "the workers of the session, each walked"
+
+
+@pytest.mark.parametrize("exe", ["/root/.pyenv/versions/3.12.1/bin/python3.12",
+                                 "/root/.pyenv/versions/3.13.0/bin/python3.13"])
+def test_sub_interpreter_frames_are_the_running_ones(tmp_path, exe):
+    """The main thread runs a sub-interpreter's code while another thread runs the main
+    interpreter's: each sample carries the frames of the thread state that was running (the
+    sub-interpreter's sub_work, not the main interpreter's suspended caller)."""
+    if not os.access(exe, os.X_OK):
+        pytest.skip(f"{exe} not installed (pyenv)")
+    script = APPS / "pywalk_subinterp.py"
+    prof, _ = profile_apps(tmp_path, [[exe, script]], 4)
+    leaves = leaf_counts(by_script(prof, str(script)))
+    assert leaves["main_work"] > 20, leaves
+    assert leaves["sub_work"] > 20, leaves
+    assert leaves["main"] < 0.1 * leaves["sub_work"], leaves
