@@ -1,0 +1,96 @@
+/* The "builtin" Ruby backend (--ruby-mode builtin, and auto's first choice): every Ruby process
+ * is registered for the BPF sampler's in-sampler walker (walker.c), so its samples carry their
+ * Ruby frames, taken at the sample instant; nothing else runs. A process whose Ruby the walker
+ * does not support gets `[Profiling skipped: unsupported Ruby X.Y]` (or `unverified Ruby X.Y
+ * layout`); without the BPF sampler every process gets an error stack saying so. See
+ * docs/ruby.md. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "runtimes/runner.h"
+#include "runtimes/runtime.h"
+
+typedef struct skipped {
+    int pid;
+    char comm[17];
+    bool error; /* "error", else "skipped" */
+    char reason[256];
+} skipped;
+
+typedef struct rbsession {
+    skipped *skips;
+    size_t nskips;
+} rbsession;
+
+static void *rb_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
+{
+    (void)deadline;
+    rbsession *s = calloc(1, sizeof(*s));
+    if (s)
+        s->skips = calloc(n ? n : 1, sizeof(*s->skips));
+    if (!s || !s->skips) {
+        free(s);
+        return NULL;
+    }
+    size_t walked = 0;
+    for (size_t i = 0; i < n; i++) {
+        char err[256] = "";
+        pp_inwalk_status st = pp_inwalk_attach(ctx, &procs[i], err, sizeof(err));
+        if (st == PP_INWALK_OK) {
+            walked++;
+            continue;
+        }
+        if (st == PP_INWALK_GONE)
+            continue;
+        skipped *k = &s->skips[s->nskips++];
+        k->pid = procs[i].pid;
+        snprintf(k->comm, sizeof(k->comm), "%s", procs[i].comm);
+        k->error = st != PP_INWALK_UNSUPPORTED;
+        snprintf(k->reason, sizeof(k->reason), "%s", err);
+        if (k->error)
+            pp_warn_proc(k->pid, procs[i].start_ticks, "ruby pid %d (%s) cannot be profiled: %s",
+                         k->pid, k->comm, err);
+        else
+            pp_info_proc(k->pid, procs[i].start_ticks, "ruby pid %d (%s) not profiled: %s", k->pid,
+                         k->comm, err);
+    }
+    pp_debug("ruby: %zu processes walked in the sampler, %zu skipped", walked, s->nskips);
+    return s;
+}
+
+static int rb_collect(void *session, pp_profile *out)
+{
+    rbsession *s = session;
+    int rc = 0;
+    for (size_t i = 0; i < s->nskips; i++)
+        if (pp_error_stack(out, s->skips[i].pid, s->skips[i].comm, "ruby",
+                           s->skips[i].error ? "error" : "skipped", s->skips[i].reason) < 0)
+            rc = -1;
+    return rc;
+}
+
+static void rb_stop(void *session)
+{
+    (void)session;
+}
+
+static void rb_free(void *session)
+{
+    rbsession *s = session;
+    if (s)
+        free(s->skips);
+    free(s);
+}
+
+static const char *const builtin_modes[] = {"builtin", NULL};
+
+const pp_backend pp_ruby_builtin_backend = {
+    .name = "builtin",
+    .modes = builtin_modes,
+    .start = rb_start,
+    .collect = rb_collect,
+    .stop = rb_stop,
+    .free = rb_free,
+};
