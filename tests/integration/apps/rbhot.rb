@@ -37,10 +37,10 @@ class Worker
   end
 end
 
-sleeper = Thread.new { sleep } # a Ruby thread that never runs
+sleeper = Thread.new { sleep } # L:sleeper
 w = Worker.new
 puts "ready #{Process.pid}"
-loop do
+loop do # L:loop
   3.times { Worker.run_a } # L:main_a
   w.run_b # L:main_b
 end
