@@ -8,10 +8,9 @@
 #include <unistd.h>
 
 #include "base/elfinfo.h"
-#include "base/inroot.h"
 #include "base/procfiles.h"
 #include "runtimes/ruby/ruby_int.h"
-#include "runtimes/symbols/symbols_internal.h"
+#include "runtimes/modules.h"
 
 #define MAX_ISEQ_WORDS (1u << 22) /* iseq_size bound (VALUE words) */
 #define MAX_INFO 65536u           /* insns_info entries read */
@@ -20,56 +19,6 @@
 #define T_ARRAY 0x07u
 #define FL_USER1 (1ull << 13)
 #define SELFCHECK_FRAMES 100000
-
-/* ---- the module ---- */
-
-typedef struct rb_module {
-    char path[PATH_MAX];
-    uint64_t start;
-    bool deleted;
-    uint64_t end;
-} rb_module;
-
-/* libruby's file-offset-0 mapping, else the executable's. */
-static int find_module(int pid, rb_module *lib, rb_module *exe)
-{
-    char path[64], target[PATH_MAX];
-    snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-    ssize_t tl = readlink(path, target, sizeof(target) - 1);
-    target[tl > 0 ? tl : 0] = '\0';
-    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    lib->path[0] = exe->path[0] = '\0';
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, f)) > 0) {
-        pp_maps_line ml;
-        if (pp_maps_parse_line(line, (size_t)n, &ml) != 0 || ml.offset != 0 || !ml.pathlen ||
-            ml.pathlen >= PATH_MAX)
-            continue;
-        const char *base = memrchr(ml.path, '/', ml.pathlen);
-        base = base ? base + 1 : ml.path;
-        size_t plen = ml.pathlen - (ml.deleted ? strlen(" (deleted)") : 0);
-        rb_module *m = NULL;
-        if (!lib->path[0] && strncmp(base, "libruby", 7) == 0)
-            m = lib;
-        else if (!exe->path[0] && plen == strlen(target) && memcmp(ml.path, target, plen) == 0)
-            m = exe;
-        if (m) {
-            memcpy(m->path, ml.path, plen);
-            m->path[plen] = '\0';
-            m->start = ml.start;
-            m->end = ml.end;
-            m->deleted = ml.deleted;
-        }
-    }
-    free(line);
-    fclose(f);
-    return 0;
-}
 
 enum { SYM_VERSION, SYM_VM, SYM_EC, NSYMS };
 static const char *const sym_names[NSYMS] = {"ruby_version", "ruby_current_vm_ptr",
@@ -94,26 +43,19 @@ pp_rb_proc *pp_rb_open(int pid, pp_rb_status *st, char *err, size_t errlen)
     p->pid = pid;
     pp_rmem_init(&p->mem, pid);
     PP_HTAB_INIT(&p->iseqs, pp_rb_iseq *, 50);
-    rb_module lib, exe;
-    if (pid <= 0 || find_module(pid, &lib, &exe) != 0)
+    pp_rt_module lib, exe;
+    if (pid <= 0 || pp_rt_find_modules(pid, "libruby", &lib, &exe) != 0)
         return fail(p, st, errno == EACCES ? PP_RB_ERROR : PP_RB_GONE, err, errlen,
                     errno == EACCES ? "cannot read /proc/%s/maps (permission? run as root)"
                                     : "process exited (pid %s)",
                     pidbuf);
-    rb_module *mods[2] = {lib.path[0] ? &lib : NULL, exe.path[0] ? &exe : NULL};
+    pp_rt_module *mods[2] = {lib.path[0] ? &lib : NULL, exe.path[0] ? &exe : NULL};
     uint64_t sym[NSYMS] = {0}, first_load = 0;
-    rb_module *mod = NULL;
+    pp_rt_module *mod = NULL;
     for (int i = 0; i < 2 && !mod; i++) {
         if (!mods[i])
             continue;
-        int fd = -1;
-        if (mods[i] == &exe)
-            snprintf(file, sizeof(file), "/proc/%d/exe", pid);
-        else if (mods[i]->deleted)
-            snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
-                     (unsigned long long)mods[i]->start, (unsigned long long)mods[i]->end);
-        else if ((fd = pp_open_in_proc_root_path(pid, mods[i]->path, file, sizeof(file))) < 0)
-            file[0] = '\0';
+        int fd = pp_rt_module_file(pid, mods[i], mods[i] == &exe, file, sizeof(file));
         memset(sym, 0, sizeof(sym));
         long found = file[0] ? pp_elf_symbol_values(file, sym_names, NSYMS, sym, &first_load) : -1;
         if (found > 0 && sym[SYM_VERSION] && sym[SYM_VM])
