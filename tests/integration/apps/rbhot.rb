@@ -1,6 +1,6 @@
 # A Ruby program with a known CPU split for the built-in Ruby walker's tests
-# (tests/integration/test_ruby_bpf.py): hot_a gets 3 parts of the work, hot_b 1, both 5 calls
-# deep under `recurse`; blocks, a class method and a define_method method on the way; a thread
+# (tests/integration/test_ruby_bpf.py): hot_a runs 3 times for each run of hot_b (3:1), both 5
+# calls deep under `recurse`; blocks, a class method and a define_method method on the way; a thread
 # that sleeps. The test reads its line numbers from this file (markers "# L:<name>").
 $stdout.sync = true
 
@@ -15,7 +15,7 @@ def spin(n)
 end
 
 def hot_a
-  spin(30_000) # L:hot_a
+  spin(10_000) # L:hot_a
 end
 
 def hot_b
