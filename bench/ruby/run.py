@@ -71,6 +71,12 @@ def main():
     print(f"BPF ns per sample: --no-ruby {without:.0f} ({n0} samples), "
           f"--ruby-mode builtin {with_walk:.0f} ({n1} samples): ratio {with_walk / without:.2f}, "
           f"added {(with_walk - without) / 1000:.2f} us")
+    # the stats cover seconds - 3 of the session's seconds; walks are the session's
+    walked = walks.get("ok", 0) * (a.seconds - 3) / a.seconds
+    if walked:
+        per_walk = (with_walk - without) * n1 / walked
+        print(f"about {per_walk / 1000:.1f} us per walked Ruby sample ({walked:.0f} of the "
+              f"{n1} samples in the window walked)")
     print(f"walk outcomes: {walks}")
 
 

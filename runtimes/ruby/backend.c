@@ -86,6 +86,39 @@ static void rb_free(void *session)
 
 static const char *const builtin_modes[] = {"builtin", NULL};
 
+/* Placeholder for --ruby-mode rbspy until the rbspy backend (branch `rbspy`) is merged, which
+ * replaces it: not available, and its processes get an error stack. */
+#define NO_RBSPY "the rbspy backend is not part of this build (--ruby-mode builtin walks Ruby)"
+
+static bool rbspy_available(char *why, size_t len)
+{
+    snprintf(why, len, NO_RBSPY);
+    return false;
+}
+
+/* Not available: the runner gives the processes an error stack. */
+static void *rbspy_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
+{
+    (void)ctx;
+    (void)procs;
+    (void)n;
+    (void)deadline;
+    pp_warn("--ruby-mode rbspy: " NO_RBSPY);
+    return NULL;
+}
+
+static const char *const rbspy_modes[] = {"rbspy", NULL};
+
+const pp_backend pp_ruby_rbspy_placeholder = {
+    .name = "rbspy",
+    .modes = rbspy_modes,
+    .available = rbspy_available,
+    .start = rbspy_start,
+    .collect = rb_collect,
+    .stop = rb_stop,
+    .free = rb_free,
+};
+
 const pp_backend pp_ruby_builtin_backend = {
     .name = "builtin",
     .modes = builtin_modes,

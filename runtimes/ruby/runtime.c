@@ -11,8 +11,9 @@ static const char *const suffixes[] = {"_[rb]", NULL};
 /* rbspy's C-function frame has no suffix */
 static const char *const frame_prefixes[] = {"(unknown) [c function] - ", NULL};
 
-extern const pp_backend pp_ruby_builtin_backend;
-static const pp_backend *const backends[] = {&pp_ruby_builtin_backend, NULL};
+extern const pp_backend pp_ruby_builtin_backend, pp_ruby_rbspy_placeholder;
+static const pp_backend *const backends[] = {&pp_ruby_builtin_backend, &pp_ruby_rbspy_placeholder,
+                                             NULL};
 extern const pp_inwalker pp_ruby_inwalker;
 
 const pp_runtime pp_rt_ruby = {
