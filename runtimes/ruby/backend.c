@@ -12,15 +12,8 @@
 #include "runtimes/runner.h"
 #include "runtimes/runtime.h"
 
-typedef struct skipped {
-    int pid;
-    char comm[17];
-    bool error; /* "error", else "skipped" */
-    char reason[256];
-} skipped;
-
 typedef struct rbsession {
-    skipped *skips;
+    pp_skip *skips;
     size_t nskips;
 } rbsession;
 
@@ -44,17 +37,7 @@ static void *rb_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n,
         }
         if (st == PP_INWALK_GONE)
             continue;
-        skipped *k = &s->skips[s->nskips++];
-        k->pid = procs[i].pid;
-        snprintf(k->comm, sizeof(k->comm), "%s", procs[i].comm);
-        k->error = st != PP_INWALK_UNSUPPORTED;
-        snprintf(k->reason, sizeof(k->reason), "%s", err);
-        if (k->error)
-            pp_warn_proc(k->pid, procs[i].start_ticks, "ruby pid %d (%s) cannot be profiled: %s",
-                         k->pid, k->comm, err);
-        else
-            pp_info_proc(k->pid, procs[i].start_ticks, "ruby pid %d (%s) not profiled: %s", k->pid,
-                         k->comm, err);
+        pp_skip_note(&s->skips[s->nskips++], &procs[i], "ruby", st != PP_INWALK_UNSUPPORTED, err);
     }
     pp_debug("ruby: %zu processes walked in the sampler, %zu skipped", walked, s->nskips);
     return s;
@@ -63,12 +46,7 @@ static void *rb_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n,
 static int rb_collect(void *session, pp_profile *out)
 {
     rbsession *s = session;
-    int rc = 0;
-    for (size_t i = 0; i < s->nskips; i++)
-        if (pp_error_stack(out, s->skips[i].pid, s->skips[i].comm, "ruby",
-                           s->skips[i].error ? "error" : "skipped", s->skips[i].reason) < 0)
-            rc = -1;
-    return rc;
+    return pp_skips_emit(out, s->skips, s->nskips, "ruby");
 }
 
 static void rb_stop(void *session)
