@@ -146,12 +146,7 @@ static __always_inline __u32 pp_walk_cpython(const struct pp_rt_proc *p, __u32 t
                                              struct rt_walk *w)
 {
     const struct pp_cpython_info *in = (const void *)p->info;
-#ifdef __TARGET_ARCH_x86
-    struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-    __u64 fsbase = BPF_CORE_READ(task, thread.fsbase);
-#else
-    __u64 fsbase = 0; /* the thread pointer is only read on x86_64 yet */
-#endif
+    __u64 fsbase = rt_thread_pointer();
     if (!fsbase)
         return PP_CNT_WALK_NO_THREAD;
     __u64 ts = 0, got = 0, now = bpf_ktime_get_ns();

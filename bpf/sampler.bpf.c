@@ -212,6 +212,18 @@ __noinline __u64 take_stack(struct bpf_perf_event_data *ctx, __u64 flags)
     return send_trace(r, h, nr, sizeof(*r));
 }
 
+/* The sampled task's thread pointer (pthread_self() on x86_64 glibc: the fs base), which the
+ * walkers match against the runtime's record of its threads; 0 where it is not read yet. */
+static __always_inline __u64 rt_thread_pointer(void)
+{
+#ifdef __TARGET_ARCH_x86
+    struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+    return BPF_CORE_READ(task, thread.fsbase);
+#else
+    return 0; /* the thread pointer is only read on x86_64 yet */
+#endif
+}
+
 #include "bpf/walkers.bpf.h"
 
 /* The registered entry of an ancestor of the current task (up to PP_RT_FORK_DEPTH levels) whose

@@ -6,12 +6,15 @@
 #define PP_WALKERS_BPF_H
 
 #include "bpf/python.bpf.h"
+#include "bpf/ruby.bpf.h"
 
 static __always_inline __u32 run_walker(const struct pp_rt_proc *p, __u32 ktid, struct rt_walk *w)
 {
     switch (p->walker) {
     case PP_WALK_CPYTHON:
         return pp_walk_cpython(p, ktid, w);
+    case PP_WALK_RUBY:
+        return pp_walk_ruby(p, ktid, w);
     default:
         return PP_CNT_WALK_NO_THREAD;
     }

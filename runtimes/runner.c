@@ -239,3 +239,27 @@ void pp_runner_free(pp_runner *r)
     free(r->results);
     free(r);
 }
+
+void pp_skip_note(pp_skip *k, const pp_proc *p, const char *runtime, bool error, const char *reason)
+{
+    k->pid = p->pid;
+    snprintf(k->comm, sizeof(k->comm), "%s", p->comm);
+    k->error = error;
+    snprintf(k->reason, sizeof(k->reason), "%s", reason);
+    if (error)
+        pp_warn_proc(k->pid, p->start_ticks, "%s pid %d (%s) cannot be profiled: %s", runtime,
+                     k->pid, k->comm, reason);
+    else
+        pp_info_proc(k->pid, p->start_ticks, "%s pid %d (%s) not profiled: %s", runtime, k->pid,
+                     k->comm, reason);
+}
+
+int pp_skips_emit(pp_profile *out, const pp_skip *k, size_t n, const char *runtime)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++)
+        if (pp_error_stack(out, k[i].pid, k[i].comm, runtime, k[i].error ? "error" : "skipped",
+                           k[i].reason) < 0)
+            rc = -1;
+    return rc;
+}

@@ -36,4 +36,18 @@ void pp_runner_free(pp_runner *r);
 int pp_error_stack(pp_profile *out, int pid, const char *comm, const char *runtime,
                    const char *what, const char *reason);
 
+/* A process a backend leaves out of its session, given an error or skipped stack at collect. */
+typedef struct pp_skip {
+    int pid;
+    char comm[17];
+    bool error; /* "error", else "skipped" */
+    char reason[256];
+} pp_skip;
+/* Records p in k and logs it (a WARNING "<runtime> pid N (comm) cannot be profiled: reason" for
+ * an error, else an INFO "... not profiled: reason"). */
+void pp_skip_note(pp_skip *k, const pp_proc *p, const char *runtime, bool error,
+                  const char *reason);
+/* The stacks of n skips (pp_error_stack). 0, or -1 out of memory. */
+int pp_skips_emit(pp_profile *out, const pp_skip *k, size_t n, const char *runtime);
+
 #endif

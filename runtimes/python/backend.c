@@ -17,17 +17,10 @@
 #include "runtimes/runner.h"
 #include "runtimes/runtime.h"
 
-typedef struct skipped {
-    int pid;
-    char comm[17];
-    bool error; /* "error", else "skipped" */
-    char reason[256];
-} skipped;
-
 typedef struct pysession {
     void *user; /* the user-space sampler */
     void *spy;  /* py-spy, for processes the walker does not support (auto) */
-    skipped *skips;
+    pp_skip *skips;
     size_t nskips;
 } pysession;
 
@@ -83,17 +76,7 @@ void *pp_pybuiltin_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t
                          procs[i].pid, procs[i].comm, err);
             continue;
         }
-        skipped *k = &s->skips[s->nskips++];
-        k->pid = procs[i].pid;
-        snprintf(k->comm, sizeof(k->comm), "%s", procs[i].comm);
-        k->error = st != PP_INWALK_UNSUPPORTED;
-        snprintf(k->reason, sizeof(k->reason), "%s", err);
-        if (k->error)
-            pp_warn_proc(k->pid, start, "python pid %d (%s) cannot be profiled: %s", k->pid,
-                         k->comm, err);
-        else
-            pp_info_proc(k->pid, start, "python pid %d (%s) not profiled: %s", k->pid, k->comm,
-                         err);
+        pp_skip_note(&s->skips[s->nskips++], &procs[i], "python", st != PP_INWALK_UNSUPPORTED, err);
     }
     if (nfall)
         s->spy = pp_pyspy_start(ctx, fallback, nfall, deadline);
@@ -111,10 +94,8 @@ int pp_pybuiltin_collect(void *session, pp_profile *out)
         rc = -1;
     if (s->spy && pp_pyspy_collect(s->spy, out) < 0)
         rc = -1;
-    for (size_t i = 0; i < s->nskips; i++)
-        if (pp_error_stack(out, s->skips[i].pid, s->skips[i].comm, "python",
-                           s->skips[i].error ? "error" : "skipped", s->skips[i].reason) < 0)
-            rc = -1;
+    if (pp_skips_emit(out, s->skips, s->nskips, "python") < 0)
+        rc = -1;
     return rc;
 }
 

@@ -10,68 +10,18 @@
 #include <unistd.h>
 
 #include "base/elfinfo.h"
-#include "base/inroot.h"
+#include "runtimes/modules.h"
 #include "runtimes/python/cpython_int.h"
-#include "runtimes/symbols/symbols_internal.h"
 
 #define FRAME_OWNED_BY_CSTACK 3 /* 3.12+: shim / entry frame, not Python code */
 #define GLIBC_PTHREAD_TID 0x2d0 /* struct pthread.tid, glibc 2.36 x86_64 (calibrated at open) */
 
 /* ---- locating the interpreter ---- */
 
-typedef struct py_module {
-    char path[PATH_MAX]; /* as mapped in the target's mount namespace */
-    uint64_t start, end; /* its file-offset-0 mapping */
-    bool deleted;        /* the file was replaced or removed since it was mapped */
-} py_module;
-
 /* version.0: Py_GetVersion's static buffer ("3.8.18 (default, ..."), in .symtab only. */
 enum { SYM_RUNTIME, SYM_VERSION, SYM_CODE, SYM_UNICODE, SYM_BYTES, SYM_VERBUF, NSYMS };
 static const char *const sym_names[NSYMS] = {"_PyRuntime",     "Py_Version",   "PyCode_Type",
                                              "PyUnicode_Type", "PyBytes_Type", "version.0"};
-
-/* The first libpython mapping and the main executable's mapping. */
-static int find_modules(int pid, py_module *lib, py_module *exe)
-{
-    char path[64], target[PATH_MAX];
-    snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-    ssize_t tl = readlink(path, target, sizeof(target) - 1);
-    target[tl > 0 ? tl : 0] = '\0';
-    const char *del = strstr(target, " (deleted)");
-    size_t tlen = del ? (size_t)(del - target) : strlen(target);
-    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    lib->path[0] = exe->path[0] = '\0';
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, f)) > 0) {
-        pp_maps_line ml;
-        if (pp_maps_parse_line(line, (size_t)n, &ml) != 0 || ml.offset != 0 || !ml.pathlen ||
-            ml.pathlen >= PATH_MAX)
-            continue;
-        const char *base = memrchr(ml.path, '/', ml.pathlen);
-        base = base ? base + 1 : ml.path;
-        size_t plen = ml.pathlen - (ml.deleted ? strlen(" (deleted)") : 0);
-        py_module *m = NULL;
-        if (!lib->path[0] && strncmp(base, "libpython", 9) == 0)
-            m = lib;
-        else if (!exe->path[0] && tlen && plen == tlen && memcmp(ml.path, target, tlen) == 0)
-            m = exe;
-        if (m) {
-            memcpy(m->path, ml.path, plen);
-            m->path[plen] = '\0';
-            m->start = ml.start;
-            m->end = ml.end;
-            m->deleted = ml.deleted;
-        }
-    }
-    free(line);
-    fclose(f);
-    return 0;
-}
 
 /* X.Y from a file name such as python3.11, libpython3.7m.so.1.0. */
 static int version_from_name(const char *path, unsigned *major, unsigned *minor)
@@ -143,8 +93,8 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
         return fail(p, status, PP_PY_ERROR, err, errlen, "out of memory%s", "");
     p->pid = pid;
     pp_rmem_init(&p->mem, pid);
-    py_module lib, exe;
-    if (pid <= 0 || find_modules(pid, &lib, &exe) != 0) {
+    pp_rt_module lib, exe;
+    if (pid <= 0 || pp_rt_find_modules(pid, "libpython", &lib, &exe) != 0) {
         if (pid > 0 && errno != ENOENT && errno != ESRCH)
             return fail(p, status, PP_PY_ERROR, err, errlen,
                         "cannot read /proc/%s/maps (permission? run as root)", pidbuf);
@@ -152,22 +102,15 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
     }
 
     /* libpython first (pyenv / --enable-shared builds), else the executable itself. */
-    py_module *mods[2] = {lib.path[0] ? &lib : NULL, exe.path[0] ? &exe : NULL};
-    py_module *mod = NULL;
+    pp_rt_module *mods[2] = {lib.path[0] ? &lib : NULL, exe.path[0] ? &exe : NULL};
+    pp_rt_module *mod = NULL;
     uint64_t sym[NSYMS] = {0}, first_load = 0;
     unsigned major = 0, minor = 0;
     char file[PATH_MAX + 64];
     for (int i = 0; i < 2 && !mod; i++) {
         if (!mods[i])
             continue;
-        int fd = -1;
-        if (mods[i] == &exe)
-            snprintf(file, sizeof(file), "/proc/%d/exe", pid);
-        else if (mods[i]->deleted) /* e.g. upgraded in place: the mapped file itself */
-            snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", pid,
-                     (unsigned long long)mods[i]->start, (unsigned long long)mods[i]->end);
-        else if ((fd = pp_open_in_proc_root_path(pid, mods[i]->path, file, sizeof(file))) < 0)
-            file[0] = '\0'; /* inside the process's root only: not found */
+        int fd = pp_rt_module_file(pid, mods[i], mods[i] == &exe, file, sizeof(file));
         long found = file[0] ? pp_elf_symbol_values(file, sym_names, NSYMS, sym, &first_load) : -1;
         if (fd >= 0)
             close(fd);

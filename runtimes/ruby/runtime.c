@@ -1,5 +1,5 @@
-/* The Ruby runtime's descriptor (runtimes/runtime.h): detection and appid; no profiler yet
- * (any mode but disabled warns at start and Ruby processes get native frames). */
+/* The Ruby runtime's descriptor (runtimes/runtime.h): detection, appid, and the builtin backend
+ * (the BPF sampler's in-sampler walker, docs/ruby.md). */
 #include <stddef.h>
 
 #include "runtimes/ruby/ruby.h"
@@ -8,6 +8,13 @@
 static const pp_choice modes[] = {{"auto"},     {"builtin"},          {"rbspy"},
                                   {"disabled"}, {"none", "disabled"}, {NULL}};
 static const char *const suffixes[] = {"_[rb]", NULL};
+/* rbspy's C-function frame has no suffix */
+static const char *const frame_prefixes[] = {"(unknown) [c function] - ", NULL};
+
+extern const pp_backend pp_ruby_builtin_backend, pp_ruby_rbspy_placeholder;
+static const pp_backend *const backends[] = {&pp_ruby_builtin_backend, &pp_ruby_rbspy_placeholder,
+                                             NULL};
+extern const pp_inwalker pp_ruby_inwalker;
 
 const pp_runtime pp_rt_ruby = {
     .name = "ruby",
@@ -20,8 +27,11 @@ const pp_runtime pp_rt_ruby = {
     .modes = modes,
     .default_mode = "auto",
     .mode_metavar = "{auto,builtin,rbspy,disabled}",
-    .mode_help = "Ruby profiler: none yet, any mode but disabled warns at start and Ruby "
-                 "processes get native frames (--no-ruby: disabled)",
+    .mode_help = "Ruby profiler: builtin walks Ruby frames in the BPF sampler (--no-ruby: "
+                 "disabled)",
     .suffixes = suffixes,
+    .frame_prefixes = frame_prefixes,
     .appid = pp_appid_ruby,
+    .backends = backends,
+    .walker = &pp_ruby_inwalker,
 };

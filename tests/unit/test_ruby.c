@@ -1,0 +1,293 @@
+/* The Ruby reader (runtimes/ruby/ruby_int.h) against Debian's ruby 3.1: a fixture stopped in a
+ * known stack (tests/fixtures/ruby/stacks.rb) is walked through the layout and every frame's
+ * label, path and line must match the fixture; the layout self-check passes with the right table
+ * and refuses a wrong one (PP_RUBY_TEST_LAYOUT); the line tables' succinct bitvector against a
+ * plain count; rbspy's frame texts; garbage memory through the reader's test hook. */
+#include <limits.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "base/child.h"
+#include "bpf/ruby.h"
+#include "runtimes/ruby/ruby_int.h"
+#include "runtimes/runtime.h"
+#include "runtimes/system/sampler.h"
+#include "testutil.h"
+
+#define RUBY "/usr/bin/ruby"
+#define FIXTURE "tests/fixtures/ruby/stacks.rb"
+
+extern const pp_inwalker pp_ruby_inwalker;
+
+typedef struct fixture {
+    pp_child *child;
+    char *dir;
+    int pid;
+    char path[PATH_MAX], ready[PATH_MAX];
+} fixture;
+
+static void fixture_start(fixture *f)
+{
+    memset(f, 0, sizeof(*f));
+    if (access(RUBY, X_OK) != 0)
+        cr_skip_test("needs %s (Debian's ruby: apt-get install ruby)", RUBY);
+    cr_assert(realpath(FIXTURE, f->path), "run from the repository root");
+    f->dir = pp_test_mkdtemp();
+    snprintf(f->ready, sizeof(f->ready), "%s/ready", f->dir);
+    char *argv[] = {RUBY, f->path, f->ready, NULL};
+    pp_child_opts o = {.argv = argv, .quiet = true};
+    char err[256];
+    f->child = pp_child_start(&o, err, sizeof(err));
+    cr_assert(f->child, "%s", err);
+    f->pid = pp_child_pid(f->child);
+    for (int i = 0; i < 3000 && access(f->ready, R_OK) != 0; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert(access(f->ready, R_OK) == 0, "ruby did not get ready");
+}
+
+static void fixture_stop(fixture *f)
+{
+    pp_child_free(f->child);
+    pp_test_rmtree(f->dir);
+}
+
+static int marker(const char *name)
+{
+    FILE *fp = fopen(FIXTURE, "r");
+    cr_assert(fp);
+    char line[512], key[64];
+    snprintf(key, sizeof(key), "# L:%s\n", name);
+    int n = 0, found = 0;
+    while (!found && fgets(line, sizeof(line), fp)) {
+        n++;
+        const char *k = strstr(line, "# L:");
+        if (k && strcmp(k, key) == 0)
+            found = n;
+    }
+    fclose(fp);
+    cr_assert(found, "marker %s", name);
+    return found;
+}
+
+/* The main thread's frames as the BPF walker reads them (innermost first), named. */
+static size_t walk_main(pp_rb_proc *p, char out[][600], size_t cap)
+{
+    const pp_rb_layout *L = &p->L;
+    uint64_t th, ec, stack, size, cfp;
+    cr_assert(pp_rmem_ptr(&p->mem, p->vm + L->vm_main_thread, &th) == 0);
+    cr_assert(pp_rmem_ptr(&p->mem, th + L->th_ec, &ec) == 0);
+    cr_assert(pp_rmem_ptr(&p->mem, ec + L->ec_vm_stack, &stack) == 0);
+    cr_assert(pp_rmem_ptr(&p->mem, ec + L->ec_vm_stack_size, &size) == 0);
+    cr_assert(pp_rmem_ptr(&p->mem, ec + L->ec_cfp, &cfp) == 0);
+    size_t n = 0;
+    for (uint64_t end = stack + size * 8 - L->cfp_size; cfp < end && n < cap; cfp += L->cfp_size) {
+        uint64_t pc = 0, iseq = 0, ep = 0, flags = 0;
+        if (pp_rmem_ptr(&p->mem, cfp + L->cfp_pc, &pc) ||
+            pp_rmem_ptr(&p->mem, cfp + L->cfp_iseq, &iseq) ||
+            pp_rmem_ptr(&p->mem, cfp + L->cfp_ep, &ep))
+            break;
+        if (!iseq) {
+            if (pp_rmem_ptr(&p->mem, ep, &flags) == 0 &&
+                (flags & PP_RUBY_FRAME_MAGIC_MASK) == PP_RUBY_FRAME_MAGIC_CFUNC)
+                pp_rb_frame_text(out[n++], 600, NULL, NULL, 0);
+            continue;
+        }
+        pp_rb_iseq *q = pp_rb_iseq_get(p, iseq, 1);
+        if (q)
+            pp_rb_frame_text(out[n++], 600, q->label, q->path, pp_rb_iseq_line(q, pc));
+    }
+    return n;
+}
+
+Test(ruby, fixture_stack_exact)
+{
+    pp_test_quiet_log();
+    fixture f;
+    fixture_start(&f);
+    pp_rb_status st;
+    char err[256];
+    pp_rb_proc *p = pp_rb_open(f.pid, &st, err, sizeof(err));
+    cr_assert(p, "%s", err);
+    cr_assert_eq(p->L.major, 3);
+    cr_assert_str_eq(p->version, "3.1.2");
+    char got[32][600];
+    size_t n = 0;
+    /* the ready file is written just before `sleep`: wait until the thread is in it */
+    for (int i = 0; i < 300; i++) {
+        pp_rmem_begin_sample(&p->mem);
+        n = walk_main(p, got, 32);
+        if (n == 10 && strncmp(got[0], "(unknown)", 9) == 0)
+            break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    for (size_t i = 0; i < n; i++)
+        cr_log_info("frame %zu: %s", i, got[i]);
+    /* innermost first; NULL: a C function */
+    const char *want[][2] = {{NULL, NULL},
+                             {"deep", "sleep"},
+                             {"deep", "deep"},
+                             {"deep", "deep"},
+                             {"block in <class:Shape>", "dm"},
+                             {"inner", "inner"},
+                             {"block in area", "area"},
+                             {NULL, NULL}, /* Integer#times */
+                             {"area", "area"},
+                             {"<main>", "main"}};
+    size_t nw = sizeof(want) / sizeof(want[0]);
+    cr_assert_eq(n, nw);
+    for (size_t i = 0; i < nw; i++) {
+        char w[PATH_MAX + 600];
+        pp_rb_frame_text(w, sizeof(w), want[i][0], f.path, want[i][1] ? marker(want[i][1]) : 0);
+        cr_assert_str_eq(got[i], w, "frame %zu", i);
+    }
+    pp_rb_close(p);
+    fixture_stop(&f);
+}
+
+/* The walker's prepare(): the tested 3.1 table is used as is; treated as untested, the
+ * self-check passes; with a wrong table it fails and the process is skipped as unverified. */
+Test(ruby, layout_self_check)
+{
+    pp_test_quiet_log();
+    fixture f;
+    fixture_start(&f);
+    const char *modes[] = {"", "untested", "wrong"};
+    for (int i = 0; i < 3; i++) {
+        setenv("PP_RUBY_TEST_LAYOUT", modes[i], 1);
+        unsigned char info[192];
+        char err[256] = "";
+        pp_inwalk_status st;
+        void *state =
+            pp_ruby_inwalker.prepare(NULL, f.pid, info, sizeof(info), &st, err, sizeof(err));
+        if (i < 2) {
+            cr_assert(state && st == PP_INWALK_OK, "%s: %s", modes[i], err);
+            const struct pp_ruby_info *in = (const void *)info;
+            cr_assert_eq(in->root_ec, 520);
+            cr_assert_eq(in->cfp_size, 64);
+            pp_ruby_inwalker.ops->free(state);
+        } else {
+            cr_assert(!state && st == PP_INWALK_UNSUPPORTED);
+            cr_assert_str_eq(err, "unverified Ruby 3.1 layout");
+        }
+    }
+    unsetenv("PP_RUBY_TEST_LAYOUT");
+    fixture_stop(&f);
+}
+
+Test(ruby, not_ruby_and_gone)
+{
+    pp_test_quiet_log();
+    pp_rb_status st;
+    char err[256];
+    cr_assert_null(pp_rb_open(getpid(), &st, err, sizeof(err)));
+    cr_assert_eq(st, PP_RB_NOT_RUBY, "%s", err);
+    cr_assert_null(pp_rb_open(0x3fffffff, &st, err, sizeof(err)));
+    cr_assert_eq(st, PP_RB_GONE, "%s", err);
+}
+
+/* Ruby's succ_index_table built from a set of positions, as iseq.c builds it. */
+static size_t build_succ(const bool *set, uint32_t size, uint64_t *tab)
+{
+    uint32_t rank = 0;
+    memset(tab, 0, 6 * 8);
+    for (uint32_t x = 0; x < 54 && x < size; x++) {
+        rank += set[x];
+        tab[x / 9] |= (uint64_t)rank << ((x % 9) * 7);
+    }
+    size_t blocks = size > 54 ? (size - 54) / 512 + 1 : 0;
+    for (size_t b = 0; b < blocks; b++) {
+        uint64_t *blk = tab + 6 + b * 10;
+        memset(blk, 0, 80);
+        blk[0] = rank;
+        uint32_t in_block = 0;
+        for (uint32_t s = 0; s < 8; s++) {
+            if (s)
+                blk[1] |= (uint64_t)in_block << ((s - 1) * 9);
+            for (uint32_t bit = 0; bit < 64; bit++) {
+                uint32_t x = 54 + (uint32_t)b * 512 + s * 64 + bit;
+                if (x < size && set[x]) {
+                    blk[2 + s] |= 1ull << bit;
+                    in_block++;
+                }
+            }
+        }
+        rank += in_block;
+    }
+    return 6 + blocks * 10;
+}
+
+Test(ruby, succinct_rank_matches_count)
+{
+    static bool set[3000];
+    static uint64_t tab[6 + 6 * 10];
+    srand(7);
+    for (int round = 0; round < 20; round++) {
+        uint32_t size = 1 + (uint32_t)(rand() % 3000);
+        for (uint32_t i = 0; i < size; i++)
+            set[i] = i == 0 || rand() % (1 + round % 5) == 0;
+        size_t nw = build_succ(set, size, tab);
+        long count = 0;
+        for (uint32_t pos = 0; pos < size; pos++) {
+            count += set[pos];
+            cr_assert_eq(pp_rb_succ_rank(tab, nw, pos), count, "size %u pos %u", size, pos);
+        }
+        cr_assert_eq(pp_rb_succ_rank(tab, nw, size + 600), -1);
+    }
+    uint32_t pos[] = {0, 3, 9, 20};
+    cr_assert_eq(pp_rb_positions_index(pos, 4, 0), 0);
+    cr_assert_eq(pp_rb_positions_index(pos, 4, 8), 1);
+    cr_assert_eq(pp_rb_positions_index(pos, 4, 100), 3);
+}
+
+Test(ruby, frame_texts)
+{
+    char t[256];
+    pp_rb_frame_text(t, sizeof(t), "block in run", "/app/x.rb", 12);
+    cr_assert_str_eq(t, "block in run - /app/x.rb:12_[rb]");
+    pp_rb_frame_text(t, sizeof(t), NULL, NULL, 0);
+    cr_assert_str_eq(t, "(unknown) [c function] - (unknown):0");
+}
+
+/* Garbage memory: every read answered from a pseudo-random buffer; the reader never crashes,
+ * and whatever it accepts is NUL-terminated and bounded. */
+static int garbage(void *arg, uint64_t addr, void *buf, size_t len)
+{
+    unsigned *seed = arg;
+    uint8_t *b = buf;
+    for (size_t i = 0; i < len; i++) {
+        *seed = *seed * 1103515245u + 12345u;
+        b[i] = (uint8_t)(*seed >> 16);
+        if ((*seed >> 8) % 7 == 0) /* plausible flags and pointers now and then */
+            b[i] = i % 8 == 0 ? 0x1a : (uint8_t)(addr >> (8 * (i % 6)));
+    }
+    return (*seed >> 4) % 13 == 0 ? -1 : 0;
+}
+
+Test(ruby, garbage_memory)
+{
+    pp_rb_proc *pp = calloc(1, sizeof(*pp));
+    cr_assert(pp);
+    pp->L = *pp_rb_layout_for(3, 1);
+    pp_rmem_init(&pp->mem, 1);
+    PP_HTAB_INIT(&pp->iseqs, pp_rb_iseq *, 50);
+    unsigned seed = 1;
+    pp->mem.hook = garbage;
+    pp->mem.hook_arg = &seed;
+#define p (*pp)
+    for (int i = 0; i < 20000; i++) {
+        pp_rb_iseq *q = pp_rb_iseq_get(&p, 0x10000 + (uint64_t)i * 64, (unsigned)i);
+        if (q) {
+            cr_assert(strlen(q->label) < 512);
+            (void)pp_rb_iseq_line(q, q->encoded + (uint64_t)(i % 100) * 8);
+        }
+        char s[64];
+        if (pp_rb_read_string(&p.mem, &p.L, 0x20000 + (uint64_t)i * 8, s, sizeof(s)) == 0)
+            cr_assert(strlen(s) < sizeof(s));
+    }
+#undef p
+    pp->mem.hook = NULL;
+    pp_rb_close(pp);
+}
