@@ -12,12 +12,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "merge/strtab.h"
 #include "base/child.h"
 #include "base/log.h"
 #include "base/procfiles.h"
 #include "base/resource.h"
 #include "runtimes/python/pkgversions.h"
+#include "runtimes/folded.h"
 #include "runtimes/python/python_int.h"
 #include "runtimes/runner.h"
 
@@ -156,85 +156,30 @@ static char *read_output(const char *path)
     return text;
 }
 
-/* Frame ids in out of raw frames (cached: py-spy repeats frames on every line). */
-typedef struct framemap {
-    pp_strtab *raw;
-    uint32_t *ids;
-    size_t cap;
-} framemap;
+typedef struct frame_ctx {
+    const char *root, *pyver;
+} frame_ctx;
 
-static uint32_t map_frame(framemap *m, pp_profile *out, const char *root, const char *pyver,
-                          const char *f, size_t len)
+/* A py-spy frame as gProfiler writes it: "_[p]"-suffixed, with its package annotation. */
+static void rewrite_frame(void *arg, const char *f, size_t len, char *out, size_t cap)
 {
-    uint32_t r = pp_strtab_intern(m->raw, f, len);
-    if (r == UINT32_MAX)
-        return 0;
-    if (r >= m->cap) {
-        size_t ncap = m->cap ? m->cap : 256;
-        while (ncap <= r)
-            ncap *= 2;
-        uint32_t *n = realloc(m->ids, ncap * sizeof(*n));
-        if (!n)
-            return 0;
-        for (size_t i = m->cap; i < ncap; i++)
-            n[i] = UINT32_MAX;
-        m->ids = n;
-        m->cap = ncap;
-    }
-    if (m->ids[r] == UINT32_MAX) {
-        /* Granulate's py-spy fork (gProfiler's) ends each frame in "_[p]"; py-spy as released
-         * on PyPI does not: the suffix is added so that both give gProfiler's frames. */
-        const char *raw = pp_strtab_get(m->raw, r);
-        size_t rl = pp_strtab_len(m->raw, r);
-        char suffixed[PATH_MAX + 600];
-        if (rl < 4 || memcmp(raw + rl - 4, "_[p]", 4) != 0) {
-            snprintf(suffixed, sizeof(suffixed), "%s_[p]", raw);
-            raw = suffixed;
-        }
-        char text[PATH_MAX + 600];
-        if (root)
-            pp_pkgver_rewrite_frame(root, raw, pyver, text, sizeof(text));
-        else
-            snprintf(text, sizeof(text), "%s", raw);
-        m->ids[r] = pp_profile_intern(out, text);
-    }
-    return m->ids[r];
+    const frame_ctx *c = arg;
+    /* Granulate's py-spy fork (gProfiler's) ends each frame in "_[p]"; py-spy as released on
+     * PyPI does not: the suffix is added so that both give gProfiler's frames. */
+    char suffixed[PATH_MAX + 600];
+    bool has = len >= 4 && memcmp(f + len - 4, "_[p]", 4) == 0;
+    snprintf(suffixed, sizeof(suffixed), "%.*s%s", (int)len, f, has ? "" : "_[p]");
+    if (c->root)
+        pp_pkgver_rewrite_frame(c->root, suffixed, c->pyver, out, cap);
+    else
+        snprintf(out, cap, "%s", suffixed);
 }
 
 size_t pp_pyspy_parse(char *text, pp_profile *out, pp_pid_profile *dst, const char *root,
                       const char *pyver)
 {
-    framemap m = {.raw = pp_strtab_new()};
-    uint32_t ids[1024];
-    size_t lines = 0;
-    for (char *line = text; m.raw && line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        size_t ll = strlen(line);
-        if (ll && line[ll - 1] == '\r')
-            line[ll - 1] = '\0';
-        char *sp = strrchr(line, ' ');
-        char *end = NULL;
-        unsigned long long count =
-            sp && sp[1] >= '0' && sp[1] <= '9' ? strtoull(sp + 1, &end, 10) : 0;
-        if (sp && sp > line && count > 0 && count < (1ull << 40) && *end == '\0') {
-            size_t n = 0;
-            for (char *f = line; f < sp && n < 1024;) {
-                char *semi = memchr(f, ';', (size_t)(sp - f));
-                size_t fl = semi ? (size_t)(semi - f) : (size_t)(sp - f);
-                if (fl)
-                    ids[n++] = map_frame(&m, out, root, pyver, f, fl);
-                f += fl + 1;
-            }
-            if (n && pp_pid_add(dst, ids, n, count) == 0)
-                lines++;
-        }
-        line = nl ? nl + 1 : NULL;
-    }
-    pp_strtab_free(m.raw);
-    free(m.ids);
-    return lines;
+    frame_ctx c = {root, pyver};
+    return pp_folded_parse(text, out, dst, rewrite_frame, &c);
 }
 
 static void add_error(pp_profile *out, const spyproc *p, const char *reason)
