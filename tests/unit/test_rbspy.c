@@ -10,20 +10,6 @@
 
 TestSuite(rbspy, .init = pp_test_quiet_log);
 
-static char *stack_text(const pp_profile *p, const pp_pid_profile *pp, size_t i, uint64_t *count)
-{
-    size_t n;
-    const uint32_t *f = pp_pid_stack(pp, i, &n, count);
-    static char buf[4096];
-    buf[0] = '\0';
-    for (size_t k = 0; k < n; k++) {
-        if (k)
-            strcat(buf, ";");
-        strcat(buf, pp_profile_str(p, f[k]));
-    }
-    return buf;
-}
-
 /* Upstream rbspy's collapsed lines: Ruby frames get "_[rb]", C-function frames none, with the
  * ":0" line of Granulate's fork. */
 Test(rbspy, frames_get_gprofilers_suffixes)
@@ -36,14 +22,14 @@ Test(rbspy, frames_get_gprofilers_suffixes)
                   "Foo.bar - /app/b.rb:7_[rb] 2\n";
     cr_assert_eq(pp_rbspy_parse(text, p, pp), 3);
     uint64_t c;
-    cr_assert_str_eq(stack_text(p, pp, 0, &c),
+    cr_assert_str_eq(pp_test_stack_text(p, pp, 0, &c),
                      "<main> - /app/a.rb:53_[rb];(unknown) [c function] - (unknown):0;"
                      "block in <main> - /app/a.rb:52_[rb];hot_a - /app/a.rb:25_[rb]");
     cr_assert_eq(c, 235);
-    cr_assert_str_eq(stack_text(p, pp, 1, &c),
+    cr_assert_str_eq(pp_test_stack_text(p, pp, 1, &c),
                      "<main> - /app/a.rb:53_[rb];sleep [c function] - (unknown):0");
     cr_assert_eq(c, 3);
-    cr_assert_str_eq(stack_text(p, pp, 2, &c), "Foo.bar - /app/b.rb:7_[rb]",
+    cr_assert_str_eq(pp_test_stack_text(p, pp, 2, &c), "Foo.bar - /app/b.rb:7_[rb]",
                      "a fork's suffix is kept once");
     pp_profile_free(p);
 }
@@ -64,8 +50,8 @@ Test(rbspy, malformed_lines_are_skipped)
                   "<main> - /a.rb:2;;g - /a.rb:9 10";
     cr_assert_eq(pp_rbspy_parse(text, p, pp), 2);
     uint64_t c;
-    cr_assert_str_eq(stack_text(p, pp, 0, &c), "x [c function] - ::0");
-    cr_assert_str_eq(stack_text(p, pp, 1, &c), "<main> - /a.rb:2_[rb];g - /a.rb:9_[rb]");
+    cr_assert_str_eq(pp_test_stack_text(p, pp, 0, &c), "x [c function] - ::0");
+    cr_assert_str_eq(pp_test_stack_text(p, pp, 1, &c), "<main> - /a.rb:2_[rb];g - /a.rb:9_[rb]");
     cr_assert_eq(c, 10);
     pp_profile_free(p);
 }

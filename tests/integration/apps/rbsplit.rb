@@ -7,10 +7,10 @@
 # arithmetic), so the leaf frame is the hot method itself. A second thread sleeps: it must not
 # appear in a CPU profile. Prints "ready <pid>" once both run.
 #
-# Usage: rbhot.rb. RBHOT_DEPTH (default 3) sets the depth of the recursion above the hot
+# Usage: rbsplit.rb. RBSPLIT_DEPTH (default 3) sets the depth of the recursion above the hot
 # methods.
 
-DEPTH = Integer(ENV.fetch("RBHOT_DEPTH", "3"))
+DEPTH = Integer(ENV.fetch("RBSPLIT_DEPTH", "3"))
 
 class Worker
   def hot_a(units)
