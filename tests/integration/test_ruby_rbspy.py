@@ -93,6 +93,8 @@ def test_rbspy_real_split_frames_total_and_metadata(tmp_path):
     counts = {int(m[1]): int(m[3]) for m in SAMPLER_LINE.finditer(r.stderr)}
     assert a.pid in counts and counts[a.pid] > 0, r.stderr[-3000:]
     assert sum(c for _, c in stacks) == counts[a.pid]
+    print(f"rbspy: hot_a {a_n}, hot_b {b_n}: {100.0 * a_n / max(a_n + b_n, 1):.1f}% of "
+          f"{a_n + b_n}; Ruby total {sum(c for _, c in stacks)} = sampler {counts[a.pid]}")
     # the metadata of the header, in gProfiler's order, then the base keys
     md = prof.header["application_metadata"][int(stacks[0][0][0])]
     version = subprocess.run([RUBY, "--version"], capture_output=True, text=True,
