@@ -65,6 +65,8 @@ static const pp_perproc_tool tool = {
     .argv = argv,
     .max_hz = PP_RBSPY_MAX_HZ,
     .extra_timeout = 10.0, /* gProfiler: duration + 10 s, then SIGKILL */
+    /* rbspy's words for a pid that is gone when it starts */
+    .gone_stderr = "Failed to get process executable name",
     .parse = parse,
 };
 

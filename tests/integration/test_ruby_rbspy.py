@@ -109,10 +109,12 @@ STANDIN = """#!/bin/sh
 # rbspy stand-in: records its argv, then {action}
 printf '%s\\n' "$@" > {argv}
 file=""
-while [ $# -gt 0 ]; do
-    [ "$1" = --file ] && file=$2
-    shift
+prev=""
+for a in "$@"; do
+    [ "$prev" = --file ] && file=$a
+    prev=$a
 done
+pid=$prev
 {body}
 """
 
@@ -173,6 +175,28 @@ def test_failing_rbspy_gives_an_error_stack(tmp_path):
                         "[Profiling error: rbspy exited with code 3]"], 1)], stacks
     assert re.search(rf"ruby pid {a.pid} \(ruby\): rbspy exited with code 3; stderr: "
                      r"Error: standin failure", r.stderr), r.stderr
+
+
+def test_process_gone_before_rbspy_attached(tmp_path):
+    """The real rbspy, started by a wrapper that first kills the target (the race of a process
+    exiting between discovery and rbspy's start): an error stack says so."""
+    need(RBSPY, f"the real rbspy {RBSPY_VERSION} (make deps builds it with cargo)")
+    need(RUBY, "Debian's ruby (apt-get install ruby)")
+    bindir, _ = standin(tmp_path, "kills the target, then runs the real rbspy",
+                        'kill -9 "$pid"\n'
+                        'while readlink "/proc/$pid/exe" >/dev/null 2>&1; do sleep 0.05; done\n'
+                        f'exec {RBSPY} "$@"')
+    a = App([RUBY, str(APPS / "rbsplit.rb")])
+    try:
+        out = tmp_path / "out"
+        env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+        run_polyprof("-d", 2, "-o", out, "--perf-mode", "disabled", "--ruby-mode", "rbspy",
+                     "--pids", a.pid, env=env)
+    finally:
+        a.stop()
+    stacks = [(f[2], f[-1], c) for f, c in last_profile(out).stacks]
+    assert stacks == [("ruby", "[Profiling error: process exited before rbspy started]", 1)], \
+        stacks
 
 
 def test_missing_rbspy_is_named(tmp_path):
