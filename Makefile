@@ -72,7 +72,7 @@ deps:
 # search path (base/resource.h) finds from the binary's own directory, so the tree works under
 # any PREFIX, DESTDIR or chroot. LOGDIR (the default --log-file's directory, which polyprof
 # does not create) is made too; LOGDIR= skips it. resources/ is copied as it is (executables stay executable),
-# but for flamegraph/, compiled into the binary (merge/html.c), plus the pinned tools `make deps` fetched into PP_TOOLS when they are there (py-spy, async-profiler's jar) (PP_TOOLS= skips
+# but for flamegraph/, compiled into the binary (merge/html.c), plus the pinned tools `make deps` fetched into PP_TOOLS when they are there (py-spy, async-profiler's jar, rbspy) (PP_TOOLS= skips
 # them). The Dockerfile runs this target. ----
 PREFIX   ?= /usr/local
 PP_TOOLS ?= /var/cache/polyprof/tools
@@ -80,6 +80,7 @@ LOGDIR   ?= /var/log/polyprof
 RES_DEST  = $(DESTDIR)$(PREFIX)/share/polyprof/resources
 PYSPY_VERSION := $(shell sed -n 's/^PYSPY_VERSION=//p' tests/tools/install.sh 2>/dev/null)
 ASPROF_VERSION := $(shell sed -n 's/^ASPROF_VERSION=//p' tests/tools/install.sh 2>/dev/null)
+RBSPY_VERSION := $(shell sed -n 's/^RBSPY_VERSION=//p' tests/tools/install.sh 2>/dev/null)
 
 install: $(BUILD)/polyprof
 	$(call say,INST,$(DESTDIR)$(PREFIX))
@@ -96,6 +97,10 @@ install: $(BUILD)/polyprof
 	if [ -n "$(PP_TOOLS)" ] && [ -n "$(ASPROF_VERSION)" ] && [ -f "$$jar" ]; then \
 	    install -D -m 0644 "$$jar" "$(RES_DEST)/java/async-profiler.jar"; \
 	    echo "  installed async-profiler $(ASPROF_VERSION) from $(PP_TOOLS)"; fi
+	$(Q)rbspy="$(PP_TOOLS)/rbspy-$(RBSPY_VERSION)/bin/rbspy"; \
+	if [ -n "$(PP_TOOLS)" ] && [ -n "$(RBSPY_VERSION)" ] && [ -x "$$rbspy" ]; then \
+	    install -D -m 0755 "$$rbspy" "$(RES_DEST)/ruby/rbspy"; \
+	    echo "  installed rbspy $(RBSPY_VERSION) from $(PP_TOOLS)"; fi
 
 # ---- BPF: CO-RE objects and libbpf skeletons ----
 BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \

@@ -202,13 +202,13 @@ static size_t find_symbols(Elf *e, const char *const *names, size_t n, uint64_t 
     return found;
 }
 
-int pp_elf_read_symbol(const char *path, const char *name, void *buf, size_t size)
+ssize_t pp_elf_read_symbol_upto(const char *path, const char *name, void *buf, size_t size)
 {
     int fd;
     Elf *e = open_elf(path, &fd);
     if (!e)
         return -1;
-    int rc = -1;
+    ssize_t rc = -1;
     uint64_t addr = 0;
     bool found = find_symbols(e, &name, 1, &addr) == 1;
     size_t nph = 0, fsz = 0;
@@ -218,17 +218,25 @@ int pp_elf_read_symbol(const char *path, const char *name, void *buf, size_t siz
         GElf_Phdr ph;
         if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
             continue;
-        if (addr >= ph.p_vaddr && addr + size <= ph.p_vaddr + ph.p_filesz) {
+        if (addr >= ph.p_vaddr && addr - ph.p_vaddr < ph.p_filesz && ph.p_offset < fsz &&
+            ph.p_filesz <= fsz) {
             uint64_t off = ph.p_offset + (addr - ph.p_vaddr);
-            if (off + size <= fsz) {
-                memcpy(buf, img + off, size);
-                rc = 0;
+            uint64_t seg_end = ph.p_offset + ph.p_filesz < fsz ? ph.p_offset + ph.p_filesz : fsz;
+            if (off < seg_end) {
+                size_t n = seg_end - off < size ? (size_t)(seg_end - off) : size;
+                memcpy(buf, img + off, n);
+                rc = (ssize_t)n;
             }
         }
     }
     elf_end(e);
     close(fd);
     return rc;
+}
+
+int pp_elf_read_symbol(const char *path, const char *name, void *buf, size_t size)
+{
+    return pp_elf_read_symbol_upto(path, name, buf, size) == (ssize_t)size ? 0 : -1;
 }
 
 long pp_elf_symbol_values(const char *path, const char *const *names, size_t n, uint64_t *values,

@@ -37,6 +37,10 @@ int pp_elf_find_string(const char *path, const char *prefix, const char *accept,
  * Returns 0 on success. */
 int pp_elf_read_symbol(const char *path, const char *name, void *buf, size_t size);
 
+/* Same, reading at most size bytes: fewer where the symbol's segment ends in the file. Returns
+ * the bytes read, or -1. */
+ssize_t pp_elf_read_symbol_upto(const char *path, const char *name, void *buf, size_t size);
+
 /* Looks up several symbols at once (.dynsym, then .symtab): values[i] = st_value of names[i], 0
  * when absent. *first_load (may be NULL) = lowest PT_LOAD p_vaddr rounded down to a page, for
  * the load bias (map start of file offset 0 minus it). Returns symbols found, -1 if not an ELF. */

@@ -7,6 +7,7 @@
 set -euo pipefail
 TOOLS=${PP_TOOLS:-/var/cache/polyprof/tools}
 PYSPY_VERSION=0.4.3
+RBSPY_VERSION=0.55.0
 ASPROF_VERSION=4.6
 ASPROF_SHA256=a5d3d9f4582c2033fa9db518046e73ef97219801f3e7542b82e3e09261ebe493
 # npm's linux-perf (the code-event handler gProfiler's attach-maps loads) and the nan it needs
@@ -55,6 +56,26 @@ if ! echo "$ASPROF_SHA256  $jar" | sha256sum -c --status 2>/dev/null; then
     fi
     chmod 0644 "$jar.new"
     mv "$jar.new" "$jar"
+fi
+
+# rbspy, from crates.io, built with cargo (its release binaries are not on a registry):
+# $TOOLS/rbspy-<ver>/bin/rbspy. cargo's registry stays in CARGO_HOME (~/.cargo, cached by CI)
+# and its build directory in $TOOLS/cargo-target, so a rebuild compiles only what changed.
+rbspy=$TOOLS/rbspy-$RBSPY_VERSION/bin/rbspy
+cargo=$(command -v cargo || echo "${CARGO_HOME:-$HOME/.cargo}/bin/cargo")
+if [ ! -x "$rbspy" ] && [ -x "$cargo" ]; then
+    echo "building rbspy $RBSPY_VERSION (crates.io, cargo install) into $TOOLS"
+    if ! "$cargo" install --quiet --locked rbspy --version "$RBSPY_VERSION" \
+        --root "$TOOLS/rbspy-$RBSPY_VERSION" --target-dir "$TOOLS/cargo-target" >"$log" 2>&1; then
+        cat "$log"
+        exit 1
+    fi
+elif [ ! -x "$rbspy" ]; then
+    echo "no cargo (looked on PATH and in ${CARGO_HOME:-$HOME/.cargo}/bin): rbspy is not built;"
+    echo "--ruby-mode rbspy will report it missing and its tests skip"
+fi
+if [ -x "$rbspy" ]; then
+    "$rbspy" --version | grep -q "$RBSPY_VERSION"
 fi
 
 # The perf-map addon for --nodejs-mode attach-maps, built against the installed Node's headers

@@ -3,20 +3,6 @@
 #include "runtimes/python/python_int.h"
 #include "testutil.h"
 
-static char *stack_text(const pp_profile *p, const pp_pid_profile *pp, size_t i, uint64_t *count)
-{
-    size_t n;
-    const uint32_t *f = pp_pid_stack(pp, i, &n, count);
-    static char buf[4096];
-    buf[0] = '\0';
-    for (size_t k = 0; k < n; k++) {
-        if (k)
-            strcat(buf, ";");
-        strcat(buf, pp_profile_str(p, f[k]));
-    }
-    return buf;
-}
-
 Test(pyspy, parses_raw_lines_and_skips_garbage)
 {
     pp_profile *p = pp_profile_new();
@@ -33,12 +19,14 @@ Test(pyspy, parses_raw_lines_and_skips_garbage)
     cr_assert_eq(pp_pyspy_parse(text, p, pp, NULL, NULL), 3);
     cr_assert_eq(pp_pid_nstacks(pp), 3);
     uint64_t c;
-    cr_assert_str_eq(stack_text(p, pp, 0, &c), "<module> (/app/m.py:3)_[p];hot (/app/m.py:9)_[p]");
+    cr_assert_str_eq(pp_test_stack_text(p, pp, 0, &c),
+                     "<module> (/app/m.py:3)_[p];hot (/app/m.py:9)_[p]");
     cr_assert_eq(c, 30);
-    cr_assert_str_eq(stack_text(p, pp, 1, &c),
+    cr_assert_str_eq(pp_test_stack_text(p, pp, 1, &c),
                      "<module> (/app/m.py:3)_[p];cold (/app/m.py:12)_[p]");
     cr_assert_eq(c, 10);
-    cr_assert_str_eq(stack_text(p, pp, 2, &c), "f (/usr/lib/python3.11/json/encoder.py:200)_[p]");
+    cr_assert_str_eq(pp_test_stack_text(p, pp, 2, &c),
+                     "f (/usr/lib/python3.11/json/encoder.py:200)_[p]");
     pp_profile_free(p);
 }
 
@@ -49,7 +37,7 @@ Test(pyspy, annotates_standard_library_frames)
     char text[] = "run (/usr/lib/python3.11/threading.py:975)_[p];w (/app/w.py:4)_[p] 5\n";
     cr_assert_eq(pp_pyspy_parse(text, p, pp, "/", "3.11.2"), 1);
     uint64_t c;
-    cr_assert_str_eq(stack_text(p, pp, 0, &c),
+    cr_assert_str_eq(pp_test_stack_text(p, pp, 0, &c),
                      "run (/usr/lib/python3.11/threading.py:975 [standard-library==3.11.2])_[p];"
                      "w (/app/w.py:4)_[p]");
     pp_profile_free(p);
@@ -67,10 +55,10 @@ Test(pyspy, frames_of_upstream_pyspy_get_the_suffix)
     cr_assert_eq(pp_pyspy_parse(text, p, pp, "/", "3.11.2"), 3);
     uint64_t c;
     cr_assert_eq(pp_pid_nstacks(pp), 2, "with and without the suffix: the same stack");
-    cr_assert_str_eq(stack_text(p, pp, 0, &c),
+    cr_assert_str_eq(pp_test_stack_text(p, pp, 0, &c),
                      "<module> (/app/m.py:3)_[p];Worker.hot (/app/m.py:9)_[p]");
     cr_assert_eq(c, 5);
-    cr_assert_str_eq(stack_text(p, pp, 1, &c),
+    cr_assert_str_eq(pp_test_stack_text(p, pp, 1, &c),
                      "run (/usr/lib/python3.11/threading.py:975 [standard-library==3.11.2])_[p]");
     pp_profile_free(p);
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "merge/profile.h"
 
 /* Quiet logging for tests: only CRITICAL reaches stderr. */
 static inline void pp_test_quiet_log(void)
@@ -129,6 +130,22 @@ static inline pid_t pp_test_spawn_in_root_with_lib(const char *root, const char 
     cr_assert(symlink("..", p) == 0, "%s", p);
     snprintf(pp_test_lib_to_map(), 4096, "%s/%s", root, lib);
     return pp_test_spawn_isolated(pp_test_map_lib_and_chroot, root);
+}
+
+/* The i-th stack of pp as "frame;frame;..." (a static buffer), its count in *count. */
+static inline const char *pp_test_stack_text(const pp_profile *p, const pp_pid_profile *pp,
+                                             size_t i, uint64_t *count)
+{
+    size_t n;
+    const uint32_t *f = pp_pid_stack(pp, i, &n, count);
+    static char buf[4096];
+    buf[0] = '\0';
+    for (size_t k = 0; k < n; k++) {
+        if (k)
+            strncat(buf, ";", sizeof(buf) - strlen(buf) - 1);
+        strncat(buf, pp_profile_str(p, f[k]), sizeof(buf) - strlen(buf) - 1);
+    }
+    return buf;
 }
 
 static inline void pp_test_kill(pid_t pid)
