@@ -130,7 +130,8 @@ def standin(tmp_path, action, body):
 
 
 def test_gprofiler_command_line_and_auto_takes_rbspy(tmp_path):
-    """auto (the default) takes rbspy when it is found (the first available backend); it runs
+    """auto (the default), without the BPF sampler to walk in, hands the process to rbspy when
+    it is found (the built-in backend's fallback); it runs
     with gProfiler's command line (upstream rbspy's flag spellings: docs/ruby.md), -f clamped
     to 100; its frames get `_[rb]`. Without the sampler the stacks are written as parsed."""
     need(RUBY, "Debian's ruby (apt-get install ruby)")

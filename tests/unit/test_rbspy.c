@@ -56,9 +56,10 @@ Test(rbspy, malformed_lines_are_skipped)
     pp_profile_free(p);
 }
 
-/* The search path finds rbspy at ruby/rbspy; "auto" takes it when found (the first available
- * backend), and an explicit rbspy mode without it says where it was looked for. */
-Test(rbspy, auto_takes_rbspy_when_it_is_found)
+/* The search path finds rbspy at ruby/rbspy; "auto" is the built-in backend (which hands rbspy
+ * what it cannot walk) whether or not rbspy is found, and an explicit rbspy mode without it says
+ * where it was looked for. */
+Test(rbspy, found_on_the_resource_path)
 {
     char *d = pp_test_mkdtemp(), tool[PATH_MAX], out[PATH_MAX], why[1024];
     snprintf(tool, sizeof(tool), "%s/ruby", d);
@@ -73,9 +74,12 @@ Test(rbspy, auto_takes_rbspy_when_it_is_found)
     cr_assert_eq(pp_rbspy_find(out, sizeof(out)), 0);
     cr_expect_str_eq(out, tool);
     const pp_backend *b = pp_runtime_backend(rt, "auto", why, sizeof(why));
-    cr_assert(b && strcmp(b->name, "rbspy") == 0);
+    cr_assert(b && strcmp(b->name, "builtin") == 0);
+    b = pp_runtime_backend(rt, "rbspy", why, sizeof(why));
+    cr_assert(b && strcmp(b->name, "rbspy") == 0 && !why[0], "%s", why);
     unsetenv("POLYPROF_RESOURCES");
-    cr_expect_null(pp_runtime_backend(rt, "auto", why, sizeof(why)));
+    b = pp_runtime_backend(rt, "auto", why, sizeof(why));
+    cr_assert(b && strcmp(b->name, "builtin") == 0);
     b = pp_runtime_backend(rt, "rbspy", why, sizeof(why));
     cr_assert(b && strcmp(b->name, "rbspy") == 0);
     cr_expect(strstr(why, "rbspy not found (looked for ") && strstr(why, "ruby/rbspy"), "%s", why);
