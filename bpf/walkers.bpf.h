@@ -5,6 +5,7 @@
 #ifndef PP_WALKERS_BPF_H
 #define PP_WALKERS_BPF_H
 
+#include "bpf/php.bpf.h"
 #include "bpf/python.bpf.h"
 
 static __always_inline __u32 run_walker(const struct pp_rt_proc *p, __u32 ktid, struct rt_walk *w)
@@ -12,6 +13,8 @@ static __always_inline __u32 run_walker(const struct pp_rt_proc *p, __u32 ktid, 
     switch (p->walker) {
     case PP_WALK_CPYTHON:
         return pp_walk_cpython(p, ktid, w);
+    case PP_WALK_PHP:
+        return pp_walk_php(p, w);
     default:
         return PP_CNT_WALK_NO_THREAD;
     }
