@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/child.h"
 #include "base/log.h"
 #include "base/procfiles.h"
 #include "runtimes/php/php_int.h"
@@ -41,6 +42,7 @@ typedef struct phpsession {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool stopping;
+    double deadline; /* the session's end (CLOCK_MONOTONIC s): collect() returns then */
 } phpsession;
 
 #define WATCH_MS 100
@@ -161,6 +163,9 @@ static void *watcher_main(void *arg)
     pthread_mutex_lock(&s->lock);
     while (!s->stopping) {
         watch_once(s);
+        pthread_mutex_unlock(&s->lock);
+        pp_php_prefetch();
+        pthread_mutex_lock(&s->lock);
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += WATCH_MS * 1000000L;
@@ -180,7 +185,7 @@ static void watcher_stop(phpsession *s)
         return;
     pthread_mutex_lock(&s->lock);
     s->stopping = true;
-    pthread_cond_signal(&s->cond);
+    pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->watcher, NULL);
     s->watching = false;
@@ -207,6 +212,7 @@ static void *builtin_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size
         return s;
     }
     s->ctx = *ctx;
+    s->deadline = deadline;
     s->filter = pp_runtime_opt(ctx, "php-proc-filter");
     s->skipcap = n + 64;
     skipped *more = realloc(s->skips, s->skipcap * sizeof(*more));
@@ -233,6 +239,20 @@ static int builtin_collect(void *session, pp_profile *out)
 {
     phpsession *s = session;
     int rc = 0;
+    if (s->watching) { /* the watcher registers new processes until the session's end */
+        pthread_mutex_lock(&s->lock);
+        while (!s->stopping && pp_mono_now() < s->deadline) {
+            double left = s->deadline - pp_mono_now();
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            long ns = (long)((left > 1 ? 1 : left) * 1e9);
+            ts.tv_nsec += ns;
+            ts.tv_sec += ts.tv_nsec / 1000000000L;
+            ts.tv_nsec %= 1000000000L;
+            pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
     watcher_stop(s);
     if (s->spy && pp_php_phpspy_backend.collect(s->spy, out) < 0)
         rc = -1;
@@ -266,7 +286,7 @@ static void builtin_stop(void *session)
     if (s->watching) {
         pthread_mutex_lock(&s->lock);
         s->stopping = true;
-        pthread_cond_signal(&s->cond);
+        pthread_cond_broadcast(&s->cond);
         pthread_mutex_unlock(&s->lock);
     }
 }

@@ -86,6 +86,11 @@ extern const pp_backend pp_php_builtin_backend, pp_php_phpspy_backend;
 /* The processes whose layout failed its self-check at naming since the last call (pids and
  * reasons, at most cap). */
 size_t pp_php_take_failed(int *pids, char (*why)[96], size_t cap);
+/* Caches the functions of the stacks of the registered processes that run on a CPU now (the
+ * backend's watcher calls it every WATCH_MS): a function freed before the drain (a request's
+ * code in php-fpm without opcache, a request's copy of an opcache script's main op_array) is
+ * then named from the family's cache (walker.c). */
+void pp_php_prefetch(void);
 /* Whether comm matches --php-proc-filter (an extended regex, as pgrep's pattern). */
 bool pp_php_filter_match(const char *pattern, const char *comm);
 

@@ -66,8 +66,9 @@ static void phpspy_free(void *session)
 static void *phpspy_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n,
                           double deadline)
 {
-    (void)deadline;
     char exe[PATH_MAX], why[1200];
+    if (!phpspy_available(why, sizeof(why)))
+        return NULL;
     phpspy *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
@@ -81,8 +82,8 @@ static void *phpspy_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_
     s->n = n;
     if (!phpspy_available(why, sizeof(why)) ||
         pp_resource_tool(PHPSPY_TOOL, exe, sizeof(exe)) != 0) {
-        snprintf(s->reason, sizeof(s->reason), "%.300s", why);
-        return s;
+        phpspy_free(s); /* the runner says why (the backend is not available) */
+        return NULL;
     }
     if (!ctx->tmpdir) {
         snprintf(s->reason, sizeof(s->reason), "no session temporary directory");
@@ -106,7 +107,7 @@ static void *phpspy_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_
                     NULL};
     /* gProfiler appends phpspy's directory to PATH: phpspy runs the objdump, strings, awk and
      * xargs bundled beside it */
-    static char path_env[PATH_MAX + 4200];
+    char path_env[PATH_MAX + 4200];
     const char *path = getenv("PATH");
     char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", exe);
@@ -114,7 +115,21 @@ static void *phpspy_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_
     if (slash)
         *slash = '\0';
     snprintf(path_env, sizeof(path_env), "PATH=%.4096s:%s", path ? path : "/usr/bin:/bin", dir);
-    char *envp[] = {path_env, NULL};
+    /* polyprof's environment with that PATH (gProfiler copies os.environ) */
+    extern char **environ;
+    size_t ne = 0;
+    while (environ[ne])
+        ne++;
+    char **envp = calloc(ne + 2, sizeof(*envp));
+    if (!envp) {
+        phpspy_free(s);
+        return NULL;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < ne; i++)
+        if (strncmp(environ[i], "PATH=", 5) != 0)
+            envp[k++] = environ[i];
+    envp[k++] = path_env;
     pp_child_opts o = {.argv = argv,
                        .envp = envp,
                        .term_signal = SIGINT,
@@ -123,11 +138,12 @@ static void *phpspy_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_
                        .capture_limit = 64 * 1024};
     char err[300];
     s->child = pp_child_start(&o, err, sizeof(err));
+    free(envp);
     if (!s->child) {
         snprintf(s->reason, sizeof(s->reason), "phpspy did not start: %s", err);
         pp_warn("php: %s", s->reason);
     }
-    s->child_deadline = pp_mono_now() + (ctx->duration > 0 ? ctx->duration : 1) + 10.0;
+    s->child_deadline = deadline; /* then SIGINT: phpspy writes what it has and exits */
     pp_debug("phpspy: -P %s at %d Hz (%s)", filter ? filter : DEFAULT_FILTER, hz, exe);
     return s;
 }
@@ -235,8 +251,7 @@ static int phpspy_collect(void *session, pp_profile *out)
             pp_error_stack(out, s->procs[i].pid, s->procs[i].comm, "php", "error", s->reason);
         return 0;
     }
-    /* the session is over: phpspy writes what it has and exits on SIGINT */
-    pp_child_signal(s->child, SIGINT);
+    /* at the session's deadline phpspy gets SIGINT: it writes what it has and exits */
     pp_child_result res;
     pp_child_wait_until(s->child, s->child_deadline, s->stop_fd, &res);
     size_t len = 0;

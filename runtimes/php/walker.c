@@ -8,7 +8,9 @@
  * A worker that exited before the drain is then still named, from the cache or by reading a
  * live sibling; the check value recorded at the sample vouches that the function read is the
  * one sampled, else the frame is lost ([lost symbol]_[php]), never misnamed. */
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include "base/hash.h"
 #include "base/hashtab.h"
 #include "base/log.h"
+#include "base/procfiles.h"
 #include "bpf/php.h"
 #include "bpf/sampler.h"
 #include "runtimes/php/php_int.h"
@@ -26,6 +29,7 @@
 #define LOST_FRAME "[lost symbol]_[php]"
 #define FAMILY_FUNCS 65536 /* cached functions per family; the cache starts over past it */
 #define SIBLING_READS 4    /* live siblings tried for a function of an exited process */
+#define PREFETCH_DEPTH 64  /* frames cached per running process and watcher pass */
 
 typedef struct phpfam phpfam;
 
@@ -61,7 +65,8 @@ struct phpfam {
     pid_t pgid;
     int refs;
     phpwalk *members;
-    pp_htab funcs; /* of fn_ent */
+    pp_htab funcs;   /* of fn_ent, by address and check (owning) */
+    pp_htab bycheck; /* of fn_ent, by check alone (the first function of each check) */
     phpfam *next;
 };
 
@@ -100,14 +105,15 @@ size_t pp_php_take_failed(int *pids, char (*why)[96], size_t cap)
     return n;
 }
 
-static void funcs_clear(pp_htab *t)
+static void funcs_clear(phpfam *f)
 {
     size_t pos = 0;
-    for (fn_ent *e; (e = pp_htab_each(t, &pos));) {
+    for (fn_ent *e; (e = pp_htab_each(&f->funcs, &pos));) {
         pp_php_func_clear(e->f);
         free(e->f);
     }
-    pp_htab_clear(t);
+    pp_htab_clear(&f->funcs);
+    pp_htab_clear(&f->bycheck);
 }
 
 static uint64_t fn_hash(uint64_t addr, uint32_t check)
@@ -126,10 +132,24 @@ static pp_php_func *fam_get(phpfam *f, uint64_t addr, uint32_t check)
     return NULL;
 }
 
+/* A function of the family with this check, whatever its address (under fam_lock). The check
+ * covers the addresses of the function's name and file strings and its first line: a request's
+ * copy of an opcache script's main op_array (freed at the request's end, its address reused)
+ * has the same check in every request and every worker, and names the same code. */
+static pp_php_func *fam_get_check(phpfam *f, uint32_t check)
+{
+    pp_htab_probe pr;
+    for (fn_ent *e = pp_htab_first(&f->bycheck, pp_hash_u64(check), &pr); e;
+         e = pp_htab_next(&f->bycheck, &pr))
+        if (e->check == check)
+            return e->f;
+    return NULL;
+}
+
 static void fam_put(phpfam *f, pp_php_func *fn)
 {
     if (pp_htab_count(&f->funcs) >= FAMILY_FUNCS)
-        funcs_clear(&f->funcs);
+        funcs_clear(f);
     fn_ent *e = pp_htab_add(&f->funcs, fn_hash(fn->addr, fn->check));
     if (!e) {
         pp_php_func_clear(fn);
@@ -137,6 +157,8 @@ static void fam_put(phpfam *f, pp_php_func *fn)
         return;
     }
     *e = (fn_ent){fn->addr, fn->check, fn};
+    if (!fam_get_check(f, fn->check) && (e = pp_htab_add(&f->bycheck, pp_hash_u64(fn->check))))
+        *e = (fn_ent){fn->addr, fn->check, fn};
 }
 
 /* The family of pid (joined), or NULL without memory. */
@@ -157,6 +179,7 @@ static phpfam *fam_join(phpwalk *w)
         f->ino = st.st_ino;
         f->pgid = pgid;
         PP_HTAB_INIT(&f->funcs, fn_ent, 50);
+        PP_HTAB_INIT(&f->bycheck, fn_ent, 50);
         f->next = families;
         families = f;
     }
@@ -186,11 +209,20 @@ static void fam_leave(phpwalk *w)
                 *p = f->next;
                 break;
             }
-        funcs_clear(&f->funcs);
+        funcs_clear(f);
         pp_htab_free(&f->funcs);
+        pp_htab_free(&f->bycheck);
         free(f);
     }
     pthread_mutex_unlock(&fam_lock);
+}
+
+/* Whether w's process still exists (an exited worker stays registered for a few drains). */
+static bool alive(phpwalk *w)
+{
+    if (kill(w->pid, 0) != 0 && errno == ESRCH)
+        w->mem.gone = true;
+    return !w->mem.gone;
 }
 
 /* Reads the function (addr, check) from w's process, else (w exited) from live siblings.
@@ -211,7 +243,7 @@ static pp_php_func *read_func(phpwalk *w, uint64_t addr, uint32_t check, pp_rmem
         }
         if (!w->mem.gone)
             break; /* the sampled process itself answered: another function now */
-        while (sib && (sib == w || sib->mem.gone))
+        while (sib && (sib == w || sib->mem.gone || !alive(sib)))
             sib = sib->next;
         r = sib;
         if (sib)
@@ -225,7 +257,68 @@ static pp_php_func *read_func(phpwalk *w, uint64_t addr, uint32_t check, pp_rmem
 static void pw_begin(void *state)
 {
     phpwalk *w = state;
+    pthread_mutex_lock(&fam_lock);
     pp_rmem_begin_sample(&w->mem);
+    pthread_mutex_unlock(&fam_lock);
+}
+
+/* Whether pid runs on a CPU now (state R in /proc/<pid>/stat). */
+static bool running(int pid)
+{
+    char path[48], buf[256];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    ssize_t n = pp_read_small_file(path, buf, sizeof(buf));
+    const char *close = n > 0 ? strrchr(buf, ')') : NULL;
+    return close && close[1] == ' ' && close[2] == 'R';
+}
+
+/* Caches the functions (and the current lines) of w's stack as it is now (under fam_lock). */
+static void prefetch_one(phpwalk *w)
+{
+    pp_rmem_begin_sample(&w->mem);
+    uint64_t ed = 0;
+    if (pp_rmem_ptr(&w->mem, w->t.eg + w->L.eg_ced, &ed) != 0)
+        return;
+    for (int depth = 0; ed && depth < PREFETCH_DEPTH; depth++) {
+        uint64_t func = 0, opline = 0, prev = 0;
+        if (!pp_rmem_valid_ptr(ed, 8) || pp_rmem_ptr(&w->mem, ed + w->L.ed_func, &func) != 0 ||
+            pp_rmem_ptr(&w->mem, ed + w->L.ed_opline, &opline) != 0 ||
+            pp_rmem_ptr(&w->mem, ed + w->L.ed_prev, &prev) != 0)
+            return;
+        pp_php_func *f = calloc(1, sizeof(*f));
+        if (func && f && pp_php_func_read(&w->mem, &w->L, func, f) == 0 &&
+            pp_php_func_plausible(f)) {
+            pp_php_func *have = fam_get(w->fam, func, f->check);
+            if (!have) {
+                fam_put(w->fam, f);
+                have = fam_get(w->fam, func, f->check);
+            } else {
+                pp_php_func_clear(f);
+                free(f);
+            }
+            f = NULL;
+            if (have && have->user && opline >= have->opcodes &&
+                opline < have->opcodes + (uint64_t)have->last * w->L.zop_size)
+                pp_php_func_line(&w->mem, &w->L, have,
+                                 (uint32_t)((opline - have->opcodes) / w->L.zop_size));
+        }
+        if (f) {
+            pp_php_func_clear(f);
+            free(f);
+        }
+        ed = prev == ed ? 0 : prev;
+    }
+    pp_rmem_begin_sample(&w->mem);
+}
+
+void pp_php_prefetch(void)
+{
+    pthread_mutex_lock(&fam_lock);
+    for (phpfam *f = families; f; f = f->next)
+        for (phpwalk *w = f->members; w; w = w->next)
+            if (w->verified > 0 && !w->mem.gone && running(w->pid))
+                prefetch_one(w);
+    pthread_mutex_unlock(&fam_lock);
 }
 
 static void pw_free(void *state)
@@ -325,8 +418,14 @@ static size_t pw_name(void *state, pp_profile *out, const uint64_t *words, size_
         uint32_t check = (uint32_t)aux, idx = (uint32_t)(aux >> 32);
         pp_rmem *from = &w->mem;
         pp_php_func *f = w->fam ? fam_get(w->fam, addr, check) : NULL;
-        if (!f && (f = read_func(w, addr, check, &from)) && w->fam)
-            fam_put(w->fam, f);
+        bool owned = false;
+        if (!f && (f = read_func(w, addr, check, &from))) {
+            owned = !w->fam;
+            if (w->fam)
+                fam_put(w->fam, f);
+        }
+        if (!f && w->fam)
+            f = fam_get_check(w->fam, check);
         if (!f) {
             (*lost)++;
             ids[k++] = pp_profile_intern(out, LOST_FRAME);
@@ -340,7 +439,7 @@ static size_t pw_name(void *state, pp_profile *out, const uint64_t *words, size_
                 }
         int line = pp_php_func_line(from, &w->L, f, idx);
         ids[k++] = frame_id(w, out, f, line);
-        if (!w->fam) { /* not cached: free it now */
+        if (owned) { /* not cached: free it now */
             pp_php_func_clear(f);
             free(f);
         }

@@ -121,7 +121,9 @@ pm.max_requests = {MAX_REQUESTS}
         for t in threads:
             t.start()
         out = d / "out"
-        r = run_polyprof("-d", 8, "-f", 99, "-o", out, "--php-mode", "builtin")
+        t0 = time.time()
+        r = run_polyprof("-v", "-d", 8, "-f", 99, "-o", out, "--php-mode", "builtin")
+        t1 = time.time()
         stop.set()
         for t in threads:
             t.join(20)
@@ -137,14 +139,22 @@ pm.max_requests = {MAX_REQUESTS}
         assert not noisy, noisy[:5]
 
         prof = last_profile(out)
+        # workers were replaced during the session, and each new one was registered for the
+        # walk (the log names each; the header's coverage keeps only those still registered at
+        # the session's end)
+        walked = {int(m[1]) for m in re.finditer(r"php pid (\d+): PHP [0-9.]+ walked in the "
+                                                 r"sampler", r.stderr)}
+        # every worker started while polyprof ran (1 s margins: the log has whole seconds)
+        started = {int(m[2]) for m in re.finditer(r"\[([^]]+)\] NOTICE: \[pool www\] child (\d+) "
+                                                 r"started", log)
+                   if t0 + 1 <= time.mktime(time.strptime(m[1], "%d-%b-%Y %H:%M:%S")) <= t1 - 1}
+        assert len(walked - {fpm.pid}) > MAX_CHILDREN, walked
+        assert [p for p in walked if not Path(f"/proc/{p}").exists()], "no walked worker exited"
+        assert started and started <= walked, (started - walked, walked)
         cov = [c for c in prof.header["polyprof"]["runtime_samples"] if c["runtime"] == "php"]
-        workers = [c for c in cov if c["pid"] != fpm.pid]
-        # workers were replaced during the session, and each was walked
-        assert len(workers) > MAX_CHILDREN, workers
-        exited = [c for c in workers if not Path(f"/proc/{c['pid']}").exists()]
-        assert exited, workers
-        for c in workers:
-            if c["sampler_samples"] >= 5:
+        for c in cov:
+            if (c["pid"] != fpm.pid and c["profiler"] == "sampler-walk" and
+                    c["sampler_samples"] >= 5):
                 assert c["runtime_samples"] >= 0.5 * c["sampler_samples"], c
         # their samples are named, those of exited workers included
         frame = re.compile(r"fpm_work (\S+):(\d+)_\[php\]")
@@ -163,6 +173,7 @@ pm.max_requests = {MAX_REQUESTS}
                     break
         assert named >= 0.5 * php_samples > 50, (named, php_samples)
         assert lost <= 0.02 * php_samples, (lost, php_samples)
+        assert prof.header["polyprof"]["runtime_walks"]["frames_lost"] <= 0.02 * php_samples
     finally:
         stop.set()
         for t in threads:

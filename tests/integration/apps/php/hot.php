@@ -52,5 +52,5 @@ while (microtime(true) < $end) {
     recurse(5, function () use ($w, $unit) {
         return $w->run($unit);
     });
-    included_work($unit);
+    included_work($unit / 4);
 }
