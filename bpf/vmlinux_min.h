@@ -51,8 +51,8 @@ struct task_struct {
     struct thread_struct thread;
 } __attribute__((preserve_access_index));
 
-/* x86_64: the user registers saved at kernel entry (bpf_task_pt_regs): interpreters that keep
- * their state in registers (PHP's VM) are read from them. */
+/* x86_64: the user registers saved at kernel entry (bpf_task_pt_regs), for walkers of
+ * interpreters that keep their state in registers. */
 struct pt_regs {
     unsigned long r15;
     unsigned long r14;
