@@ -5,61 +5,21 @@
 
 #include "runtimes/php/php_int.h"
 
-/* Fields every supported version has at the same place. */
-#define COMMON                                                                                     \
-    .eg_ced = 488, .ed_opline = 0, .ed_func = 24, .ed_prev = 48, .fn_name = 8, .fn_scope = 16,     \
-    .ce_name = 8, .zs_len = 16, .zs_val = 24, .zop_lineno = 24, .zop_size = 32
+/* One version's table: the zend_op_array fields that move (last, opcodes, filename, line_start;
+ * line_end follows line_start), the others at the places every supported version has them. */
+#define ROW(maj, min, is_tested, last, opcodes, filename, line_start)                              \
+    {                                                                                              \
+        .major = maj, .minor = min, .tested = is_tested, .eg_ced = 488, .ed_opline = 0,            \
+        .ed_func = 24, .ed_prev = 48, .fn_name = 8, .fn_scope = 16, .op_last = last,               \
+        .op_opcodes = opcodes, .op_filename = filename, .op_line_start = line_start,               \
+        .op_line_end = (line_start) + 4, .ce_name = 8, .zs_len = 16, .zs_val = 24,                 \
+        .zop_lineno = 24, .zop_size = 32                                                           \
+    }
 
 static const pp_php_layout builtin[] = {
-    {.major = 7,
-     .minor = 4,
-     COMMON,
-     .op_last = 60,
-     .op_opcodes = 64,
-     .op_filename = 136,
-     .op_line_start = 144,
-     .op_line_end = 148},
-    {.major = 8,
-     .minor = 0,
-     COMMON,
-     .op_last = 68,
-     .op_opcodes = 72,
-     .op_filename = 144,
-     .op_line_start = 152,
-     .op_line_end = 156},
-    {.major = 8,
-     .minor = 1,
-     COMMON,
-     .op_last = 68,
-     .op_opcodes = 72,
-     .op_filename = 144,
-     .op_line_start = 152,
-     .op_line_end = 156},
-    {.major = 8,
-     .minor = 2,
-     .tested = true,
-     COMMON,
-     .op_last = 80,
-     .op_opcodes = 88,
-     .op_filename = 152,
-     .op_line_start = 160,
-     .op_line_end = 164},
-    {.major = 8,
-     .minor = 3,
-     COMMON,
-     .op_last = 76,
-     .op_opcodes = 80,
-     .op_filename = 144,
-     .op_line_start = 152,
-     .op_line_end = 156},
-    {.major = 8,
-     .minor = 4,
-     COMMON,
-     .op_last = 96,
-     .op_opcodes = 104,
-     .op_filename = 168,
-     .op_line_start = 176,
-     .op_line_end = 180},
+    ROW(7, 4, false, 60, 64, 136, 144), ROW(8, 0, false, 68, 72, 144, 152),
+    ROW(8, 1, false, 68, 72, 144, 152), ROW(8, 2, true, 80, 88, 152, 160),
+    ROW(8, 3, false, 76, 80, 144, 152), ROW(8, 4, false, 96, 104, 168, 176),
 };
 #define NBUILTIN (sizeof(builtin) / sizeof(builtin[0]))
 

@@ -17,56 +17,6 @@
 #include "runtimes/php/php_int.h"
 #include "runtimes/symbols/symbols_internal.h"
 
-typedef struct php_module {
-    char path[PATH_MAX];
-    uint64_t start; /* its file-offset-0 mapping */
-    uint64_t end;
-    bool deleted;
-} php_module;
-
-/* The first libphp mapping and the executable's. */
-static int find_modules(int pid, php_module *lib, php_module *exe)
-{
-    char path[64], target[PATH_MAX];
-    snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-    ssize_t tl = readlink(path, target, sizeof(target) - 1);
-    target[tl > 0 ? tl : 0] = '\0';
-    const char *del = strstr(target, " (deleted)");
-    size_t tlen = del ? (size_t)(del - target) : strlen(target);
-    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    lib->path[0] = exe->path[0] = '\0';
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, f)) > 0) {
-        pp_maps_line ml;
-        if (pp_maps_parse_line(line, (size_t)n, &ml) != 0 || ml.offset != 0 || !ml.pathlen ||
-            ml.pathlen >= PATH_MAX)
-            continue;
-        const char *base = memrchr(ml.path, '/', ml.pathlen);
-        base = base ? base + 1 : ml.path;
-        size_t plen = ml.pathlen - (ml.deleted ? strlen(" (deleted)") : 0);
-        php_module *m = NULL;
-        if (!lib->path[0] && strncmp(base, "libphp", 6) == 0)
-            m = lib;
-        else if (!exe->path[0] && tlen && plen == tlen && memcmp(ml.path, target, tlen) == 0)
-            m = exe;
-        if (m) {
-            memcpy(m->path, ml.path, plen);
-            m->path[plen] = '\0';
-            m->start = ml.start;
-            m->end = ml.end;
-            m->deleted = ml.deleted;
-        }
-    }
-    free(line);
-    fclose(f);
-    return 0;
-}
-
 enum { SYM_EG, SYM_EXEC, SYM_ZTS, NSYMS };
 static const char *const sym_names[NSYMS] = {"executor_globals", "execute_ex",
                                              "executor_globals_offset"};
@@ -191,7 +141,7 @@ static int module_version(const char *file, char *out, size_t cap)
 }
 
 /* The file to read for module m of pid (inside its root), into file; an fd to close or -1. */
-static int module_file(int pid, const php_module *m, bool is_exe, char *file, size_t cap)
+static int module_file(int pid, const pp_proc_module *m, bool is_exe, char *file, size_t cap)
 {
     int fd = -1;
     if (is_exe)
@@ -207,8 +157,8 @@ static int module_file(int pid, const php_module *m, bool is_exe, char *file, si
 pp_php_st pp_php_find(int pid, pp_php_target *t, char *err, size_t errlen)
 {
     memset(t, 0, sizeof(*t));
-    php_module lib, exe;
-    if (pid <= 0 || find_modules(pid, &lib, &exe) != 0) {
+    pp_proc_module lib, exe;
+    if (pid <= 0 || pp_proc_modules(pid, "libphp", &lib, &exe) != 0) {
         if (pid > 0 && errno != ENOENT && errno != ESRCH) {
             snprintf(err, errlen, "cannot read /proc/%d/maps (permission? run as root)", pid);
             return PP_PHP_ERR;
@@ -216,7 +166,7 @@ pp_php_st pp_php_find(int pid, pp_php_target *t, char *err, size_t errlen)
         snprintf(err, errlen, "process exited (pid %d)", pid);
         return PP_PHP_GONE;
     }
-    php_module *mods[2] = {lib.path[0] ? &lib : NULL, exe.path[0] ? &exe : NULL};
+    pp_proc_module *mods[2] = {lib.path[0] ? &lib : NULL, exe.path[0] ? &exe : NULL};
     char file[PATH_MAX + 64];
     for (int i = 0; i < 2; i++) {
         if (!mods[i])

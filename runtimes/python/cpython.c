@@ -19,59 +19,10 @@
 
 /* ---- locating the interpreter ---- */
 
-typedef struct py_module {
-    char path[PATH_MAX]; /* as mapped in the target's mount namespace */
-    uint64_t start, end; /* its file-offset-0 mapping */
-    bool deleted;        /* the file was replaced or removed since it was mapped */
-} py_module;
-
 /* version.0: Py_GetVersion's static buffer ("3.8.18 (default, ..."), in .symtab only. */
 enum { SYM_RUNTIME, SYM_VERSION, SYM_CODE, SYM_UNICODE, SYM_BYTES, SYM_VERBUF, NSYMS };
 static const char *const sym_names[NSYMS] = {"_PyRuntime",     "Py_Version",   "PyCode_Type",
                                              "PyUnicode_Type", "PyBytes_Type", "version.0"};
-
-/* The first libpython mapping and the main executable's mapping. */
-static int find_modules(int pid, py_module *lib, py_module *exe)
-{
-    char path[64], target[PATH_MAX];
-    snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-    ssize_t tl = readlink(path, target, sizeof(target) - 1);
-    target[tl > 0 ? tl : 0] = '\0';
-    const char *del = strstr(target, " (deleted)");
-    size_t tlen = del ? (size_t)(del - target) : strlen(target);
-    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    lib->path[0] = exe->path[0] = '\0';
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, f)) > 0) {
-        pp_maps_line ml;
-        if (pp_maps_parse_line(line, (size_t)n, &ml) != 0 || ml.offset != 0 || !ml.pathlen ||
-            ml.pathlen >= PATH_MAX)
-            continue;
-        const char *base = memrchr(ml.path, '/', ml.pathlen);
-        base = base ? base + 1 : ml.path;
-        size_t plen = ml.pathlen - (ml.deleted ? strlen(" (deleted)") : 0);
-        py_module *m = NULL;
-        if (!lib->path[0] && strncmp(base, "libpython", 9) == 0)
-            m = lib;
-        else if (!exe->path[0] && tlen && plen == tlen && memcmp(ml.path, target, tlen) == 0)
-            m = exe;
-        if (m) {
-            memcpy(m->path, ml.path, plen);
-            m->path[plen] = '\0';
-            m->start = ml.start;
-            m->end = ml.end;
-            m->deleted = ml.deleted;
-        }
-    }
-    free(line);
-    fclose(f);
-    return 0;
-}
 
 /* X.Y from a file name such as python3.11, libpython3.7m.so.1.0. */
 static int version_from_name(const char *path, unsigned *major, unsigned *minor)
@@ -143,8 +94,8 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
         return fail(p, status, PP_PY_ERROR, err, errlen, "out of memory%s", "");
     p->pid = pid;
     pp_rmem_init(&p->mem, pid);
-    py_module lib, exe;
-    if (pid <= 0 || find_modules(pid, &lib, &exe) != 0) {
+    pp_proc_module lib, exe;
+    if (pid <= 0 || pp_proc_modules(pid, "libpython", &lib, &exe) != 0) {
         if (pid > 0 && errno != ENOENT && errno != ESRCH)
             return fail(p, status, PP_PY_ERROR, err, errlen,
                         "cannot read /proc/%s/maps (permission? run as root)", pidbuf);
@@ -152,8 +103,8 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
     }
 
     /* libpython first (pyenv / --enable-shared builds), else the executable itself. */
-    py_module *mods[2] = {lib.path[0] ? &lib : NULL, exe.path[0] ? &exe : NULL};
-    py_module *mod = NULL;
+    pp_proc_module *mods[2] = {lib.path[0] ? &lib : NULL, exe.path[0] ? &exe : NULL};
+    pp_proc_module *mod = NULL;
     uint64_t sym[NSYMS] = {0}, first_load = 0;
     unsigned major = 0, minor = 0;
     char file[PATH_MAX + 64];

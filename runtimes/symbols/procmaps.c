@@ -185,3 +185,45 @@ int pp_maps_covers_exec(int fd, uint64_t addr)
         return 1;
     return errno == ENOENT ? 0 : -1;
 }
+
+int pp_proc_modules(int pid, const char *lib_prefix, pp_proc_module *lib, pp_proc_module *exe)
+{
+    char path[64], target[PATH_MAX];
+    snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+    ssize_t tl = readlink(path, target, sizeof(target) - 1);
+    target[tl > 0 ? tl : 0] = '\0';
+    const char *del = strstr(target, " (deleted)");
+    size_t tlen = del ? (size_t)(del - target) : strlen(target);
+    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    lib->path[0] = exe->path[0] = '\0';
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, f)) > 0) {
+        pp_maps_line ml;
+        if (pp_maps_parse_line(line, (size_t)n, &ml) != 0 || ml.offset != 0 || !ml.pathlen ||
+            ml.pathlen >= PATH_MAX)
+            continue;
+        const char *base = memrchr(ml.path, '/', ml.pathlen);
+        base = base ? base + 1 : ml.path;
+        size_t plen = ml.pathlen - (ml.deleted ? strlen(" (deleted)") : 0);
+        pp_proc_module *m = NULL;
+        if (!lib->path[0] && strncmp(base, lib_prefix, strlen(lib_prefix)) == 0)
+            m = lib;
+        else if (!exe->path[0] && tlen && plen == tlen && memcmp(ml.path, target, tlen) == 0)
+            m = exe;
+        if (m) {
+            memcpy(m->path, ml.path, plen);
+            m->path[plen] = '\0';
+            m->start = ml.start;
+            m->end = ml.end;
+            m->deleted = ml.deleted;
+        }
+    }
+    free(line);
+    fclose(f);
+    return 0;
+}

@@ -4,6 +4,7 @@
 #ifndef PP_SYMBOLS_INTERNAL_H
 #define PP_SYMBOLS_INTERNAL_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -207,6 +208,17 @@ typedef struct pp_maps_line {
 } pp_maps_line;
 
 int pp_maps_parse_line(const char *line, size_t len, pp_maps_line *out);
+
+/* A file mapped from offset 0 in a process: an interpreter's executable or library. */
+typedef struct pp_proc_module {
+    char path[PATH_MAX]; /* as mapped in the target's mount namespace, without " (deleted)" */
+    uint64_t start, end; /* its file-offset-0 mapping */
+    bool deleted;        /* the file was replaced or removed since it was mapped */
+} pp_proc_module;
+/* The first mapping whose file name starts with lib_prefix ("libpython", "libphp") and the
+ * executable's mapping (path[0] == '\0' when none). 0, or -1 with errno when the maps cannot be
+ * read (the process exited: ENOENT/ESRCH). */
+int pp_proc_modules(int pid, const char *lib_prefix, pp_proc_module *lib, pp_proc_module *exe);
 pp_map_kind pp_maps_classify(const char *path, size_t pathlen);
 
 /* Executable mappings read from an open /proc/<pid>/maps: with PROCMAP_QUERY (Linux 6.11+: the
