@@ -56,7 +56,8 @@ all: $(BUILD)/polyprof
 DEB_PKGS := gcc make clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev liblzma-dev \
             libjansson-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev libarchive-dev \
             libclang-rt-14-dev valgrind python3 python3-pip python3-pytest python3-pytest-timeout \
-            golang-go linux-perf stress-ng clang-format ruby php-cli openjdk-17-jdk-headless \
+            golang-go linux-perf stress-ng clang-format ruby php-cli php8.2-fpm \
+            openjdk-17-jdk-headless \
             nodejs binutils chromium curl libwebsockets-dev
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \

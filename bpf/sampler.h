@@ -29,6 +29,7 @@ enum pp_walker_kind {
     PP_WALK_NONE = 0,
     PP_WALK_CPYTHON = 1, /* bpf/cpython.bpf.h, info: struct pp_cpython_info (bpf/cpython.h) */
     PP_WALK_RUBY = 2,    /* bpf/ruby.bpf.h, info: struct pp_ruby_info (bpf/ruby.h) */
+    PP_WALK_PHP = 3,     /* bpf/php.bpf.h, info: struct pp_php_info (bpf/php.h) */
     PP_WALK_COUNT
 };
 

@@ -56,6 +56,14 @@ struct task_struct {
     struct thread_struct thread;
 } __attribute__((preserve_access_index));
 
+/* x86_64: the user registers saved at kernel entry (bpf_task_pt_regs), for walkers of
+ * interpreters that keep their state in registers. */
+struct pt_regs {
+    unsigned long r15;
+    unsigned long r14;
+    unsigned long ip;
+} __attribute__((preserve_access_index));
+
 /* The perf_event programs' context; the verifier knows it by name. Its fields are never read
  * here (the real layout starts with the registers): the one member only gives it a size. */
 struct bpf_perf_event_data {

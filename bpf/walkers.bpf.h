@@ -5,6 +5,7 @@
 #ifndef PP_WALKERS_BPF_H
 #define PP_WALKERS_BPF_H
 
+#include "bpf/php.bpf.h"
 #include "bpf/python.bpf.h"
 #include "bpf/ruby.bpf.h"
 
@@ -15,6 +16,8 @@ static __always_inline __u32 run_walker(const struct pp_rt_proc *p, __u32 ktid, 
         return pp_walk_cpython(p, ktid, w);
     case PP_WALK_RUBY:
         return pp_walk_ruby(p, ktid, w);
+    case PP_WALK_PHP:
+        return pp_walk_php(p, w);
     default:
         return PP_CNT_WALK_NO_THREAD;
     }

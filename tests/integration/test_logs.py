@@ -48,7 +48,7 @@ def test_three_sessions_warning_once_then_counted_summary_per_session(tmp_path, 
     env["PATH"] = f"{bindir}:{env['PATH']}"
     p = subprocess.Popen(
         [str(POLYPROF), "-c", "-d", "1", "-f", "49", "-o", str(out), "--pids", str(app.pid),
-         "--python-mode", "pyspy", "--no-java", "--no-ruby", "--no-flamegraph",
+         "--python-mode", "pyspy", "--no-java", "--no-ruby", "--no-php", "--no-flamegraph",
          "--pyroscope-server", pyro.url, "--spool-dir", str(tmp_path / "spool")],
         stderr=subprocess.PIPE, text=True, env=env)
     log = LineReader(p.stderr)

@@ -105,7 +105,7 @@ Test(cli, defaults)
     cr_expect_str_eq(cfg.runtime_mode[PP_KIND_JAVA], "auto");
     cr_expect_str_eq(cfg.runtime_mode[PP_KIND_PYTHON], "auto");
     cr_expect_str_eq(cfg.runtime_mode[PP_KIND_RUBY], "auto");
-    cr_expect_str_eq(cfg.runtime_mode[PP_KIND_PHP], "disabled");
+    cr_expect_str_eq(cfg.runtime_mode[PP_KIND_PHP], "auto");
     cr_expect_str_eq(cfg.runtime_mode[PP_KIND_DOTNET], "disabled");
     cr_expect_str_eq(cfg.runtime_mode[PP_KIND_NODE], "disabled");
     cr_expect_null(named(&cfg, "no-python-versions"));

@@ -1,0 +1,123 @@
+"""PHP frames walked inside the BPF sampler (issue 14, docs/php.md), against Debian's real PHP 8.2
+CLI: the CPU split between two functions, exact names, files and lines (methods, static methods,
+a closure, recursion of known depth, a function of an included file), the process total against
+the sampler's count, php_version metadata."""
+import re
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import APPS, App, assert_share, last_profile, run_polyprof
+
+PHP = shutil.which("php8.2") or shutil.which("php")
+pytestmark = pytest.mark.skipif(PHP is None, reason="php (Debian's php8.2-cli) is not installed")
+PHPAPPS = APPS / "php"
+COMM = Path(PHP).name[:15] if PHP else ""
+
+
+def line_of(path, text, nth=0):
+    """The 1-based line of the nth line of path containing text."""
+    hits = [i + 1 for i, x in enumerate(Path(path).read_text().splitlines()) if text in x]
+    return hits[nth]
+
+
+def php_frames(f):
+    return [x for x in f if x.endswith("_[php]")]
+
+
+def parse(frame):
+    """'Class::fn /file.php:12_[php]' -> ('Class::fn', '/file.php', 12)."""
+    m = re.fullmatch(r"(.+) (\S+):(-?\d+)_\[php\]", frame)
+    assert m, frame
+    return m[1], m[2], int(m[3])
+
+
+def coverage(prof, pid):
+    return {c["pid"]: c for c in prof.header["polyprof"]["runtime_samples"]}[pid]
+
+
+@pytest.fixture(scope="module")
+def hot_profile(tmp_path_factory):
+    """hot.php (its own copy) profiled for 10 s at 199 Hz with --php-mode builtin."""
+    d = tmp_path_factory.mktemp("php")
+    for f in ("hot.php", "inc.php"):
+        shutil.copy(PHPAPPS / f, d / f)
+    app = App([PHP, str(d / "hot.php")])
+    try:
+        out = d / "out"
+        r = run_polyprof("-d", 10, "-f", 199, "-o", out, "--php-mode", "builtin", "--pids",
+                         app.pid)
+    finally:
+        app.stop()
+    return last_profile(out), app.pid, d, r.stderr
+
+
+def test_split_and_process_total(hot_profile):
+    """hot_a does 3 times hot_b's work: 75 % of the two within the binomial band; every sample
+    of the process is in its stacks (their total equals the sampler's count) and >= 95 % carry
+    PHP frames."""
+    prof, pid, d, _ = hot_profile
+    c = coverage(prof, pid)
+    assert c["runtime"] == "php" and c["profiler"] == "sampler-walk" and c["mode"] == "builtin"
+    mine = [(f, n) for f, n in prof.stacks if f[2] == COMM]
+    assert sum(n for _, n in mine) == c["sampler_samples"] > 100, c
+    assert c["runtime_samples"] >= 0.95 * c["sampler_samples"], c
+    names = lambda f: [parse(x)[0] for x in php_frames(f)]
+    a = sum(n for f, n in mine if "hot_a" in names(f))
+    b = sum(n for f, n in mine if "hot_b" in names(f))
+    assert_share(100.0 * a / (a + b), a + b, 75, "hot_a of hot_a+hot_b")
+
+
+def test_exact_names_files_lines(hot_profile):
+    """Every stack through hot_a or hot_b is exactly <main>, recurse x5, {closure}, Worker::run,
+    [Worker::helper,] hot_a|hot_b, spin, each at the line of its current statement; the
+    included file's function is named with its own file; nothing is lost."""
+    prof, pid, d, _ = hot_profile
+    hot, inc = str(d / "hot.php"), str(d / "inc.php")
+    L = lambda t, nth=0: line_of(hot, t, nth)
+    spin_lines = set(range(L("for ($i = 0; $i < $n; $i++)"), L("return $x;") + 1))
+    want_a = [("<main>", hot, L("recurse(5, function"))] + \
+        [("recurse", hot, L("return recurse($depth - 1, $fn);"))] * 4 + \
+        [("recurse", hot, L("return $fn();")), ("{closure}", hot, L("return $w->run($unit);")),
+         ("Worker::run", hot, L("return hot_a($n) + self::helper($n);"))]
+    want_b = want_a + [("Worker::helper", hot, L("return hot_b($n);")),
+                       ("hot_b", hot, L("return spin($n);"))]
+    want_a = want_a + [("hot_a", hot, L("return spin(3 * $n);"))]
+    seen = Counter()
+    for f, n in prof.stacks:
+        if f[2] != COMM:
+            continue
+        fr = [parse(x) for x in php_frames(f)]
+        assert "[lost symbol]_[php]" not in f, f
+        names = [x[0] for x in fr]
+        if "hot_a" in names or "hot_b" in names:
+            want = want_a if "hot_a" in names else want_b
+            if names[-1] == "spin":
+                assert fr[:-1] == want and fr[-1][1] == hot and fr[-1][2] in spin_lines, f
+                seen["spin"] += n
+            else:  # a sample between the calls: a prefix of the chain
+                assert fr == want[:len(fr)], f
+        elif "included_work" in names:
+            body = range(line_of(inc, "function included_work"), line_of(inc, "return $x;") + 1)
+            assert fr[0] == ("<main>", hot, L("included_work($unit / 4);")), f
+            assert fr[1][0] == "included_work" and fr[1][1] == inc and fr[1][2] in body, f
+            seen["included"] += n
+    assert seen["spin"] > 100 and seen["included"] > 0, seen
+    walks = prof.header["polyprof"]["runtime_walks"]
+    assert walks["frames_lost"] == 0 and walks["ok"] > 100, walks
+
+
+def test_php_version_metadata(hot_profile):
+    """The process's application metadata carries php_version, the interpreter's PHP_VERSION;
+    no appid (gProfiler has no PHP appid rule)."""
+    prof, pid, d, _ = hot_profile
+    want = subprocess.run([PHP, "-r", "echo PHP_VERSION;"], capture_output=True, text=True,
+                          check=True).stdout
+    idx = {f[0] for f, _ in prof.stacks if f[2] == COMM}
+    assert len(idx) == 1
+    md = prof.header["application_metadata"][int(idx.pop())]
+    assert md["php_version"] == want and md["exe"].startswith("/usr/bin/php"), md
+    assert not [f for f, _ in prof.stacks if f[2] == COMM and f[3].startswith("appid:")]
