@@ -1,0 +1,146 @@
+"""JFR mode beside other JFR users (recordings of the JVM's own, in memory and on disk; a
+recording orphaned by a killed polyprof) and the sampler per JDK (jdk.CPUTimeSample on JDK 25,
+jdk.ExecutionSample + jdk.NativeMethodSample before), with real JVMs (OpenJDK 17, Temurin 25)."""
+import re
+import signal
+import subprocess
+
+import pytest
+
+from conftest import APPS, ROOT, last_profile, wait_for
+from test_java import JDKS, Run, jdk, launchers, run_polyprof, share, totals, warm  # noqa: F401
+
+
+@pytest.fixture(scope="module")
+def classes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("javajfr")
+    subprocess.run([str(JDKS["17"] / "bin" / "javac"), "-d", str(d), str(APPS / "Hot.java"),
+                    str(APPS / "NanoHot.java")], check=True)
+    return d
+
+
+def jcmd(version, pid, *args):
+    r = subprocess.run([str(JDKS[version] / "bin" / "jcmd"), str(pid), *args],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def recordings(version, pid):
+    """JFR.check as {name: line} (the line says running/stopped, duration, size limits)."""
+    out = jcmd(version, pid, "JFR.check")
+    return {m.group(1): line for line in out.splitlines()
+            if (m := re.match(r"Recording \d+: name=(\S+)", line))}
+
+
+def java_frames(lines):
+    return [x for f, _ in lines for x in f[4:] if x.endswith(("_[j]", "_[i]", "_[0]"))]
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_beside_the_jvms_own_recordings(version, classes, launchers, start_app, outdir):
+    """A JVM that records continuously on disk since its launch and in memory since a later
+    jcmd: polyprof's profile has Java frames; afterwards the JVM's recordings run as before and
+    none of polyprof's is left."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-XX:StartFlightRecording=name=userdisk,disk=true",
+                    "-cp", classes, "Hot", 2)
+    jcmd(version, app.pid, "JFR.start", "name=usermem", "disk=false")
+    warm(app.pid)
+    before = recordings(version, app.pid)
+    assert set(before) == {"userdisk", "usermem"}, before
+    for session in range(2):
+        r = run_polyprof("-d", 4, "-f", 99, "--java-mode", "jfr", "-o", outdir, "-v")
+        lines = last_profile(outdir).for_comm(comm)
+        frames = [x for f, _ in lines for x in f[4:]]
+        assert not any(x.startswith("[Profiling") for x in frames), \
+            f"session {session}: {frames[:5]}\n{r.stderr[-3000:]}"
+        assert any(x.startswith("Hot.hot") for x in java_frames(lines)), r.stderr[-3000:]
+        assert r.stderr.count("other JFR recordings") <= 1
+    after = recordings(version, app.pid)
+    assert after == before, (before, after)
+    # the user's recordings still hold data: a dump of each has samples of the whole time
+    for name in before:
+        out = jcmd(version, app.pid, "JFR.dump", f"name={name}",
+                   f"filename={outdir}/{name}.jfr")
+        assert f'"{name}"' in out, out
+        assert (outdir / f"{name}.jfr").stat().st_size > 1000
+
+
+def test_orphan_of_a_killed_polyprof_is_stopped(classes, launchers, start_app, outdir):
+    """SIGKILL polyprof mid-session: its recording stays in the JVM (orphan); the next run
+    profiles the JVM and stops the orphan, and only it (the JVM's own recording runs on)."""
+    version = "17"
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-XX:StartFlightRecording=name=userdisk", "-cp", classes,
+                    "Hot", 2)
+    warm(app.pid)
+    run = Run("-d", 60, "-f", 99, "--java-mode", "jfr", "-o", outdir)
+    try:
+        wait_for(lambda: any(n.startswith("polyprof") for n in recordings(version, app.pid)), 30,
+                 "polyprof's recording to start")
+    finally:
+        run.proc.send_signal(signal.SIGKILL)
+        run.proc.wait()
+    orphans = [n for n in recordings(version, app.pid) if n.startswith("polyprof")]
+    assert len(orphans) == 1, orphans
+    r = run_polyprof("-d", 4, "-f", 99, "--java-mode", "jfr", "-o", outdir, "-v")
+    lines = last_profile(outdir).for_comm(comm)
+    assert any(x.startswith("Hot.hot") for x in java_frames(lines)), r.stderr[-3000:]
+    left = recordings(version, app.pid)
+    assert set(left) == {"userdisk"}, left
+    assert "(running)" in left["userdisk"]
+    assert f"stopped JFR recording {orphans[0]}" in r.stderr
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_nanotime_split(version, classes, launchers, start_app, outdir):
+    """Two methods spinning on System.nanoTime() in a 3:1 split. JDK 25 (jdk.CPUTimeSample):
+    within +-5 points. JDK 17 (jdk.ExecutionSample + jdk.NativeMethodSample) misses most
+    samples in the vDSO call: its figures are printed, not checked."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-cp", classes, "NanoHot")
+    warm(app.pid)
+    r = run_polyprof("-d", 12, "-f", 99, "--java-mode", "jfr", "-o", outdir, "-v")
+    lines = last_profile(outdir).for_comm(comm)
+    rt, sampler = totals(r.stderr, app.pid)
+    na = sum(c for f, c in lines if any("NanoHot.hotA" in x for x in f[4:]))
+    nb = sum(c for f, c in lines if any("NanoHot.hotB" in x for x in f[4:]))
+    pct = 100.0 * na / max(na + nb, 1)
+    sampler_name = "CPUTimeSample" if version == "25" else "ExecutionSample+NativeMethodSample"
+    print(f"JDK {version} {sampler_name}: hotA {pct:.1f}%, {rt} runtime samples, "
+          f"{sampler} sampler samples, coverage {100.0 * rt / max(sampler, 1):.0f}%")
+    if version == "25":
+        assert f"jdk.CPUTimeSample" in r.stderr
+        assert rt >= 300, f"too few CPUTimeSample events: {rt} of {sampler}"
+        assert abs(pct - 75) <= 5, f"hotA {pct:.1f}% of {na + nb}"
+        share(lines, "NanoHot.hotA", "NanoHot.hotB")
+
+
+def test_cputime_parser_matches_jfr_print(tmp_path):
+    """jdk.CPUTimeSample events (JDK 25) read by polyprof's parser give exactly the stacks the
+    JDK's `jfr print` gives; the recording also holds ExecutionSample events, not counted."""
+    home = jdk("25")
+    subprocess.run([str(home / "bin" / "javac"), "-d", str(tmp_path),
+                    str(ROOT / "bench" / "java" / "Busy.java")], check=True)
+    rec = tmp_path / "busy.jfr"
+    subprocess.run([str(home / "bin" / "java"), "-XX:FlightRecorderOptions:stackdepth=256",
+                    "-XX:StartFlightRecording=settings=none,+jdk.CPUTimeSample#enabled=true,"
+                    "+jdk.CPUTimeSample#throttle=10ms,+jdk.ExecutionSample#enabled=true,"
+                    f"+jdk.ExecutionSample#period=10ms,filename={rec}", "-cp", str(tmp_path),
+                    "Busy", "3000"], check=True, stdout=subprocess.DEVNULL, timeout=120)
+    ours = subprocess.run([str(ROOT / "build" / "bench" / "bench_jfr"), "-p", "-c", str(rec)],
+                          check=True, capture_output=True, text=True, timeout=120).stdout
+    jfr = subprocess.run([str(home / "bin" / "jfr"), "print", "--json", "--stack-depth", "2048",
+                          "--events", "jdk.CPUTimeSample", str(rec)], check=True,
+                         capture_output=True, timeout=300).stdout
+    ref = subprocess.run(["/usr/bin/python3", str(ROOT / "tests" / "fixtures" / "jfr" /
+                                                  "collapse.py"), "--event", "jdk.CPUTimeSample"],
+                         input=jfr, check=True, capture_output=True, timeout=120).stdout.decode()
+    ours_lines, ref_lines = sorted(ours.splitlines()), sorted(ref.splitlines())
+    assert len(ref_lines) > 100, f"too few distinct stacks recorded: {len(ref_lines)}"
+    assert ours_lines == ref_lines, (len(ours_lines), len(ref_lines),
+                                     sorted(set(ours_lines) ^ set(ref_lines))[:5])
