@@ -1,8 +1,9 @@
 /* Java: the runtime profiler (`--java-mode jfr|ap|auto`), application metadata (java_version,
  * libjvm_elfid, jvm_flags) and appid.
  *
- * Modes: `jfr` records jdk.ExecutionSample with the JVM's own Flight Recorder through the
- * attach client (jfr_session.h) and parses the file natively (jfr.h); `ap` runs the user's
+ * Modes: `jfr` records jdk.CPUTimeSample (JDK 25+) or jdk.ExecutionSample +
+ * jdk.NativeMethodSample with the JVM's own Flight Recorder through the attach client
+ * (jfr_session.h) and parses the file natively (jfr.h); `ap` runs the user's
  * async-profiler (asprof.h); `auto` is `ap` when asprof is found, else `jfr`. polyprof never
  * starts a java, jcmd or jfr process.
  *
