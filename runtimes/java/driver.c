@@ -201,13 +201,21 @@ static void set_error(jvm *j, const char *what, const char *reason)
     snprintf(j->err, sizeof(j->err), "%s", reason);
 }
 
-/* jdk.CPUTimeSample where the JVM has it (JDK 25+, by its release file). */
-static pp_jfr_sampler jfr_sampler(int pid)
+/* --java-jfr-sampler: jdk.CPUTimeSample where the JVM has it (JDK 25+, by its release file)
+ * unless `execution` is asked; `cputime` on an older JVM falls back to execution (it has no
+ * CPUTimeSample event). */
+static pp_jfr_sampler jfr_sampler(const pp_runtime_ctx *ctx, int pid)
 {
     char lib[PATH_MAX], v[64] = "";
     if (pp_java_release_info(pid, lib, sizeof(lib), v, sizeof(v), NULL, 0) < 0)
         v[0] = '\0';
-    pp_jfr_sampler sm = pp_jfr_sampler_for(pp_java_major(v));
+    const char *want = pp_runtime_opt(ctx, "java-jfr-sampler");
+    if (want && strcmp(want, "auto") && strcmp(want, "cputime") && strcmp(want, "execution"))
+        pp_log_proc(PP_LOG_WARNING, 0, 0,
+                    "--java-jfr-sampler %s: not auto, cputime or execution; using auto", want);
+    pp_jfr_sampler sm = want && strcmp(want, "execution") == 0
+                            ? PP_JFR_SAMPLER_EXECUTION
+                            : pp_jfr_sampler_for(pp_java_major(v));
     pp_debug("java: pid %d (version %s): JFR sampler %s", pid, v[0] ? v : "unknown",
              sm == PP_JFR_SAMPLER_CPUTIME ? "jdk.CPUTimeSample"
                                           : "jdk.ExecutionSample + jdk.NativeMethodSample");
@@ -243,8 +251,8 @@ static void start_one(java_session *s, jvm *j)
                          "java: cannot start async-profiler in pid %d: %s", j->proc.pid, err);
             set_error(j, "error", err);
         }
-    } else if (pp_jfr_rec_start(&j->rec, jfr_sampler(j->proc.pid), s->ctx->frequency, s->duration_s,
-                                s->deadline - mono_now(), err, sizeof(err)) < 0) {
+    } else if (pp_jfr_rec_start(&j->rec, jfr_sampler(s->ctx, j->proc.pid), s->ctx->frequency,
+                                s->duration_s, s->deadline - mono_now(), err, sizeof(err)) < 0) {
         pp_warn_proc(j->proc.pid, j->proc.start_ticks, "java: cannot start JFR in pid %d: %s",
                      j->proc.pid, err);
         set_error(j, "error", err);

@@ -59,6 +59,15 @@ static const pp_opt options[] = {
              "none, or a comma list of flag names",
      .driver_opt = true},
     PP_OPT_NOOPF("java-full-hserr", PP_NOTIMPL),
+    {.name = "java-jfr-sampler",
+     .kind = PP_OPT_NOOP_ARG,
+     .off = PP_OFF_NONE,
+     .def_str = "auto",
+     .driver_opt = true,
+     .metavar = "{auto,cputime,execution}",
+     .help = "JFR event sampled in --java-mode jfr: cputime (jdk.CPUTimeSample, JDK 25+), "
+             "execution (jdk.ExecutionSample + jdk.NativeMethodSample), auto: cputime where the "
+             "JVM has it (polyprof's addition; docs/java-driver.md)"},
     APF("java-include-method-modifiers"),
     APA("java-line-numbers", "MODE"),
     APF("java-collect-thread-names"),

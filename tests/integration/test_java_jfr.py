@@ -11,6 +11,10 @@ from conftest import APPS, ROOT, last_profile, wait_for
 from test_java import JDKS, Run, jdk, launchers, run_polyprof, share, totals, warm  # noqa: F401
 
 
+# -XX:StartFlightRecording prints its start on stdout, before the fixture's "ready" line
+QUIET = "-Xlog:jfr+startup=error"
+
+
 @pytest.fixture(scope="module")
 def classes(tmp_path_factory):
     d = tmp_path_factory.mktemp("javajfr")
@@ -44,7 +48,7 @@ def test_beside_the_jvms_own_recordings(version, classes, launchers, start_app, 
     none of polyprof's is left."""
     jdk(version)
     comm = f"pp_java{version}"
-    app = start_app(launchers / comm, "-XX:StartFlightRecording=name=userdisk,disk=true",
+    app = start_app(launchers / comm, QUIET, "-XX:StartFlightRecording=name=userdisk,disk=true",
                     "-cp", classes, "Hot", 2)
     jcmd(version, app.pid, "JFR.start", "name=usermem", "disk=false")
     warm(app.pid)
@@ -54,8 +58,8 @@ def test_beside_the_jvms_own_recordings(version, classes, launchers, start_app, 
         r = run_polyprof("-d", 4, "-f", 99, "--java-mode", "jfr", "-o", outdir, "-v")
         lines = last_profile(outdir).for_comm(comm)
         frames = [x for f, _ in lines for x in f[4:]]
-        assert not any(x.startswith("[Profiling") for x in frames), \
-            f"session {session}: {frames[:5]}\n{r.stderr[-3000:]}"
+        errors = {x for x in frames if x.startswith("[Profiling")}
+        assert not errors, f"session {session}: {errors}\n{r.stderr[-3000:]}"
         assert any(x.startswith("Hot.hot") for x in java_frames(lines)), r.stderr[-3000:]
         assert r.stderr.count("other JFR recordings") <= 1
     after = recordings(version, app.pid)
@@ -74,7 +78,7 @@ def test_orphan_of_a_killed_polyprof_is_stopped(classes, launchers, start_app, o
     version = "17"
     jdk(version)
     comm = f"pp_java{version}"
-    app = start_app(launchers / comm, "-XX:StartFlightRecording=name=userdisk", "-cp", classes,
+    app = start_app(launchers / comm, QUIET, "-XX:StartFlightRecording=name=userdisk", "-cp", classes,
                     "Hot", 2)
     warm(app.pid)
     run = Run("-d", 60, "-f", 99, "--java-mode", "jfr", "-o", outdir)
@@ -95,29 +99,33 @@ def test_orphan_of_a_killed_polyprof_is_stopped(classes, launchers, start_app, o
     assert f"stopped JFR recording {orphans[0]}" in r.stderr
 
 
-@pytest.mark.parametrize("version", ["17", "25"])
-def test_nanotime_split(version, classes, launchers, start_app, outdir):
-    """Two methods spinning on System.nanoTime() in a 3:1 split. JDK 25 (jdk.CPUTimeSample):
-    within +-5 points. JDK 17 (jdk.ExecutionSample + jdk.NativeMethodSample) misses most
-    samples in the vDSO call: its figures are printed, not checked."""
+@pytest.mark.parametrize("version,sampler", [("17", "auto"), ("25", "auto"),
+                                             ("25", "execution")])
+def test_nanotime_split(version, sampler, classes, launchers, start_app, outdir):
+    """Two methods spinning on System.nanoTime() in a 3:1 split. JDK 25 uses jdk.CPUTimeSample
+    by default; JDK 17 (jdk.ExecutionSample + jdk.NativeMethodSample) misses most samples in
+    the vDSO call: its figures are printed, not checked."""
     jdk(version)
     comm = f"pp_java{version}"
     app = start_app(launchers / comm, "-cp", classes, "NanoHot")
     warm(app.pid)
-    r = run_polyprof("-d", 12, "-f", 99, "--java-mode", "jfr", "-o", outdir, "-v")
+    r = run_polyprof("-d", 12, "-f", 99, "--java-mode", "jfr", "--java-jfr-sampler", sampler,
+                     "-o", outdir, "-v")
     lines = last_profile(outdir).for_comm(comm)
-    rt, sampler = totals(r.stderr, app.pid)
+    rt, total = totals(r.stderr, app.pid)
     na = sum(c for f, c in lines if any("NanoHot.hotA" in x for x in f[4:]))
     nb = sum(c for f, c in lines if any("NanoHot.hotB" in x for x in f[4:]))
     pct = 100.0 * na / max(na + nb, 1)
-    sampler_name = "CPUTimeSample" if version == "25" else "ExecutionSample+NativeMethodSample"
-    print(f"JDK {version} {sampler_name}: hotA {pct:.1f}%, {rt} runtime samples, "
-          f"{sampler} sampler samples, coverage {100.0 * rt / max(sampler, 1):.0f}%")
+    used = "CPUTimeSample" if version == "25" and sampler == "auto" else \
+        "ExecutionSample+NativeMethodSample"
+    print(f"\nJDK {version} {used}: hotA {pct:.1f}% of {na + nb} scaled samples naming hotA/hotB "
+          f"({100.0 * (na + nb) / max(total, 1):.0f}% of the pid's); {rt} runtime samples, "
+          f"{total} sampler samples, coverage {100.0 * rt / max(total, 1):.0f}%")
+    assert f"JFR sampler jdk.{used.split('+')[0]}" in r.stderr
     if version == "25":
-        assert f"jdk.CPUTimeSample" in r.stderr
-        assert rt >= 300, f"too few CPUTimeSample events: {rt} of {sampler}"
+        assert total >= 400, f"host starved: {total} sampler samples in 12 s"
+        assert rt >= total // 4, f"too few {used} events: {rt} of {total}"
         assert abs(pct - 75) <= 5, f"hotA {pct:.1f}% of {na + nb}"
-        share(lines, "NanoHot.hotA", "NanoHot.hotB")
 
 
 def test_cputime_parser_matches_jfr_print(tmp_path):
@@ -141,6 +149,6 @@ def test_cputime_parser_matches_jfr_print(tmp_path):
                                                   "collapse.py"), "--event", "jdk.CPUTimeSample"],
                          input=jfr, check=True, capture_output=True, timeout=120).stdout.decode()
     ours_lines, ref_lines = sorted(ours.splitlines()), sorted(ref.splitlines())
-    assert len(ref_lines) > 100, f"too few distinct stacks recorded: {len(ref_lines)}"
+    assert len(ref_lines) > 30, f"too few distinct stacks recorded: {len(ref_lines)}"
     assert ours_lines == ref_lines, (len(ours_lines), len(ref_lines),
                                      sorted(set(ours_lines) ^ set(ref_lines))[:5])
