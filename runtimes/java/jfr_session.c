@@ -30,7 +30,7 @@ pp_jfr_sampler pp_jfr_sampler_for(int major)
 }
 
 void pp_jfr_start_cmdline(char *buf, size_t len, const char *name, pp_jfr_sampler sampler,
-                          int frequency, int duration_s, const char *filename)
+                          int frequency, int duration_s, bool disk, const char *filename)
 {
     int period = frequency > 0 ? (2000 / frequency + 1) / 2 : 91; /* round(1000 / f) */
     if (period < 1)
@@ -44,8 +44,8 @@ void pp_jfr_start_cmdline(char *buf, size_t len, const char *name, pp_jfr_sample
                  "+jdk.ExecutionSample#enabled=true +jdk.ExecutionSample#period=%dms "
                  "+jdk.NativeMethodSample#enabled=true +jdk.NativeMethodSample#period=%dms",
                  period, period);
-    snprintf(buf, len, "JFR.start name=%s settings=none %s duration=%ds disk=true filename=%s",
-             name, events, duration_s, filename);
+    snprintf(buf, len, "JFR.start name=%s settings=none %s duration=%ds disk=%s filename=%s", name,
+             events, duration_s, disk ? "true" : "false", filename);
 }
 
 /* This polyprof's identity in recording names: its pid namespace, pid and start time. */
@@ -350,7 +350,7 @@ static void stop_orphan(pp_jfr_rec *r, const char *name, double timeout)
 
 /* JFR.check: stops polyprof's orphans, logs the JVM's own recordings (once per JVM and hour).
  * -1 when the JVM did not answer (errno as jcmd sets it). */
-static int check_recordings(pp_jfr_rec *r, double until, char *err, size_t errlen)
+static int check_recordings(pp_jfr_rec *r, double until, bool *others, char *err, size_t errlen)
 {
     char *out = NULL;
     if (pp_jattach_jcmd(r->pid, "JFR.check", fmin(PP_JAVA_ATTACH_TIMEOUT, until - pp_mono_now()),
@@ -372,6 +372,7 @@ static int check_recordings(pp_jfr_rec *r, double until, char *err, size_t errle
             snprintf(users + l, sizeof(users) - l, "%s%.63s", l ? ", " : "", names[i]);
         }
     }
+    *others = users[0] != '\0';
     if (users[0])
         pp_info_proc(r->pid, r->start_ticks,
                      "java: pid %d has other JFR recordings running (%s): while polyprof "
@@ -381,6 +382,32 @@ static int check_recordings(pp_jfr_rec *r, double until, char *err, size_t errle
     return 0;
 }
 
+/* Whether the JVM's JFR repository exists (JFR sets jdk.jfr.repository when it creates it):
+ * an in-memory recording gets no data once it does. True when the JVM does not say. */
+static bool repository_exists(pp_jfr_rec *r, double until)
+{
+    char *out = NULL, err[256];
+    bool exists = true;
+    if (pp_jattach_jcmd(r->pid, "VM.system_properties",
+                        fmin(PP_JAVA_ATTACH_TIMEOUT, until - pp_mono_now()), &out, err,
+                        sizeof(err)) == 0 &&
+        out)
+        exists = pp_jfr_props_repository(out);
+    free(out);
+    return exists;
+}
+
+bool pp_jfr_props_repository(const char *props)
+{
+    for (const char *p = props; p && *p;) {
+        if (strncmp(p, "jdk.jfr.repository=", 19) == 0)
+            return p[19] != '\n' && p[19] != '\0';
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    return false;
+}
+
 int pp_jfr_rec_start(pp_jfr_rec *r, pp_jfr_sampler sampler, int frequency, int duration_s,
                      double timeout_s, char *err, size_t errlen)
 {
@@ -388,7 +415,7 @@ int pp_jfr_rec_start(pp_jfr_rec *r, pp_jfr_sampler sampler, int frequency, int d
         timeout_s = 1;
     /* the whole start, every request included, ends by this time */
     double until = pp_mono_now() + timeout_s;
-    bool silent = false;
+    bool silent = false, others = false, disk = false;
     char e2[256];
     if (!pp_java_jfr_initialized(r->pid)) {
         if (jcmd(r, "JFR.configure stackdepth=1024", fmin(PP_JAVA_ATTACH_TIMEOUT, timeout_s), e2,
@@ -396,8 +423,10 @@ int pp_jfr_rec_start(pp_jfr_rec *r, pp_jfr_sampler sampler, int frequency, int d
             silent = no_answer();
             pp_debug("java: JFR.configure in pid %d: %s", r->pid, e2);
         }
-    } else if (check_recordings(r, until, e2, sizeof(e2)) < 0) {
+    } else if (check_recordings(r, until, &others, e2, sizeof(e2)) < 0) {
         silent = no_answer();
+    } else {
+        disk = others || repository_exists(r, until);
     }
     if (silent) {
         /* a JVM that did not answer (or a cancelled start) is not asked again: one timeout per
@@ -409,7 +438,7 @@ int pp_jfr_rec_start(pp_jfr_rec *r, pp_jfr_sampler sampler, int frequency, int d
     if (make_private_dir(r, dir, sizeof(dir), err, errlen) < 0)
         return -1;
     snprintf(file, sizeof(file), "/tmp/%s/start.jfr", dir);
-    pp_jfr_start_cmdline(cmd, sizeof(cmd), r->name, sampler, frequency, duration_s, file);
+    pp_jfr_start_cmdline(cmd, sizeof(cmd), r->name, sampler, frequency, duration_s, disk, file);
     r->sampler = sampler;
     int rc = jcmd(r, cmd, until - pp_mono_now(), err, errlen);
     remove_private_dir(r, dir, "start.jfr");

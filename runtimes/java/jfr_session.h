@@ -7,12 +7,14 @@
  *           polyprof or started at another time) are stopped into a private file that is
  *           removed; other running recordings are logged once per JVM (and hour).
  *           Then `JFR.start name=... settings=none <sampler events> duration=<session+30>s
- *           disk=true filename=/tmp/<private dir>/start.jfr`, and the private directory (with
- *           the empty file the JVM creates) is removed at once. Always to disk: an in-memory
- *           recording gets no data once the JVM's repository is in use (another recording to
- *           disk, now or earlier in the JVM's life; JDK 17 wrote 0 bytes). If polyprof dies,
- *           the recording ends by its duration (its write then fails: nothing is left), or the
- *           next polyprof stops it first.
+ *           disk=<d> filename=/tmp/<private dir>/start.jfr`, and the private directory (with
+ *           the empty file the JVM creates) is removed at once. An in-memory recording gets no
+ *           data once the JVM's repository is in use (JDK 17 wrote 0 bytes, also after the
+ *           recording to disk that created it had stopped), so disk=true when another
+ *           recording runs or the repository exists (`jdk.jfr.repository` in
+ *           VM.system_properties); else disk=false, which creates no repository directory in
+ *           the JVM's tmpdir. If polyprof dies, the recording ends by its duration (its write
+ *           then fails: nothing is left), or the next polyprof stops it first.
  *           Sampler: jdk.CPUTimeSample (throttle = 1/f of CPU time per thread) on JDK 25+,
  *           jdk.ExecutionSample + jdk.NativeMethodSample (period 1/f) before. A native
  *           method sample is counted only when its thread used at least a quarter of the
@@ -101,6 +103,8 @@ bool pp_jfr_orphan_name(const char *name);
 
 /* Builds the JFR.start command line (unit-tested). */
 void pp_jfr_start_cmdline(char *buf, size_t len, const char *name, pp_jfr_sampler sampler,
-                          int frequency, int duration_s, const char *filename);
+                          int frequency, int duration_s, bool disk, const char *filename);
+/* Whether `VM.system_properties` output sets jdk.jfr.repository (unit-tested). */
+bool pp_jfr_props_repository(const char *props);
 
 #endif

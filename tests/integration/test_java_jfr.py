@@ -61,7 +61,8 @@ def test_beside_the_jvms_own_recordings(version, classes, launchers, start_app, 
         errors = {x for x in frames if x.startswith("[Profiling")}
         assert not errors, f"session {session}: {errors}\n{r.stderr[-3000:]}"
         assert any(x.startswith("Hot.hot") for x in java_frames(lines)), r.stderr[-3000:]
-        assert r.stderr.count("other JFR recordings") <= 1
+        # logged once per JVM by each polyprof run
+        assert r.stderr.count(f"pid {app.pid} has other JFR recordings running") == 1
     after = recordings(version, app.pid)
     assert after == before, (before, after)
     # the user's recordings still hold data: a dump of each has samples of the whole time
@@ -109,7 +110,7 @@ def test_nanotime_split(version, sampler, classes, launchers, start_app, outdir)
     comm = f"pp_java{version}"
     app = start_app(launchers / comm, "-cp", classes, "NanoHot")
     warm(app.pid)
-    r = run_polyprof("-d", 12, "-f", 99, "--java-mode", "jfr", "--java-jfr-sampler", sampler,
+    r = run_polyprof("-d", 12, "-f", 499, "--java-mode", "jfr", "--java-jfr-sampler", sampler,
                      "-o", outdir, "-v")
     lines = last_profile(outdir).for_comm(comm)
     rt, total = totals(r.stderr, app.pid)
@@ -123,7 +124,7 @@ def test_nanotime_split(version, sampler, classes, launchers, start_app, outdir)
           f"{total} sampler samples, coverage {100.0 * rt / max(total, 1):.0f}%")
     assert f"JFR sampler jdk.{used.split('+')[0]}" in r.stderr
     if version == "25":
-        assert total >= 400, f"host starved: {total} sampler samples in 12 s"
+        assert total >= 1000, f"host starved: {total} sampler samples in 12 s"
         assert rt >= total // 4, f"too few {used} events: {rt} of {total}"
         assert abs(pct - 75) <= 5, f"hotA {pct:.1f}% of {na + nb}"
 

@@ -583,16 +583,16 @@ Test(java, jfr_start_cmdline)
 {
     char buf[640];
     pp_jfr_start_cmdline(buf, sizeof(buf), "polyprof_1_2_3_4", PP_JFR_SAMPLER_EXECUTION, 11, 90,
-                         "/tmp/d/start.jfr");
+                         true, "/tmp/d/start.jfr");
     cr_assert_str_eq(buf, "JFR.start name=polyprof_1_2_3_4 settings=none "
                           "+jdk.ExecutionSample#enabled=true +jdk.ExecutionSample#period=91ms "
                           "+jdk.NativeMethodSample#enabled=true "
                           "+jdk.NativeMethodSample#period=91ms "
                           "duration=90s disk=true filename=/tmp/d/start.jfr");
-    pp_jfr_start_cmdline(buf, sizeof(buf), "n", PP_JFR_SAMPLER_CPUTIME, 99, 34, "/f");
+    pp_jfr_start_cmdline(buf, sizeof(buf), "n", PP_JFR_SAMPLER_CPUTIME, 99, 34, false, "/f");
     cr_assert_str_eq(buf, "JFR.start name=n settings=none +jdk.CPUTimeSample#enabled=true "
-                          "+jdk.CPUTimeSample#throttle=10ms duration=34s disk=true filename=/f");
-    pp_jfr_start_cmdline(buf, sizeof(buf), "n", PP_JFR_SAMPLER_EXECUTION, 1000, 34, "/f");
+                          "+jdk.CPUTimeSample#throttle=10ms duration=34s disk=false filename=/f");
+    pp_jfr_start_cmdline(buf, sizeof(buf), "n", PP_JFR_SAMPLER_EXECUTION, 1000, 34, true, "/f");
     cr_assert(strstr(buf, "#period=1ms "), "%s", buf);
     cr_assert_eq(pp_jfr_sampler_for(25), PP_JFR_SAMPLER_CPUTIME);
     cr_assert_eq(pp_jfr_sampler_for(26), PP_JFR_SAMPLER_CPUTIME);
@@ -642,6 +642,11 @@ Test(java, recording_names)
     cr_assert_eq(pp_jfr_check_names("Recording 1: name=a (running)\nRecording 2: name=b\n", names,
                                     running, 1),
                  1);
+
+    cr_assert(pp_jfr_props_repository("4242:\n#Wed\nfile.encoding=UTF-8\n"
+                                      "jdk.jfr.repository=/tmp/2026_11_25_17_03_19_3613\nx=y\n"));
+    cr_assert(!pp_jfr_props_repository("4242:\nfile.encoding=UTF-8\njdk.jfr.repository=\n"));
+    cr_assert(!pp_jfr_props_repository("4242:\nxjdk.jfr.repository=/a\n"));
 
     unsigned long long ns, ticks;
     long pid;
