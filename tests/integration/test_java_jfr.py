@@ -73,6 +73,26 @@ def test_beside_the_jvms_own_recordings(version, classes, launchers, start_app, 
         assert (outdir / f"{name}.jfr").stat().st_size > 1000
 
 
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_after_a_finished_recording_to_disk(version, classes, launchers, start_app, outdir):
+    """The JVM ran a recording to disk that has ended (its repository exists, nothing runs): an
+    in-memory recording would get no data there (the old rule gave 'JFR wrote an empty
+    recording')."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-cp", classes, "Hot", 2)
+    jcmd(version, app.pid, "JFR.start", "name=earlier", "disk=true")
+    jcmd(version, app.pid, "JFR.stop", "name=earlier")
+    warm(app.pid)
+    assert recordings(version, app.pid) == {}
+    r = run_polyprof("-d", 4, "-f", 99, "--java-mode", "jfr", "-o", outdir, "-v")
+    lines = last_profile(outdir).for_comm(comm)
+    errors = {x for f, _ in lines for x in f[4:] if x.startswith("[Profiling")}
+    assert not errors, r.stderr[-2000:]
+    assert any(x.startswith("Hot.hot") for x in java_frames(lines)), r.stderr[-3000:]
+    assert recordings(version, app.pid) == {}
+
+
 def test_orphan_of_a_killed_polyprof_is_stopped(classes, launchers, start_app, outdir):
     """SIGKILL polyprof mid-session: its recording stays in the JVM (orphan); the next run
     profiles the JVM and stops the orphan, and only it (the JVM's own recording runs on)."""
