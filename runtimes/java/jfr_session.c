@@ -364,15 +364,19 @@ static int check_recordings(pp_jfr_rec *r, double until, bool *others, char *err
     bool running[16];
     int n = pp_jfr_check_names(out, names, running, 16);
     free(out);
+    *others = false;
     for (int i = 0; i < n; i++) {
         if (pp_jfr_orphan_name(names[i])) {
             stop_orphan(r, names[i], fmin(PP_JAVA_ATTACH_TIMEOUT, until - pp_mono_now() - 0.5));
-        } else if (running[i] && strncmp(names[i], "polyprof_", 9) != 0) {
+        } else if (running[i]) {
+            /* the JVM's own, or another live polyprof's: either way polyprof's recording must
+             * go to disk */
+            *others = true;
             size_t l = strlen(users);
-            snprintf(users + l, sizeof(users) - l, "%s%.63s", l ? ", " : "", names[i]);
+            if (strncmp(names[i], "polyprof_", 9) != 0)
+                snprintf(users + l, sizeof(users) - l, "%s%.63s", l ? ", " : "", names[i]);
         }
     }
-    *others = users[0] != '\0';
     if (users[0])
         pp_info_proc(r->pid, r->start_ticks,
                      "java: pid %d has other JFR recordings running (%s): while polyprof "

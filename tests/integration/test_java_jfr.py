@@ -1,9 +1,11 @@
 """JFR mode beside other JFR users (recordings of the JVM's own, in memory and on disk; a
 recording orphaned by a killed polyprof) and the sampler per JDK (jdk.CPUTimeSample on JDK 25,
 jdk.ExecutionSample + jdk.NativeMethodSample before), with real JVMs (OpenJDK 17, Temurin 25)."""
+import os
 import re
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -91,6 +93,40 @@ def test_after_a_finished_recording_to_disk(version, classes, launchers, start_a
     assert not errors, r.stderr[-2000:]
     assert any(x.startswith("Hot.hot") for x in java_frames(lines)), r.stderr[-3000:]
     assert recordings(version, app.pid) == {}
+
+
+def test_recording_of_a_live_polyprof_is_left_alone(classes, launchers, start_app, outdir,
+                                                    tmp_path):
+    """A recording named like a polyprof's whose owner still runs (a second instance, e.g. in
+    another network namespace) is neither stopped nor ignored: polyprof records to disk beside
+    it and gets its samples."""
+    version = "17"
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-cp", classes, "Hot", 2)
+    warm(app.pid)
+    fake = tmp_path / "polyprof"  # a live process named polyprof stands for the other instance
+    fake.symlink_to("/bin/sleep")
+    other = subprocess.Popen([str(fake), "120"])
+    try:
+        wait_for(lambda: Path(f"/proc/{other.pid}/comm").read_text().strip() == "polyprof", 10,
+                 "the stand-in to start")
+        ns = os.stat("/proc/self/ns/pid").st_ino
+        ticks = Path(f"/proc/{other.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        name = f"polyprof_{ns}_{other.pid}_{ticks}_1"
+        jcmd(version, app.pid, "JFR.start", f"name={name}", "settings=none",
+             "+jdk.ExecutionSample#enabled=true", "+jdk.ExecutionSample#period=20ms",
+             "disk=false")
+        for session in range(2):
+            r = run_polyprof("-d", 4, "-f", 99, "--java-mode", "jfr", "-o", outdir, "-v")
+            lines = last_profile(outdir).for_comm(comm)
+            errors = {x for f, _ in lines for x in f[4:] if x.startswith("[Profiling")}
+            assert not errors, f"session {session}: {errors}\n{r.stderr[-2000:]}"
+            assert any(x.startswith("Hot.hot") for x in java_frames(lines)), r.stderr[-3000:]
+        assert set(recordings(version, app.pid)) == {name}
+    finally:
+        other.kill()
+        other.wait()
 
 
 def test_orphan_of_a_killed_polyprof_is_stopped(classes, launchers, start_app, outdir):
