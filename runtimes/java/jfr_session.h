@@ -9,14 +9,12 @@
  *           Then `JFR.start name=... settings=none <sampler events> duration=<session+30>s
  *           disk=<d> filename=/tmp/<private dir>/start.jfr`, and the private directory (with
  *           the empty file the JVM creates) is removed at once. An in-memory recording gets
- *           no data while another recording runs in a JVM whose repository exists (JDK 17:
- *           0 bytes), so disk=true when another recording runs (the JVM's own or another live
- *           polyprof's) or the repository exists (`jdk.jfr.repository` in
- *           VM.system_properties: a recording started later then cannot empty ours); else
- *           disk=false, which creates no repository directory in the JVM's tmpdir. If
- *           polyprof dies, the recording ends by its duration (its write then fails: nothing
- *           is left), or the next polyprof stops it first.
- *           Sampler: jdk.CPUTimeSample (throttle = 1/f of CPU time per thread) on JDK 25+,
+ *           no data while another recording runs (JDK 17: 0 bytes), so disk=true when another
+ * recording runs (the JVM's own or another live polyprof's) or the repository exists
+ * (`jdk.jfr.repository` in VM.system_properties: a recording started later then cannot empty ours);
+ * else disk=false, which creates no repository directory in the JVM's tmpdir. If polyprof dies, the
+ * recording ends by its duration (its write then fails: nothing is left), or the next polyprof
+ * stops it first. Sampler: jdk.CPUTimeSample (throttle = 1/f of CPU time per thread) on JDK 25+,
  *           jdk.ExecutionSample + jdk.NativeMethodSample (period 1/f) before. A native
  *           method sample is counted only when its thread used at least a quarter of the
  *           session in CPU time (/proc/<pid>/task/<tid>/stat at start and finish): JFR takes
