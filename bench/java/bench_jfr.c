@@ -1,7 +1,8 @@
 /* Parses a JFR file with polyprof's native parser N times and prints the CPU seconds used
  * (user + system). With -p, prints the collapsed stacks of one parse instead ("frames count"
- * lines, sorted by the caller). Used by bench/java/run.sh.
- * Usage: bench_jfr [-p] FILE [N] */
+ * lines, sorted by the caller). With -c, counts jdk.CPUTimeSample events instead of
+ * jdk.ExecutionSample. Used by bench/java/run.sh and the tests.
+ * Usage: bench_jfr [-p] [-c] FILE [N] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,20 +33,27 @@ static void print_stacks(pp_profile *prof, pp_pid_profile *pp)
 
 int main(int argc, char **argv)
 {
-    int print = argc > 1 && !strcmp(argv[1], "-p");
-    if (argc < 2 + print) {
-        fprintf(stderr, "usage: bench_jfr [-p] FILE [N]\n");
+    int print = 0, a = 1;
+    pp_jfr_opts opts = {.events = PP_JFR_EXECUTION};
+    for (; a < argc && argv[a][0] == '-'; a++) {
+        if (!strcmp(argv[a], "-p"))
+            print = 1;
+        else if (!strcmp(argv[a], "-c"))
+            opts.events = PP_JFR_CPUTIME;
+    }
+    if (a >= argc) {
+        fprintf(stderr, "usage: bench_jfr [-p] [-c] FILE [N]\n");
         return 2;
     }
-    const char *path = argv[1 + print];
-    int n = print ? 1 : (argc > 2 ? atoi(argv[2]) : 1);
+    const char *path = argv[a];
+    int n = print ? 1 : (a + 1 < argc ? atoi(argv[a + 1]) : 1);
     double t0 = cpu_seconds();
     pp_jfr_stats st = {0};
     for (int i = 0; i < n; i++) {
         pp_profile *prof = pp_profile_new();
         pp_pid_profile *pp = pp_profile_get(prof, 1, true);
         char err[256];
-        if (pp_jfr_parse_file(path, NULL, prof, pp, &st, err, sizeof(err)) < 0) {
+        if (pp_jfr_parse_file(path, &opts, prof, pp, &st, err, sizeof(err)) < 0) {
             fprintf(stderr, "bench_jfr: %s\n", err);
             pp_profile_free(prof);
             return 1;

@@ -1,8 +1,9 @@
 /* Java: the runtime profiler (`--java-mode jfr|ap|auto`), application metadata (java_version,
  * libjvm_elfid, jvm_flags) and appid.
  *
- * Modes: `jfr` records jdk.ExecutionSample with the JVM's own Flight Recorder through the
- * attach client (jfr_session.h) and parses the file natively (jfr.h); `ap` runs the user's
+ * Modes: `jfr` records jdk.CPUTimeSample (JDK 25+) or jdk.ExecutionSample +
+ * jdk.NativeMethodSample with the JVM's own Flight Recorder through the attach client
+ * (jfr_session.h) and parses the file natively (jfr.h); `ap` runs the user's
  * async-profiler (asprof.h); `auto` is `ap` when asprof is found, else `jfr`. polyprof never
  * starts a java, jcmd or jfr process.
  *
@@ -28,6 +29,7 @@
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/attach.h"
 #include "runtimes/java/java.h"
+#include "runtimes/java/javaopts.h"
 #include "runtimes/java/jfr_session.h"
 #include "runtimes/java/jvminfo.h"
 #include "runtimes/java/jvmutil.h"
@@ -119,9 +121,9 @@ json_t *pp_java_metadata(int pid)
         }
         free(out);
         out = NULL;
-        if (until - mono_now() > 0 &&
+        if (!pp_java_jvm_flags_none() && until - mono_now() > 0 &&
             pp_jattach_jcmd(pid, "VM.flags -all", until - mono_now(), &out, err, sizeof(err)) == 0)
-            flags = pp_jvm_flags_parse(out, PP_JVM_FLAGS_DEFAULT);
+            flags = pp_java_jvm_flags(out);
         free(out);
     }
     json_object_set_new(o, "java_version", version ? version : json_string("/java not found"));
@@ -199,6 +201,27 @@ static void set_error(jvm *j, const char *what, const char *reason)
     snprintf(j->err, sizeof(j->err), "%s", reason);
 }
 
+/* --java-jfr-sampler: jdk.CPUTimeSample where the JVM has it (JDK 25+, by its release file)
+ * unless `execution` is asked; `cputime` on an older JVM falls back to execution (it has no
+ * CPUTimeSample event). */
+static pp_jfr_sampler jfr_sampler(const pp_runtime_ctx *ctx, int pid)
+{
+    char lib[PATH_MAX], v[64] = "";
+    if (pp_java_release_info(pid, lib, sizeof(lib), v, sizeof(v), NULL, 0) < 0)
+        v[0] = '\0';
+    const char *want = pp_runtime_opt(ctx, "java-jfr-sampler");
+    if (want && strcmp(want, "auto") && strcmp(want, "cputime") && strcmp(want, "execution"))
+        pp_log_proc(PP_LOG_WARNING, 0, 0,
+                    "--java-jfr-sampler %s: not auto, cputime or execution; using auto", want);
+    pp_jfr_sampler sm = want && strcmp(want, "execution") == 0
+                            ? PP_JFR_SAMPLER_EXECUTION
+                            : pp_jfr_sampler_for(pp_java_major(v));
+    pp_debug("java: pid %d (version %s): JFR sampler %s", pid, v[0] ? v : "unknown",
+             sm == PP_JFR_SAMPLER_CPUTIME ? "jdk.CPUTimeSample"
+                                          : "jdk.ExecutionSample + jdk.NativeMethodSample");
+    return sm;
+}
+
 static void start_one(java_session *s, jvm *j)
 {
     char reason[64], why[128], err[256];
@@ -228,8 +251,8 @@ static void start_one(java_session *s, jvm *j)
                          "java: cannot start async-profiler in pid %d: %s", j->proc.pid, err);
             set_error(j, "error", err);
         }
-    } else if (pp_jfr_rec_start(&j->rec, s->ctx->frequency, s->duration_s, s->deadline - mono_now(),
-                                err, sizeof(err)) < 0) {
+    } else if (pp_jfr_rec_start(&j->rec, jfr_sampler(s->ctx, j->proc.pid), s->ctx->frequency,
+                                s->duration_s, s->deadline - mono_now(), err, sizeof(err)) < 0) {
         pp_warn_proc(j->proc.pid, j->proc.start_ticks, "java: cannot start JFR in pid %d: %s",
                      j->proc.pid, err);
         set_error(j, "error", err);
@@ -396,6 +419,12 @@ static void jvm_gone(jvm *j)
     const char *reason = pp_java_watch_reason(watch, j->proc.pid);
     if (!reason && !j->hserr_before && pp_jfr_rec_hserr(&j->rec))
         reason = "hserr";
+    if (reason && !pp_java_safemode_on(reason)) {
+        pp_info("java: JVM %d (%s) died during profiling (%s); that safemode option is off, "
+                "Java profiling goes on",
+                j->proc.pid, j->proc.comm, reason);
+        reason = NULL;
+    }
     if (reason) {
         pp_warn("java: JVM %d (%s) died during profiling (%s)", j->proc.pid, j->proc.comm, reason);
         pp_java_safemode_trigger(reason);

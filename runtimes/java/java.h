@@ -15,8 +15,9 @@
  *   pp_java_perfmaps_cleanup_stale() (at start-up) removes those of JVMs that are gone, and a
  *   running JVM's recorded map counts as polyprof's.
  *
- * Safemode (gProfiler's `--java-safemode` default `profiled-oom,profiled-signaled,hserr`):
- *   once a JVM polyprof profiled dies by OOM, by a fatal signal, or leaves an hs_err file, every
+ * Safemode (`--java-safemode`, javaopts.h; default `profiled-oom,profiled-signaled,hserr`):
+ *   once a JVM polyprof profiled dies by OOM, by a fatal signal, or leaves an hs_err file (each
+ *   trigger only when listed), every
  *   later Java process gets `[Profiling skipped: disabled due to <reason>]` and polyprof never
  *   attaches to a JVM again in this run (perf maps and attach-based metadata included). */
 #ifndef PP_JAVA_H

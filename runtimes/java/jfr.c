@@ -30,6 +30,13 @@ static const char *const role_names[R_N] = {
 enum { SFX_JIT, SFX_INLINED, SFX_INTERP, SFX_NONE, SFX_N };
 static const char *const sfx_text[SFX_N] = {"_[j]", "_[i]", "_[0]", ""};
 
+/* The sample events, in the order of the PP_JFR_* bits, and their thread fields. */
+enum { PP_JFR_EV_EXECUTION, PP_JFR_EV_NATIVE, PP_JFR_EV_CPUTIME, PP_JFR_NEVENTS };
+static const char *const event_names[PP_JFR_NEVENTS] = {
+    "jdk.ExecutionSample", "jdk.NativeMethodSample", "jdk.CPUTimeSample"};
+static const char *const thread_fields[PP_JFR_NEVENTS] = {"sampledThread", "sampledThread",
+                                                          "eventThread"};
+
 #define BAD_STACK UINT32_MAX
 
 typedef struct stack_rec {
@@ -48,11 +55,19 @@ typedef struct chunk {
     pp_u64map pool[R_N]; /* key -> offset of the value */
     /* field indices, -1 when absent */
     int sym_string, cls_name, meth_type, meth_name, meth_desc, st_trunc, st_frames, frame_cls,
-        fr_method, fr_type, ft_desc, th_tid, es_cls, es_thread, es_stack;
+        fr_method, fr_type, ft_desc, th_tid, th_name;
+    int es_cls[PP_JFR_NEVENTS], es_thread[PP_JFR_NEVENTS], es_stack[PP_JFR_NEVENTS];
     pp_u64map ftype_sfx;        /* frame type key -> suffix */
     pp_u64map frame_ids[SFX_N]; /* method key -> interned frame text */
     pp_u64map stack_idx;        /* stack trace key -> index in stacks */
     pp_u64map tids;             /* thread key -> OS tid */
+    pp_u64map tlabels;          /* thread key -> label frame id + 1, 0 for none */
+    pp_u64map labeled_idx;      /* label << 32 | stack index -> index in labeled */
+    struct labeled {
+        uint32_t label, stack;
+        uint64_t count;
+    } * labeled; /* samples of JFR's and the attach listener's threads */
+    size_t nlabeled, caplabeled;
     stack_rec *stacks;
     size_t nstacks, capstacks;
     uint32_t *frames;
@@ -294,6 +309,43 @@ static long thread_tid(chunk *c, int64_t key)
     return (long)tid;
 }
 
+/* The label frame of a JVM thread that runs JFR itself or the attach requests that start it
+ * ("Attach Listener", "JFR ..."): its first JFR start loads and compiles JFR's classes there.
+ * 0 for other threads. */
+static uint32_t thread_label(chunk *c, int64_t key)
+{
+    uint64_t *v = pp_u64map_get(&c->tlabels, (uint64_t)key);
+    if (v)
+        return (uint32_t)*v;
+    size_t pos;
+    char name[128], text[160];
+    uint32_t label = 0;
+    if (pool_struct(c, R_THREAD, key, &c->th_name, &pos, 1) == 0 &&
+        field_text(c, c->role_cls[R_THREAD], c->th_name, pos, name, sizeof(name)) >= 0 &&
+        (strcmp(name, "Attach Listener") == 0 || strncmp(name, "JFR ", 4) == 0)) {
+        snprintf(text, sizeof(text), "[JVM thread: %s]", name);
+        label = pp_profile_intern(c->prof, text);
+    }
+    pp_u64map_put(&c->tlabels, (uint64_t)key, label);
+    return label;
+}
+
+/* Counts a sample of stack index si on a labelled thread. -1 on OOM. */
+static int count_labeled(chunk *c, uint32_t label, size_t si)
+{
+    uint64_t k = (uint64_t)label << 32 | si;
+    uint64_t *v = pp_u64map_get(&c->labeled_idx, k);
+    if (v) {
+        c->labeled[*v].count++;
+        return 0;
+    }
+    if (jfr_grow((void **)&c->labeled, &c->caplabeled, c->nlabeled + 1, sizeof(*c->labeled)) < 0 ||
+        pp_u64map_put(&c->labeled_idx, k, c->nlabeled) < 0)
+        return -1;
+    c->labeled[c->nlabeled++] = (struct labeled){label, (uint32_t)si, 1};
+    return 0;
+}
+
 /* Indexes every constant-pool event, following the delta chain back from off. */
 static int read_pools(chunk *c, size_t off)
 {
@@ -368,25 +420,33 @@ static void find_fields(chunk *c)
     c->fr_type = jfr_meta_field(m, c->frame_cls, "type");
     c->ft_desc = jfr_meta_field(m, c->role_cls[R_FTYPE], "description");
     c->th_tid = jfr_meta_field(m, c->role_cls[R_THREAD], "osThreadId");
-    c->es_cls = jfr_meta_find(m, "jdk.ExecutionSample");
-    c->es_thread = jfr_meta_field(m, c->es_cls, "sampledThread");
-    c->es_stack = jfr_meta_field(m, c->es_cls, "stackTrace");
+    c->th_name = jfr_meta_field(m, c->role_cls[R_THREAD], "javaName");
+    for (int e = 0; e < PP_JFR_NEVENTS; e++) {
+        c->es_cls[e] = jfr_meta_find(m, event_names[e]);
+        c->es_thread[e] = jfr_meta_field(m, c->es_cls[e], thread_fields[e]);
+        c->es_stack[e] = jfr_meta_field(m, c->es_cls[e], "stackTrace");
+    }
 }
 
-static int on_sample(chunk *c, jfr_rd *r, size_t at)
+static int on_sample(chunk *c, jfr_rd *r, size_t at, int e)
 {
-    int want[2] = {c->es_thread, c->es_stack};
+    int cls = c->es_cls[e];
+    int want[2] = {c->es_thread[e], c->es_stack[e]};
     size_t pos[2];
     int ok;
-    if (jfr_read_struct(&c->m, r, c->es_cls, want, pos, 2, 0, &c->budget) < 0)
-        return fail(c->err, c->errlen, "malformed jdk.ExecutionSample event at offset %zu",
+    if (jfr_read_struct(&c->m, r, cls, want, pos, 2, 0, &c->budget) < 0)
+        return fail(c->err, c->errlen, "malformed %s event at offset %zu", event_names[e],
                     c->base + at);
-    if (c->opts && c->opts->keep_tid) {
-        int64_t th = field_long(c, c->es_cls, c->es_thread, pos[0], &ok);
-        if (!c->opts->keep_tid(c->opts->arg, ok ? thread_tid(c, th) : -1))
-            return 0;
-    }
-    int64_t key = field_long(c, c->es_cls, c->es_stack, pos[1], &ok);
+    int64_t th = field_long(c, cls, c->es_thread[e], pos[0], &ok);
+    if (!ok || th < 0)
+        th = -1;
+    int (*keep)(void *, long) = !c->opts ? NULL
+                                : e == PP_JFR_EV_NATIVE && c->opts->keep_native_tid
+                                    ? c->opts->keep_native_tid
+                                    : c->opts->keep_tid;
+    if (keep && !keep(c->opts->arg, th >= 0 ? thread_tid(c, th) : -1))
+        return 0;
+    int64_t key = field_long(c, cls, c->es_stack[e], pos[1], &ok);
     stack_rec *rec = ok ? stack_of(c, key) : NULL;
     if (ok && !rec)
         return fail(c->err, c->errlen, "out of memory decoding JFR stack traces");
@@ -394,7 +454,11 @@ static int on_sample(chunk *c, jfr_rd *r, size_t at)
         c->st->bad++;
         return 0;
     }
-    rec->count++;
+    uint32_t label = th >= 0 ? thread_label(c, th) : 0;
+    if (!label)
+        rec->count++;
+    else if (count_labeled(c, label, (size_t)(rec - c->stacks)) < 0)
+        return fail(c->err, c->errlen, "out of memory counting JFR samples");
     c->st->samples++;
     c->st->truncated += rec->trunc;
     return 0;
@@ -402,7 +466,10 @@ static int on_sample(chunk *c, jfr_rd *r, size_t at)
 
 static int read_events(chunk *c)
 {
-    int64_t es_id = c->es_cls >= 0 ? c->m.classes[c->es_cls].id : -1;
+    unsigned mask = c->opts && c->opts->events ? c->opts->events : PP_JFR_EXECUTION;
+    int64_t es_id[PP_JFR_NEVENTS];
+    for (int e = 0; e < PP_JFR_NEVENTS; e++)
+        es_id[e] = c->es_cls[e] >= 0 && (mask & 1u << e) ? c->m.classes[c->es_cls[e]].id : -1;
     size_t pos = JFR_HEADER_SIZE;
     while (pos < c->r.end) {
         jfr_rd r = c->r;
@@ -415,8 +482,9 @@ static int read_events(chunk *c)
         if (r.err)
             return fail(c->err, c->errlen, "truncated event at offset %zu", c->base + pos);
         c->st->events++;
-        if (type == es_id && on_sample(c, &r, pos) < 0)
-            return -1;
+        for (int e = 0; e < PP_JFR_NEVENTS; e++)
+            if (type == es_id[e] && on_sample(c, &r, pos, e) < 0)
+                return -1;
         pos += (size_t)size;
     }
     return 0;
@@ -432,6 +500,17 @@ static int flush_counts(chunk *c)
             return fail(c->err, c->errlen, "out of memory adding JFR samples");
         s->count = 0;
     }
+    uint32_t buf[1 + 1024];
+    for (size_t i = 0; i < c->nlabeled; i++) {
+        const struct labeled *l = &c->labeled[i];
+        const stack_rec *s = &c->stacks[l->stack];
+        uint32_t n = s->n < 1024 ? s->n : 1024;
+        buf[0] = l->label;
+        memcpy(buf + 1, c->frames + s->off, n * sizeof(uint32_t));
+        if (l->count && pp_pid_add(c->pp, buf, n + 1, l->count) < 0)
+            return fail(c->err, c->errlen, "out of memory adding JFR samples");
+    }
+    c->nlabeled = 0;
     return 0;
 }
 
@@ -445,6 +524,9 @@ static void chunk_free(chunk *c)
     pp_u64map_free(&c->ftype_sfx);
     pp_u64map_free(&c->stack_idx);
     pp_u64map_free(&c->tids);
+    pp_u64map_free(&c->tlabels);
+    pp_u64map_free(&c->labeled_idx);
+    free(c->labeled);
     free(c->stacks);
     free(c->frames);
     free(c->tmp);

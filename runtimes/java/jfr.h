@@ -1,6 +1,7 @@
 /* A native parser of Java Flight Recorder files (no JVM, no `jfr` tool): chunk headers,
- * metadata, constant pools, LEB128-style compressed integers, and the jdk.ExecutionSample
- * events with their stack traces. Handles several chunks per file and JDK 17 / JDK 25 output.
+ * metadata, constant pools, LEB128-style compressed integers, and the sample events
+ * (jdk.ExecutionSample, jdk.NativeMethodSample, jdk.CPUTimeSample) with their stack traces. Handles
+ * several chunks per file and JDK 17 / JDK 25 output.
  *
  * Frames are written as gProfiler writes async-profiler's `ann,sig` output: root first,
  * `pkg/Class.method(Sig)Ret` with every ';' of the signature replaced by '|', then the suffix
@@ -17,20 +18,30 @@
 typedef struct pp_jfr_stats {
     uint64_t chunks;    /* chunks parsed */
     uint64_t events;    /* events seen (all types) */
-    uint64_t samples;   /* jdk.ExecutionSample events added to the profile */
+    uint64_t samples;   /* sample events added to the profile */
     uint64_t truncated; /* samples whose stack JFR truncated */
     uint64_t bad;       /* samples dropped because a reference did not resolve */
 } pp_jfr_stats;
 
+/* Sample events (pp_jfr_opts.events). */
+#define PP_JFR_EXECUTION 1u /* jdk.ExecutionSample (sampledThread, stackTrace) */
+#define PP_JFR_NATIVE 2u    /* jdk.NativeMethodSample (sampledThread, stackTrace) */
+#define PP_JFR_CPUTIME 4u   /* jdk.CPUTimeSample (eventThread, stackTrace; JDK 25+) */
+
 typedef struct pp_jfr_opts {
+    /* The sample events counted (0: PP_JFR_EXECUTION). A recording holds every event type any
+     * recording of the JVM enabled, so the caller names the ones it asked for. */
+    unsigned events;
     /* Keep only samples whose sampled thread's OS tid satisfies keep_tid (NULL = all). Used to
      * drop threads the system sampler did not see on a CPU; arg is passed through. The tid is
      * -1 when the sample's thread does not resolve. */
     int (*keep_tid)(void *arg, long tid);
+    /* The same for jdk.NativeMethodSample events (NULL: keep_tid). */
+    int (*keep_native_tid)(void *arg, long tid);
     void *arg;
 } pp_jfr_opts;
 
-/* Parses a recording held in memory and adds one count per kept jdk.ExecutionSample to pp
+/* Parses a recording held in memory and adds one count per kept sample event to pp
  * (an entry of prof; frames interned in prof). Never reads outside buf, never crashes nor
  * loops forever on malformed input. Returns 0, or -1 with a one-line message in err
  * ("not a JFR file", "truncated chunk at offset N", "unsupported JFR version 3.0", ...);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,16 +24,54 @@
 
 static atomic_uint rec_counter;
 
-void pp_jfr_start_cmdline(char *buf, size_t len, const char *name, int frequency, int duration_s,
-                          bool disk, const char *filename)
+pp_jfr_sampler pp_jfr_sampler_for(int major)
+{
+    return major >= 25 ? PP_JFR_SAMPLER_CPUTIME : PP_JFR_SAMPLER_EXECUTION;
+}
+
+void pp_jfr_start_cmdline(char *buf, size_t len, const char *name, pp_jfr_sampler sampler,
+                          int frequency, int duration_s, bool disk, const char *filename)
 {
     int period = frequency > 0 ? (2000 / frequency + 1) / 2 : 91; /* round(1000 / f) */
     if (period < 1)
         period = 1;
-    snprintf(buf, len,
-             "JFR.start name=%s settings=none +jdk.ExecutionSample#enabled=true "
-             "+jdk.ExecutionSample#period=%dms duration=%ds disk=%s filename=%s",
-             name, period, duration_s, disk ? "true" : "false", filename);
+    char events[256];
+    if (sampler == PP_JFR_SAMPLER_CPUTIME)
+        snprintf(events, sizeof(events),
+                 "+jdk.CPUTimeSample#enabled=true +jdk.CPUTimeSample#throttle=%dms", period);
+    else
+        snprintf(events, sizeof(events),
+                 "+jdk.ExecutionSample#enabled=true +jdk.ExecutionSample#period=%dms "
+                 "+jdk.NativeMethodSample#enabled=true +jdk.NativeMethodSample#period=%dms",
+                 period, period);
+    snprintf(buf, len, "JFR.start name=%s settings=none %s duration=%ds disk=%s filename=%s", name,
+             events, duration_s, disk ? "true" : "false", filename);
+}
+
+/* This polyprof's identity in recording names: its pid namespace, pid and start time. */
+static unsigned long long self_ns, self_ticks;
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+
+static void self_init(void)
+{
+    struct stat sb;
+    self_ns = stat("/proc/self/ns/pid", &sb) == 0 ? (unsigned long long)sb.st_ino : 0;
+    self_ticks = pp_java_start_ticks((int)getpid());
+}
+
+bool pp_jfr_polyprof_name(const char *name, unsigned long long *ns, long *pid,
+                          unsigned long long *ticks)
+{
+    unsigned long long a, c;
+    long b;
+    unsigned n;
+    int end = 0;
+    if (sscanf(name, "polyprof_%llu_%ld_%llu_%u%n", &a, &b, &c, &n, &end) != 4 || name[end])
+        return false;
+    *ns = a;
+    *pid = b;
+    *ticks = c;
+    return true;
 }
 
 /* Whether pid is a running polyprof (its directories are in use). */
@@ -60,8 +99,8 @@ int pp_jfr_cleanup_stale(int tmp_fd)
         long owner = strtol(e->d_name + 13, NULL, 10);
         if (owner <= 0 || owner == (long)getpid() || polyprof_alive(owner))
             continue;
-        static const char *const files[] = {"start.jfr", "rec.jfr"};
-        for (size_t k = 0; k < 2; k++) {
+        static const char *const files[] = {"start.jfr", "rec.jfr", "orphan.jfr"};
+        for (size_t k = 0; k < 3; k++) {
             char rel[320];
             snprintf(rel, sizeof(rel), "%s/%s", e->d_name, files[k]);
             unlinkat(tmp_fd, rel, 0);
@@ -73,18 +112,42 @@ int pp_jfr_cleanup_stale(int tmp_fd)
     return removed;
 }
 
-bool pp_jfr_other_recording_running(const char *check)
+int pp_jfr_check_names(const char *check, char names[][64], bool *running, int max)
 {
-    for (const char *p = check; p && *p;) {
+    int n = 0;
+    for (const char *p = check; p && *p && n < max;) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        /* "Recording 2: name=x maxsize=250.0MB (running)"; an in-memory recording of an
-         * earlier polyprof (killed) does not write to disk */
-        if (memmem(p, len, "(running)", 9) && !memmem(p, len, "name=polyprof_", 14))
-            return true;
+        /* "Recording 2: name=x maxsize=250.0MB (running)" */
+        const char *nm =
+            len > 10 && strncmp(p, "Recording ", 10) == 0 ? memmem(p, len, ": name=", 7) : NULL;
+        if (nm) {
+            nm += 7;
+            size_t l = strcspn(nm, " \n");
+            if (l > 0 && l < 64 && nm + l <= p + len) {
+                memcpy(names[n], nm, l);
+                names[n][l] = '\0';
+                running[n] = memmem(p, len, "(running)", 9) != NULL;
+                n++;
+            }
+        }
         p = nl ? nl + 1 : NULL;
     }
-    return false;
+    return n;
+}
+
+bool pp_jfr_orphan_name(const char *name)
+{
+    unsigned long long ns, ticks;
+    long pid;
+    if (!pp_jfr_polyprof_name(name, &ns, &pid, &ticks))
+        return false;
+    pthread_once(&self_once, self_init);
+    if (ns != self_ns) /* another pid namespace: its owner cannot be checked from here */
+        return false;
+    if (pid == (long)getpid())
+        return ticks != self_ticks;
+    return !polyprof_alive(pid) || pp_java_start_ticks((int)pid) != ticks;
 }
 
 /* -XX:ErrorFile=<path> from the command line, %p expanded to the namespace pid. */
@@ -153,8 +216,9 @@ int pp_jfr_rec_init(pp_jfr_rec *r, int pid, char *err, size_t errlen)
     r->cwd_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     read_errfile(pid, r->nspid, r->errfile, sizeof(r->errfile));
     r->errdir_fd = open_errdir(pid, r->cwd_fd, r->errfile);
-    snprintf(r->name, sizeof(r->name), "polyprof_%d_%u", (int)getpid(),
-             atomic_fetch_add(&rec_counter, 1) + 1);
+    pthread_once(&self_once, self_init);
+    snprintf(r->name, sizeof(r->name), "polyprof_%llu_%d_%llu_%u", self_ns, (int)getpid(),
+             self_ticks, atomic_fetch_add(&rec_counter, 1) + 1);
     if (r->tmp_fd < 0) {
         snprintf(err, errlen, "cannot open the /tmp of process %d: %s", pid, strerror(tmp_errno));
         return -1;
@@ -220,14 +284,142 @@ static bool no_answer(void)
     return errno == ETIMEDOUT || errno == ECANCELED || errno == EAGAIN;
 }
 
-int pp_jfr_rec_start(pp_jfr_rec *r, int frequency, int duration_s, double timeout_s, char *err,
-                     size_t errlen)
+/* CPU ticks (utime + stime) of each thread of pid into m (tid -> ticks); bounded. */
+static void thread_cpu(int pid, pp_u64map *m)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *e;
+    for (int i = 0; i < 100000 && (e = readdir(d)); i++) {
+        char *end;
+        long tid = strtol(e->d_name, &end, 10);
+        if (tid <= 0 || *end)
+            continue;
+        char spath[96], stat[1024];
+        snprintf(spath, sizeof(spath), "/proc/%d/task/%ld/stat", pid, tid);
+        ssize_t n = pp_read_small_file(spath, stat, sizeof(stat));
+        const char *p = n > 0 ? strrchr(stat, ')') : NULL;
+        unsigned long long ut, st;
+        /* after "pid (comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt
+         * cmajflt utime stime */
+        if (p &&
+            sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) ==
+                2 &&
+            pp_u64map_put(m, (uint64_t)tid, ut + st) < 0)
+            break;
+    }
+    closedir(d);
+}
+
+typedef struct native_filter {
+    pp_u64map now;
+    const pp_u64map *before;
+    unsigned long long min_ticks;
+} native_filter;
+
+/* keep_native_tid: the thread ran at least a quarter of the session. */
+static int busy_thread(void *arg, long tid)
+{
+    native_filter *f = arg;
+    uint64_t *now = tid > 0 ? pp_u64map_get(&f->now, (uint64_t)tid) : NULL;
+    uint64_t *then = tid > 0 ? pp_u64map_get(f->before, (uint64_t)tid) : NULL;
+    unsigned long long used = now ? *now - (then && *then <= *now ? *then : 0) : 0;
+    return used >= f->min_ticks;
+}
+
+/* Stops a recording a polyprof that is gone left running, into a private file removed at once
+ * (a plain JFR.stop would write to the file its JFR.start named, in a directory that is gone,
+ * and the JVM would log an I/O error). */
+static void stop_orphan(pp_jfr_rec *r, const char *name, double timeout)
+{
+    char dir[64], cmd[256], err[256];
+    if (timeout < 0.2 || make_private_dir(r, dir, sizeof(dir), err, sizeof(err)) < 0)
+        return;
+    snprintf(cmd, sizeof(cmd), "JFR.stop name=%.63s filename=/tmp/%.63s/orphan.jfr", name, dir);
+    if (jcmd(r, cmd, timeout, err, sizeof(err)) == 0)
+        pp_info_proc(r->pid, r->start_ticks,
+                     "java: pid %d: stopped JFR recording %s left by a polyprof that is gone",
+                     r->pid, name);
+    else
+        pp_debug("java: pid %d: cannot stop JFR recording %s: %s", r->pid, name, err);
+    remove_private_dir(r, dir, "orphan.jfr");
+}
+
+/* JFR.check: stops polyprof's orphans, logs the JVM's own recordings (once per JVM and hour).
+ * -1 when the JVM did not answer (errno as jcmd sets it). */
+static int check_recordings(pp_jfr_rec *r, double until, bool *others, char *err, size_t errlen)
+{
+    char *out = NULL;
+    if (pp_jattach_jcmd(r->pid, "JFR.check", fmin(PP_JAVA_ATTACH_TIMEOUT, until - pp_mono_now()),
+                        &out, err, errlen) != 0) {
+        int e = errno;
+        free(out);
+        errno = e;
+        return -1;
+    }
+    char names[16][64], users[256] = "";
+    bool running[16];
+    int n = pp_jfr_check_names(out, names, running, 16);
+    free(out);
+    *others = false;
+    for (int i = 0; i < n; i++) {
+        if (pp_jfr_orphan_name(names[i])) {
+            stop_orphan(r, names[i], fmin(PP_JAVA_ATTACH_TIMEOUT, until - pp_mono_now() - 0.5));
+        } else if (running[i]) {
+            /* the JVM's own, or another live polyprof's: either way polyprof's recording must
+             * go to disk */
+            *others = true;
+            size_t l = strlen(users);
+            if (strncmp(names[i], "polyprof_", 9) != 0)
+                snprintf(users + l, sizeof(users) - l, "%s%.63s", l ? ", " : "", names[i]);
+        }
+    }
+    if (users[0])
+        pp_info_proc(r->pid, r->start_ticks,
+                     "java: pid %d has other JFR recordings running (%s): while polyprof "
+                     "records, JFR applies the most detailed setting of all recordings, so "
+                     "theirs also get polyprof's samples (docs/java.md)",
+                     r->pid, users);
+    return 0;
+}
+
+/* Whether the JVM's JFR repository exists (JFR sets jdk.jfr.repository when it creates it):
+ * an in-memory recording gets no data once it does. True when the JVM does not say. */
+static bool repository_exists(pp_jfr_rec *r, double until)
+{
+    char *out = NULL, err[256];
+    bool exists = true;
+    if (pp_jattach_jcmd(r->pid, "VM.system_properties",
+                        fmin(PP_JAVA_ATTACH_TIMEOUT, until - pp_mono_now()), &out, err,
+                        sizeof(err)) == 0 &&
+        out)
+        exists = pp_jfr_props_repository(out);
+    free(out);
+    return exists;
+}
+
+bool pp_jfr_props_repository(const char *props)
+{
+    for (const char *p = props; p && *p;) {
+        if (strncmp(p, "jdk.jfr.repository=", 19) == 0)
+            return p[19] != '\n' && p[19] != '\0';
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    return false;
+}
+
+int pp_jfr_rec_start(pp_jfr_rec *r, pp_jfr_sampler sampler, int frequency, int duration_s,
+                     double timeout_s, char *err, size_t errlen)
 {
     if (timeout_s < 1)
         timeout_s = 1;
     /* the whole start, every request included, ends by this time */
     double until = pp_mono_now() + timeout_s;
-    bool disk = false, silent = false;
+    bool silent = false, others = false, disk = false;
     char e2[256];
     if (!pp_java_jfr_initialized(r->pid)) {
         if (jcmd(r, "JFR.configure stackdepth=1024", fmin(PP_JAVA_ATTACH_TIMEOUT, timeout_s), e2,
@@ -235,16 +427,10 @@ int pp_jfr_rec_start(pp_jfr_rec *r, int frequency, int duration_s, double timeou
             silent = no_answer();
             pp_debug("java: JFR.configure in pid %d: %s", r->pid, e2);
         }
+    } else if (check_recordings(r, until, &others, e2, sizeof(e2)) < 0) {
+        silent = no_answer();
     } else {
-        /* An in-memory recording gets no data while another recording writes to disk. */
-        char *out = NULL;
-        if (pp_jattach_jcmd(r->pid, "JFR.check", fmin(PP_JAVA_ATTACH_TIMEOUT, timeout_s), &out, e2,
-                            sizeof(e2)) == 0) {
-            disk = out && pp_jfr_other_recording_running(out);
-        } else {
-            silent = no_answer();
-        }
-        free(out);
+        disk = others || repository_exists(r, until);
     }
     if (silent) {
         /* a JVM that did not answer (or a cancelled start) is not asked again: one timeout per
@@ -252,13 +438,19 @@ int pp_jfr_rec_start(pp_jfr_rec *r, int frequency, int duration_s, double timeou
         snprintf(err, errlen, "%s", e2);
         return -1;
     }
-    char dir[64], file[128], cmd[512];
+    char dir[64], file[128], cmd[640];
     if (make_private_dir(r, dir, sizeof(dir), err, errlen) < 0)
         return -1;
     snprintf(file, sizeof(file), "/tmp/%s/start.jfr", dir);
-    pp_jfr_start_cmdline(cmd, sizeof(cmd), r->name, frequency, duration_s, disk, file);
+    pp_jfr_start_cmdline(cmd, sizeof(cmd), r->name, sampler, frequency, duration_s, disk, file);
+    r->sampler = sampler;
     int rc = jcmd(r, cmd, until - pp_mono_now(), err, errlen);
     remove_private_dir(r, dir, "start.jfr");
+    if (rc == 0 && sampler == PP_JFR_SAMPLER_EXECUTION) {
+        pp_u64map_free(&r->cpu0);
+        r->t0 = pp_mono_now();
+        thread_cpu(r->pid, &r->cpu0);
+    }
     if (rc == 0)
         r->running = true;
     else
@@ -290,9 +482,7 @@ int pp_jfr_rec_finish(pp_jfr_rec *r, pp_profile *prof, pp_pid_profile *pp, doubl
             snprintf(err, errlen, "the JVM wrote no recording file");
             rc = -1;
         } else if (sb.st_size == 0) {
-            snprintf(err, errlen,
-                     "JFR wrote an empty recording (a recording to disk started "
-                     "in the JVM during the session?)");
+            snprintf(err, errlen, "JFR wrote an empty recording");
             rc = -1;
         }
     }
@@ -301,7 +491,17 @@ int pp_jfr_rec_finish(pp_jfr_rec *r, pp_profile *prof, pp_pid_profile *pp, doubl
         char path[64];
         snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
         pp_jfr_stats st = {0};
-        rc = pp_jfr_parse_file(path, NULL, prof, pp, &st, err, errlen);
+        native_filter nf = {.before = &r->cpu0};
+        pp_jfr_opts opts = {.events = PP_JFR_CPUTIME, .arg = &nf};
+        if (r->sampler == PP_JFR_SAMPLER_EXECUTION) {
+            thread_cpu(r->pid, &nf.now);
+            double quarter = (pp_mono_now() - r->t0) / 4 * (double)sysconf(_SC_CLK_TCK);
+            nf.min_ticks = quarter > 1 ? (unsigned long long)quarter : 1;
+            opts.events = PP_JFR_EXECUTION | PP_JFR_NATIVE;
+            opts.keep_native_tid = busy_thread;
+        }
+        rc = pp_jfr_parse_file(path, &opts, prof, pp, &st, err, errlen);
+        pp_u64map_free(&nf.now);
         pp_debug("java: pid %d: JFR file parsed: %llu chunks, %llu samples (%llu truncated)",
                  r->pid, (unsigned long long)st.chunks, (unsigned long long)st.samples,
                  (unsigned long long)st.truncated);
@@ -338,6 +538,7 @@ void pp_jfr_rec_close(pp_jfr_rec *r)
     if (r->errdir_fd >= 0)
         close(r->errdir_fd);
     r->tmp_fd = r->cwd_fd = r->errdir_fd = -1;
+    pp_u64map_free(&r->cpu0);
 }
 
 /* Only the last component is looked up (the directories were resolved at the start), and not

@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/java.h"
+#include "runtimes/java/javaopts.h"
 #include "runtimes/runtime.h"
 
 static const pp_choice modes[] = {{"auto"}, {"jfr"}, {"ap"}, {"disabled"}, {"none", "disabled"},
@@ -41,7 +42,11 @@ static const pp_opt options[] = {
      .kind = PP_OPT_NOOP_OPTARG,
      .off = PP_OFF_NONE,
      .metavar = "[OPTIONS]",
-     .help = PP_NOTIMPL},
+     .help = "when a profiled JVM dies this way, stop Java profiling for the run: comma list of "
+             "profiled-oom, profiled-signaled, hserr (default: all three; bare flag: all "
+             "options; general-oom, general-signaled, pid-in-kernel-messages, "
+             "java-extended-version-checks, ap-loaded-check are accepted, not acted on)",
+     .driver_opt = true},
     API("java-jattach-timeout", 1, INT_MAX),
     API("java-async-profiler-mcache", 0, 255),
     PP_OPT_NOOPF("java-collect-spark-app-name-as-appid", PP_NOTIMPL),
@@ -50,8 +55,19 @@ static const pp_opt options[] = {
      .kind = PP_OPT_NOOP_OPTARG,
      .off = PP_OFF_NONE,
      .metavar = "[FLAGS]",
-     .help = PP_NOTIMPL},
+     .help = "jvm_flags in the application metadata: default (flags not at their default), all, "
+             "none, or a comma list of flag names",
+     .driver_opt = true},
     PP_OPT_NOOPF("java-full-hserr", PP_NOTIMPL),
+    {.name = "java-jfr-sampler",
+     .kind = PP_OPT_NOOP_ARG,
+     .off = PP_OFF_NONE,
+     .def_str = "auto",
+     .driver_opt = true,
+     .metavar = "{auto,cputime,execution}",
+     .help = "JFR event sampled in --java-mode jfr: cputime (jdk.CPUTimeSample, JDK 25+), "
+             "execution (jdk.ExecutionSample + jdk.NativeMethodSample), auto: cputime where the "
+             "JVM has it (polyprof's addition; docs/java-driver.md)"},
     APF("java-include-method-modifiers"),
     APA("java-line-numbers", "MODE"),
     APF("java-collect-thread-names"),
@@ -66,7 +82,8 @@ static const pp_backend *const backends[] = {&pp_java_ap_backend, &pp_java_jfr_b
 
 static void perfmaps_refresh(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n)
 {
-    (void)ctx; /* wanted whatever --java-mode: the system sampler names JIT frames with them */
+    pp_java_options_set(ctx); /* for the hooks without a context: metadata, safemode */
+    /* wanted whatever --java-mode: the system sampler names JIT frames with them */
     pp_java_perfmaps_refresh(procs, n);
 }
 

@@ -24,8 +24,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pp_pid_profile *pp = pp_profile_get(prof, 1, true);
     pp_jfr_stats st;
     char err[256];
-    /* the thread filter path on odd sizes, every sample otherwise */
-    pp_jfr_opts o = {.keep_tid = keep_odd};
+    /* the thread filters and every sample event on odd sizes, the defaults otherwise */
+    pp_jfr_opts o = {.keep_tid = keep_odd,
+                     .keep_native_tid = keep_odd,
+                     .events = PP_JFR_EXECUTION | PP_JFR_NATIVE | PP_JFR_CPUTIME};
     int rc = pp_jfr_parse_buf(data, size, (size & 1) ? &o : NULL, prof, pp, &st, err, sizeof(err));
     if (rc < 0 && err[0] == '\0')
         abort(); /* an error always says what went wrong */

@@ -124,11 +124,11 @@ class App:
         self.out = LineReader(self.proc.stdout)
         try:
             self.first_line = self.out.wait_line(lambda x: True, timeout, f"{argv[0]} to start")
+            assert self.first_line.startswith("ready"), \
+                f"{argv[0]} did not start: {self.first_line!r}"
         except BaseException:
-            self.stop()
+            self.stop()  # a program that printed something else first is not left running
             raise
-        assert self.first_line.startswith("ready"), \
-            f"{argv[0]} did not start: {self.first_line!r}"
         self.pid = self.proc.pid
 
     def stop(self):

@@ -381,15 +381,19 @@ def test_async_profiler_cpu_or_itimer_and_options(mode, hot_classes, launchers, 
         java[:3]
 
 
-def test_safemode_after_a_profiled_jvm_is_killed(hot_classes, launchers, start_app, outdir):
-    """A JVM killed by SIGKILL while profiled disables Java profiling for the rest of the run."""
+@pytest.mark.parametrize("safemode", [None, "hserr,profiled-oom"])
+def test_safemode_after_a_profiled_jvm_is_killed(safemode, hot_classes, launchers, start_app,
+                                                 outdir):
+    """A JVM killed by SIGKILL while profiled disables Java profiling for the rest of the run,
+    unless --java-safemode leaves profiled-signaled out."""
     jdk("17")
     victim = start_app(launchers / "pp_java17", "-cp", hot_classes, "Hot")
     other = start_app(launchers / "pp_java25" if JDKS["25"].exists() else launchers / "pp_java17",
                       "-cp", hot_classes, "Hot")
     other_comm = Path(f"/proc/{other.pid}/comm").read_text().strip()
     warm(other.pid, 1.0)
-    run = Run("-c", "-d", 8, "-f", 49, "--java-mode", "jfr", "-o", outdir, "-v")
+    extra = ["--java-safemode", safemode] if safemode else []
+    run = Run("-c", "-d", 8, "-f", 49, "--java-mode", "jfr", *extra, "-o", outdir, "-v")
     try:
         wait_for(lambda: "JFR sessions started" in "".join(run._err), 30, "JFR to start")
         victim.proc.kill()
@@ -401,13 +405,20 @@ def test_safemode_after_a_profiled_jvm_is_killed(hot_classes, launchers, start_a
         second = Profile(sessions()[1])
         lines = second.for_comm(other_comm)
         assert lines
-        assert all("[Profiling skipped: disabled due to profiled-signaled]" in f
-                   for f, _ in lines), "".join(run._err)[-3000:]
+        skipped = [f for f, _ in lines
+                   if "[Profiling skipped: disabled due to profiled-signaled]" in f]
+        if safemode:
+            assert not skipped and any(x.startswith("Hot.") for f, _ in lines for x in f), \
+                "".join(run._err)[-3000:]
+        else:
+            assert len(skipped) == len(lines), "".join(run._err)[-3000:]
     finally:
         run.proc.terminate()
         run.proc.wait(30)
     err = "".join(run._err)
-    assert f"JVM {victim.pid} (pp_java17) died during profiling (profiled-signaled)" in err
+    died = f"JVM {victim.pid} (pp_java17) died during profiling (profiled-signaled)"
+    assert died in err
+    assert ("that safemode option is off" in err) == bool(safemode)
     first = Profile(sessions()[0])
     assert any("[Profiling error: process went down during profiling]" in f
                for f, _ in first.for_comm("pp_java17"))

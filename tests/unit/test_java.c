@@ -20,6 +20,8 @@
 #include <time.h>
 
 #include "runtimes/java/attach.h"
+#include "runtimes/java/java.h"
+#include "runtimes/java/javaopts.h"
 #include "runtimes/java/jfr_session.h"
 #include "runtimes/java/jvminfo.h"
 #include "runtimes/java/jvmutil.h"
@@ -579,15 +581,23 @@ Test(java, version_text_from_properties)
 
 Test(java, jfr_start_cmdline)
 {
-    char buf[512];
-    pp_jfr_start_cmdline(buf, sizeof(buf), "polyprof_1_2", 11, 90, false, "/tmp/d/start.jfr");
-    cr_assert_str_eq(buf, "JFR.start name=polyprof_1_2 settings=none "
+    char buf[640];
+    pp_jfr_start_cmdline(buf, sizeof(buf), "polyprof_1_2_3_4", PP_JFR_SAMPLER_EXECUTION, 11, 90,
+                         true, "/tmp/d/start.jfr");
+    cr_assert_str_eq(buf, "JFR.start name=polyprof_1_2_3_4 settings=none "
                           "+jdk.ExecutionSample#enabled=true +jdk.ExecutionSample#period=91ms "
-                          "duration=90s disk=false filename=/tmp/d/start.jfr");
-    pp_jfr_start_cmdline(buf, sizeof(buf), "n", 99, 34, true, "/f");
-    cr_assert(strstr(buf, "#period=10ms duration=34s disk=true"), "%s", buf);
-    pp_jfr_start_cmdline(buf, sizeof(buf), "n", 1000, 34, false, "/f");
+                          "+jdk.NativeMethodSample#enabled=true "
+                          "+jdk.NativeMethodSample#period=91ms "
+                          "duration=90s disk=true filename=/tmp/d/start.jfr");
+    pp_jfr_start_cmdline(buf, sizeof(buf), "n", PP_JFR_SAMPLER_CPUTIME, 99, 34, false, "/f");
+    cr_assert_str_eq(buf, "JFR.start name=n settings=none +jdk.CPUTimeSample#enabled=true "
+                          "+jdk.CPUTimeSample#throttle=10ms duration=34s disk=false filename=/f");
+    pp_jfr_start_cmdline(buf, sizeof(buf), "n", PP_JFR_SAMPLER_EXECUTION, 1000, 34, true, "/f");
     cr_assert(strstr(buf, "#period=1ms "), "%s", buf);
+    cr_assert_eq(pp_jfr_sampler_for(25), PP_JFR_SAMPLER_CPUTIME);
+    cr_assert_eq(pp_jfr_sampler_for(26), PP_JFR_SAMPLER_CPUTIME);
+    cr_assert_eq(pp_jfr_sampler_for(21), PP_JFR_SAMPLER_EXECUTION);
+    cr_assert_eq(pp_jfr_sampler_for(-1), PP_JFR_SAMPLER_EXECUTION);
 }
 
 Test(java, stale_private_directories)
@@ -616,14 +626,59 @@ Test(java, stale_private_directories)
     pp_test_rmtree(dir);
 }
 
-Test(java, other_recordings)
+Test(java, recording_names)
 {
-    cr_assert(
-        pp_jfr_other_recording_running("4242:\nRecording 2: name=2 maxsize=250.0MB (running)\n"));
-    cr_assert(!pp_jfr_other_recording_running(
-        "4242:\nRecording 3: name=polyprof_77_1 duration=64s (running)\n"
-        "Recording 1: name=x duration=3s (stopped)\n"));
-    cr_assert(!pp_jfr_other_recording_running("4242:\nNo available recordings.\n"));
+    char names[4][64];
+    bool running[4];
+    int n = pp_jfr_check_names("4242:\nRecording 2: name=userdisk maxsize=250.0MB (running)\n\n"
+                               "Recording 3: name=polyprof_4026531836_77_123_1 duration=64s "
+                               "(running)\nRecording 1: name=x duration=3s (stopped)\n",
+                               names, running, 4);
+    cr_assert_eq(n, 3);
+    cr_assert_str_eq(names[0], "userdisk");
+    cr_assert(running[0] && running[1] && !running[2]);
+    cr_assert_str_eq(names[1], "polyprof_4026531836_77_123_1");
+    cr_assert_eq(pp_jfr_check_names("4242:\nNo available recordings.\n", names, running, 4), 0);
+    cr_assert_eq(pp_jfr_check_names("Recording 1: name=a (running)\nRecording 2: name=b\n", names,
+                                    running, 1),
+                 1);
+
+    cr_assert(pp_jfr_props_repository("4242:\n#Wed\nfile.encoding=UTF-8\n"
+                                      "jdk.jfr.repository=/tmp/2026_11_25_17_03_19_3613\nx=y\n"));
+    cr_assert(!pp_jfr_props_repository("4242:\nfile.encoding=UTF-8\njdk.jfr.repository=\n"));
+    cr_assert(!pp_jfr_props_repository("4242:\nxjdk.jfr.repository=/a\n"));
+
+    unsigned long long ns, ticks;
+    long pid;
+    cr_assert(pp_jfr_polyprof_name("polyprof_4026531836_77_123_1", &ns, &pid, &ticks));
+    cr_assert(ns == 4026531836ULL && pid == 77 && ticks == 123);
+    cr_assert(!pp_jfr_polyprof_name("polyprof_77_1", &ns, &pid, &ticks));
+    cr_assert(!pp_jfr_polyprof_name("polyprof_1_2_3_4x", &ns, &pid, &ticks));
+    cr_assert(!pp_jfr_polyprof_name("user", &ns, &pid, &ticks));
+
+    /* ours, another live process, a dead pid, another pid namespace */
+    struct stat sb;
+    cr_assert(stat("/proc/self/ns/pid", &sb) == 0);
+    long dead = 4000000;
+    while (kill((pid_t)dead, 0) == 0 || errno != ESRCH)
+        dead++;
+    char name[64];
+    pp_jfr_rec r;
+    char err[256];
+    cr_assert(pp_jfr_rec_init(&r, getpid(), err, sizeof(err)) == 0, "%s", err);
+    cr_assert(!pp_jfr_orphan_name(r.name), "%s", r.name);
+    snprintf(name, sizeof(name), "polyprof_%llu_%d_%llu_1", (unsigned long long)sb.st_ino,
+             (int)getpid(), pp_java_start_ticks(getpid()) + 1);
+    cr_assert(pp_jfr_orphan_name(name), "our pid, another start time");
+    snprintf(name, sizeof(name), "polyprof_%llu_%ld_1_1", (unsigned long long)sb.st_ino, dead);
+    cr_assert(pp_jfr_orphan_name(name));
+    snprintf(name, sizeof(name), "polyprof_%llu_%d_%llu_1", (unsigned long long)sb.st_ino, 1,
+             pp_java_start_ticks(1));
+    cr_assert(pp_jfr_orphan_name(name), "pid 1 is no polyprof");
+    snprintf(name, sizeof(name), "polyprof_%llu_%ld_1_1", (unsigned long long)sb.st_ino + 1, dead);
+    cr_assert(!pp_jfr_orphan_name(name), "another pid namespace");
+    cr_assert(!pp_jfr_orphan_name("userdisk"));
+    pp_jfr_rec_close(&r);
 }
 
 Test(java, safemode_classifiers)
@@ -836,4 +891,43 @@ Test(java, hserr_relative_error_file_stays_in_the_jvm_root)
     pp_jfr_rec_close(&r);
     pp_test_rmtree(root);
     pp_test_rmtree(host);
+}
+
+Test(java, collect_jvm_flags_option)
+{
+    json_t *a = pp_java_jvm_flags_for(FLAGS17, NULL);
+    cr_assert_eq(json_array_size(a), 5);
+    json_decref(a);
+    a = pp_java_jvm_flags_for(FLAGS17, "all");
+    cr_assert_eq(json_array_size(a), 7);
+    json_decref(a);
+    a = pp_java_jvm_flags_for(FLAGS17, "none");
+    cr_assert_eq(json_array_size(a), 0);
+    json_decref(a);
+    /* a list: those of `all` named (UseSerialGC is at its default; ErrorFile is a ccstr) */
+    a = pp_java_jvm_flags_for(FLAGS17, "UseSerialGC,MaxHeapSize,ErrorFile,Nope");
+    cr_assert_eq(json_array_size(a), 2);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(a, 0), "name")),
+                     "MaxHeapSize");
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(a, 1), "name")),
+                     "UseSerialGC");
+    json_decref(a);
+}
+
+Test(java, safemode_option)
+{
+    unsigned m;
+    char bad[80];
+    cr_assert_eq(pp_java_safemode_parse(NULL, &m, bad, sizeof(bad)), 0);
+    cr_assert_eq(m, PP_SAFEMODE_PROFILED_OOM | PP_SAFEMODE_PROFILED_SIGNALED | PP_SAFEMODE_HSERR);
+    cr_assert_eq(pp_java_safemode_parse("", &m, bad, sizeof(bad)), 0);
+    cr_assert_eq(m, 0xffu);
+    cr_assert_eq(pp_java_safemode_parse("all", &m, bad, sizeof(bad)), 0);
+    cr_assert_eq(m, 0xffu);
+    cr_assert_eq(pp_java_safemode_parse("hserr,ap-loaded-check", &m, bad, sizeof(bad)), 0);
+    cr_assert_eq(m, PP_SAFEMODE_HSERR | PP_SAFEMODE_AP_LOADED_CHECK);
+    cr_assert_eq(pp_java_safemode_parse("none", &m, bad, sizeof(bad)), 0);
+    cr_assert_eq(m, 0u);
+    cr_assert_eq(pp_java_safemode_parse("hserr,oops", &m, bad, sizeof(bad)), -1);
+    cr_assert_str_eq(bad, "oops");
 }

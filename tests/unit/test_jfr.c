@@ -296,3 +296,27 @@ Test(jfr, malformed_input_is_an_error)
     free(copy);
     free(buf);
 }
+
+/* Only the events asked for are counted: the fixtures hold ExecutionSample events (and the
+ * profile-settings ones NativeMethodSample events too), no CPUTimeSample. */
+Test(jfr, events_mask_selects_sample_types)
+{
+    const char *names[] = {"jdk17", "jdk25", "jdk17-profile", "jdk25-profile"};
+    for (int i = 0; i < 4; i++) {
+        char path[256], err[256];
+        snprintf(path, sizeof(path), FIX "%s.jfr", names[i]);
+        pp_jfr_stats st[3];
+        unsigned masks[3] = {PP_JFR_EXECUTION, PP_JFR_CPUTIME, PP_JFR_EXECUTION | PP_JFR_NATIVE};
+        for (int k = 0; k < 3; k++) {
+            pp_jfr_opts o = {.events = masks[k]};
+            pp_profile *prof = pp_profile_new();
+            pp_pid_profile *pp = pp_profile_get(prof, 7, true);
+            cr_assert_eq(pp_jfr_parse_file(path, &o, prof, pp, &st[k], err, sizeof(err)), 0, "%s",
+                         err);
+            pp_profile_free(prof);
+        }
+        cr_assert_gt(st[0].samples, 0, "%s", names[i]);
+        cr_assert_eq(st[1].samples, 0, "%s: no CPUTimeSample events", names[i]);
+        cr_assert_geq(st[2].samples, st[0].samples, "%s", names[i]);
+    }
+}
