@@ -143,11 +143,12 @@ def test_address_reuse_never_misnames(tmp_path):
     seen = 0
     for f, n in stacks:
         for x in python_frames(f):
-            m = re.fullmatch(r"fn_(\d+) \(<throwaway>:(\d+)\)_\[p\]", x)
+            # (without a line when the code object's line table was freed before it was read)
+            m = re.fullmatch(r"fn_(\d+) \(<throwaway>(?::(\d+))?\)_\[p\]", x)
             if m:
                 seen += n
                 # fn_N is defined at line N + 1 and its body is line N + 2
-                assert int(m[2]) in (int(m[1]) + 1, int(m[1]) + 2), x
+                assert m[2] is None or int(m[2]) in (int(m[1]) + 1, int(m[1]) + 2), x
             else:
                 assert x in ("[lost symbol]_[p]", "[truncated]") or \
                     name(x) in ("<module>", "steady"), x
