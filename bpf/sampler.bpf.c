@@ -117,6 +117,15 @@ struct {
     __type(value, struct pp_rt_proc);
 } rt_procs SEC(".maps");
 
+/* Processes walked with an ancestor's data (forked_from): pid -> that ancestor's pid. Deleted
+ * when the pid is seen in another image; user space leaves these to the sampler. */
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, PP_RT_PROCS_ENTRIES);
+    __type(key, __u32);
+    __type(value, __u32);
+} rt_forks SEC(".maps");
+
 /* A walker's output and scratch space (too large for the BPF stack). */
 #define RT_WORDS_MASK 512 /* a power of two above PP_RT_MAX_WORDS */
 struct rt_walk {
@@ -267,8 +276,11 @@ __noinline __u64 take_runtime_stack(__u32 pid, __u32 ktid, __u32 *via)
     struct pp_rt_proc *p = bpf_map_lookup_elem(&rt_procs, &pid);
     if (!p) {
         p = forked_from(task, via);
-        if (!p)
+        if (!p) {
+            bpf_map_delete_elem(&rt_forks, &pid); /* (an exec since it was walked as a fork) */
             return 0;
+        }
+        bpf_map_update_elem(&rt_forks, &pid, via, BPF_ANY);
         bump(PP_CNT_WALK_INHERITED);
     } else {
         __u64 mm = (__u64)BPF_CORE_READ(task, mm);

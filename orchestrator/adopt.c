@@ -76,7 +76,12 @@ static bool adopt(pp_adopter *a, pp_discovery *d, pending *e)
     if (!t || p.blacklisted || !pp_inwalk_possible(t->ctx))
         return true;
     if (pp_sampler_walk_attached(t->ctx->sampler, p.pid, p.start_ticks))
-        return true; /* registered by the backend's start, or a fork the sampler named */
+        return true; /* registered by the backend's start */
+    /* A fork the sampler walks with its ancestor's data is left so: named through the
+     * ancestor's memory, its frames stay named when it exits before the drain (its own state
+     * would read a process that is gone). The next session's discovery registers it. */
+    if (pp_sampler_walk_forked(t->ctx->sampler, p.pid))
+        return true;
     char err[256] = "";
     pp_inwalk_status st = pp_inwalk_attach(t->ctx, &p, err, sizeof(err));
     if (st == PP_INWALK_OK) {

@@ -591,6 +591,12 @@ bool pp_bpf_sampler_walk_attached(pp_bpf_sampler *s, int pid, unsigned long long
     return r;
 }
 
+bool pp_bpf_sampler_walk_forked(pp_bpf_sampler *s, int pid)
+{
+    uint32_t key = (uint32_t)pid, via;
+    return bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.rt_forks), &key, &via) == 0;
+}
+
 size_t pp_bpf_sampler_walk_coverage(pp_bpf_sampler *s, pp_walk_cov **out)
 {
     pthread_mutex_lock(&s->walks.lock);

@@ -103,6 +103,11 @@ int pp_sampler_walk_attach(pp_sampler *s, int pid, unsigned long long start_tick
                                       errlen);
 }
 
+bool pp_sampler_walk_forked(pp_sampler *s, int pid)
+{
+    return s && s->bpf && pp_bpf_sampler_walk_forked(s->bpf, pid);
+}
+
 bool pp_sampler_walk_attached(pp_sampler *s, int pid, unsigned long long start_ticks)
 {
     return s && s->bpf && pp_bpf_sampler_walk_attached(s->bpf, pid, start_ticks);

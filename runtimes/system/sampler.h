@@ -95,6 +95,9 @@ int pp_sampler_walk_attach(pp_sampler *s, int pid, unsigned long long start_tick
                            char *err, size_t errlen);
 /* Whether pid (started at start_ticks) is registered. Thread-safe. */
 bool pp_sampler_walk_attached(pp_sampler *s, int pid, unsigned long long start_ticks);
+/* Whether the sampler walks pid with a registered ancestor's data (a fork of it that has not
+ * exec'd since: bpf/sampler.h, PP_RT_FORK_DEPTH). Thread-safe. */
+bool pp_sampler_walk_forked(pp_sampler *s, int pid);
 
 /* Coverage of one registered process since the last call (pp_sampler_walk_coverage). */
 typedef struct pp_walk_cov {

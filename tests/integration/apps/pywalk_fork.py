@@ -32,7 +32,7 @@ def child(k):
 
 def main():
     if sys.argv[1:] == ["exec"]:
-        after_exec(0.6)
+        after_exec(2.5)  # alive across a drain (every 2 s): named there
         return
     print("ready", flush=True)
     live, k = set(), 0
