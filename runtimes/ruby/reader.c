@@ -247,6 +247,13 @@ static pp_rb_iseq *iseq_read(pp_rb_proc *p, uint64_t addr)
     memcpy(&pathobj, body + L->body_pathobj, 8);
     memcpy(&label, body + L->body_label, 8);
     memcpy(&first, body + L->body_first_lineno, 8);
+    if (L->first_lineno_int) { /* 3.2+: an int (and node_id in the next 4 bytes) */
+        int32_t n;
+        memcpy(&n, &first, sizeof(n));
+        if (n < 0)
+            return q;
+        first = ((uint64_t)n << 1) | 1;
+    }
     if (q->size == 0 || q->size > MAX_ISEQ_WORDS || !pp_rmem_valid_ptr(q->encoded, 8) ||
         !(first & 1))
         return q;
