@@ -359,6 +359,11 @@ int pp_rb_self_check(pp_rb_proc *h, char *why, size_t len)
         return -1;
     }
     uint64_t end = stack + size * 8 - L->cfp_size, root = 0;
+    /* frames are pushed down from the dummy frame at the stack's end: cfp is on that grid */
+    if (!L->cfp_size || cfp > end || (end - cfp) % L->cfp_size != 0) {
+        snprintf(why, len, "the main thread's frame pointer is not on the frame grid");
+        return -1;
+    }
     for (int i = 0; i < SELFCHECK_FRAMES && cfp < end; i++, cfp += L->cfp_size) {
         uint64_t iseq = 0;
         if (pp_rmem_ptr(&h->mem, cfp + L->cfp_iseq, &iseq) != 0)
