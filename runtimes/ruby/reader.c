@@ -247,6 +247,13 @@ static pp_rb_iseq *iseq_read(pp_rb_proc *p, uint64_t addr)
     memcpy(&pathobj, body + L->body_pathobj, 8);
     memcpy(&label, body + L->body_label, 8);
     memcpy(&first, body + L->body_first_lineno, 8);
+    if (L->first_lineno_int) { /* 3.2+: an int (and node_id in the next 4 bytes) */
+        int32_t n;
+        memcpy(&n, &first, sizeof(n));
+        if (n < 0)
+            return q;
+        first = ((uint64_t)n << 1) | 1;
+    }
     if (q->size == 0 || q->size > MAX_ISEQ_WORDS || !pp_rmem_valid_ptr(q->encoded, 8) ||
         !(first & 1))
         return q;
@@ -352,6 +359,11 @@ int pp_rb_self_check(pp_rb_proc *h, char *why, size_t len)
         return -1;
     }
     uint64_t end = stack + size * 8 - L->cfp_size, root = 0;
+    /* frames are pushed down from the dummy frame at the stack's end: cfp is on that grid */
+    if (!L->cfp_size || cfp > end || (end - cfp) % L->cfp_size != 0) {
+        snprintf(why, len, "the main thread's frame pointer is not on the frame grid");
+        return -1;
+    }
     for (int i = 0; i < SELFCHECK_FRAMES && cfp < end; i++, cfp += L->cfp_size) {
         uint64_t iseq = 0;
         if (pp_rmem_ptr(&h->mem, cfp + L->cfp_iseq, &iseq) != 0)

@@ -23,6 +23,7 @@ typedef struct pp_rb_layout {
     unsigned cfp_size, cfp_pc, cfp_iseq, cfp_ep;
     unsigned iseq_body;
     unsigned body_iseq_size, body_iseq_encoded, body_pathobj, body_label, body_first_lineno;
+    bool first_lineno_int; /* location.first_lineno: a C int (3.2+), else a Fixnum VALUE */
     unsigned body_insns_body, body_insns_positions, body_insns_size, body_succ;
     unsigned insn_entry_size; /* iseq_insn_info_entry; line_no at 0 */
     int string_kind;          /* 0: 2.6-3.1 (embedded length in the flags), 1: 3.2, 2: 3.3+ */
@@ -30,6 +31,8 @@ typedef struct pp_rb_layout {
 
 /* The table of major.minor, NULL when unknown. */
 const pp_rb_layout *pp_rb_layout_for(int major, int minor);
+/* The i-th table (all versions, for tests), NULL past the last. */
+const pp_rb_layout *pp_rb_layout_at(size_t i);
 
 /* One iseq, read once (and validated again once per drain). */
 typedef struct pp_rb_iseq {

@@ -1,8 +1,9 @@
 /* The Ruby reader (runtimes/ruby/ruby_int.h) against Debian's ruby 3.1: a fixture stopped in a
  * known stack (tests/fixtures/ruby/stacks.rb) is walked through the layout and every frame's
  * label, path and line must match the fixture; the layout self-check passes with the right table
- * and refuses a wrong one (PP_RUBY_TEST_LAYOUT); the line tables' succinct bitvector against a
- * plain count; rbspy's frame texts; garbage memory through the reader's test hook. */
+ * and refuses a wrong one (PP_RUBY_TEST_LAYOUT), and every other version's table; every table
+ * is internally sane and reads a fake iseq laid out by it; the line tables' succinct bitvector
+ * against a plain count; rbspy's frame texts; garbage memory through the reader's test hook. */
 #include <limits.h>
 #include <stdint.h>
 #include <time.h>
@@ -266,28 +267,211 @@ static int garbage(void *arg, uint64_t addr, void *buf, size_t len)
     return (*seed >> 4) % 13 == 0 ? -1 : 0;
 }
 
-Test(ruby, garbage_memory)
+/* A reader over test memory (the hook answers every read) with the layout L. */
+static pp_rb_proc *hooked_proc(const pp_rb_layout *L, pp_rmem_hook hook, void *arg)
 {
     pp_rb_proc *pp = calloc(1, sizeof(*pp));
     cr_assert(pp);
-    pp->L = *pp_rb_layout_for(3, 1);
+    pp->L = *L;
     pp_rmem_init(&pp->mem, 1);
     PP_HTAB_INIT(&pp->iseqs, pp_rb_iseq *, 50);
-    unsigned seed = 1;
-    pp->mem.hook = garbage;
-    pp->mem.hook_arg = &seed;
+    pp->mem.hook = hook;
+    pp->mem.hook_arg = arg;
+    return pp;
+}
+
+Test(ruby, garbage_memory)
+{
+    for (size_t t = 0; pp_rb_layout_at(t); t++) { /* every table */
+        unsigned seed = 1 + (unsigned)t;
+        pp_rb_proc *pp = hooked_proc(pp_rb_layout_at(t), garbage, &seed);
 #define p (*pp)
-    for (int i = 0; i < 20000; i++) {
-        pp_rb_iseq *q = pp_rb_iseq_get(&p, 0x10000 + (uint64_t)i * 64, (unsigned)i);
-        if (q) {
-            cr_assert(strlen(q->label) < 512);
-            (void)pp_rb_iseq_line(q, q->encoded + (uint64_t)(i % 100) * 8);
+        for (int i = 0; i < 20000; i++) {
+            pp_rb_iseq *q = pp_rb_iseq_get(&p, 0x10000 + (uint64_t)i * 64, (unsigned)i);
+            if (q) {
+                cr_assert(strlen(q->label) < 512);
+                (void)pp_rb_iseq_line(q, q->encoded + (uint64_t)(i % 100) * 8);
+            }
+            char s[64];
+            if (pp_rb_read_string(&p.mem, &p.L, 0x20000 + (uint64_t)i * 8, s, sizeof(s)) == 0)
+                cr_assert(strlen(s) < sizeof(s));
         }
-        char s[64];
-        if (pp_rb_read_string(&p.mem, &p.L, 0x20000 + (uint64_t)i * 8, s, sizeof(s)) == 0)
-            cr_assert(strlen(s) < sizeof(s));
-    }
 #undef p
-    pp->mem.hook = NULL;
-    pp_rb_close(pp);
+        pp->mem.hook = NULL;
+        pp_rb_close(pp);
+    }
+}
+
+/* Every table is internally sane: offsets aligned and within their structures, within the
+ * walker's and the reader's buffers, the version switches where the versions need them; only
+ * the versions tested here (3.1) are marked tested. */
+Test(ruby, layout_tables_sane)
+{
+    unsetenv("PP_RUBY_TEST_LAYOUT");
+    int seen[5][10] = {{0}};
+    size_t n = 0;
+    for (const pp_rb_layout *L; (L = pp_rb_layout_at(n)); n++) {
+        int v = L->major * 10 + L->minor;
+        cr_assert(v >= 26 && v <= 34 && (L->major == 3 || L->minor >= 6), "version %d", v);
+        cr_assert(!seen[L->major][L->minor]++, "two tables for %d.%d", L->major, L->minor);
+        cr_assert_eq(pp_rb_layout_for(L->major, L->minor), L);
+        cr_assert_eq(L->tested, v == 31, "%d.%d: only 3.1 is tested here", L->major, L->minor);
+        /* rb_control_frame_t: 7 or 8 words, the walker's buffer is 64 bytes */
+        cr_assert(L->cfp_size % 8 == 0 && L->cfp_size >= 56 && L->cfp_size <= 64, "%d", v);
+        unsigned cf[3] = {L->cfp_pc, L->cfp_iseq, L->cfp_ep};
+        for (int i = 0; i < 3; i++) {
+            cr_assert(cf[i] % 8 == 0 && cf[i] + 8 <= L->cfp_size, "%d cfp field %d", v, i);
+            for (int j = 0; j < i; j++)
+                cr_assert_neq(cf[i], cf[j], "%d", v);
+        }
+        /* rb_execution_context_t: its first words; rb_iseq_t.body within the walker's 31 */
+        unsigned ec[4] = {L->ec_vm_stack, L->ec_vm_stack_size, L->ec_cfp, L->ec_thread};
+        for (int i = 0; i < 4; i++) {
+            cr_assert(ec[i] % 8 == 0 && ec[i] < 128, "%d ec field %d", v, i);
+            for (int j = 0; j < i; j++)
+                cr_assert_neq(ec[i], ec[j], "%d", v);
+        }
+        cr_assert(L->iseq_body % 8 == 0 && L->iseq_body >= 8 && L->iseq_body <= 24);
+        /* rb_thread_t, rb_native_thread, rb_vm_t, rb_ractor_t */
+        cr_assert(L->th_ec % 8 == 0 && L->th_ec < 256 && L->th_thread_id % 8 == 0 &&
+                  L->th_thread_id < 512 && L->th_nt % 8 == 0 && L->th_nt < 256);
+        cr_assert_eq(L->th_nt != 0, v >= 32, "%d: rb_native_thread from 3.2", v);
+        cr_assert(L->vm_main_thread % 8 == 0 && L->vm_main_thread < 1024);
+        if (L->major == 2) {
+            cr_assert_eq(L->root_ec, -1, "%d: no ractor before 3.0", v);
+        } else {
+            cr_assert(L->root_ec > 0 && L->root_ec % 8 == 0 && L->root_ec < 2048, "%d", v);
+            cr_assert(L->vm_main_ractor % 8 == 0 && L->vm_main_ractor < L->vm_main_thread);
+        }
+        /* rb_iseq_constant_body: the reader reads its first 256 bytes */
+        cr_assert(L->body_iseq_size % 4 == 0 && L->body_iseq_size + 4 <= L->body_iseq_encoded);
+        unsigned words[] = {L->body_iseq_encoded, L->body_pathobj,    L->body_label,
+                            L->body_first_lineno, L->body_insns_body, L->body_insns_positions,
+                            L->body_insns_size,   L->body_succ};
+        for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+            cr_assert(words[i] % (i == 6 ? 4 : 8) == 0 && words[i] + 8 <= 256, "%d #%zu", v, i);
+            if (i)
+                cr_assert_gt(words[i], words[i - 1], "%d: body fields in order (#%zu)", v, i);
+        }
+        cr_assert_eq(L->first_lineno_int, v >= 32, "%d: first_lineno an int from 3.2", v);
+        cr_assert_eq(L->insn_entry_size, v >= 31 ? 12u : 8u, "%d: node_id from 3.1", v);
+        cr_assert_eq(L->string_kind, v <= 31 ? 0 : v == 32 ? 1 : 2, "%d", v);
+    }
+    cr_assert_eq(n, 7u);
+    cr_assert_null(pp_rb_layout_for(2, 5));
+    cr_assert_null(pp_rb_layout_for(3, 5));
+    cr_assert_null(pp_rb_layout_for(4, 0));
+    setenv("PP_RUBY_TEST_LAYOUT", "untested", 1);
+    for (size_t i = 0; pp_rb_layout_at(i); i++)
+        cr_assert(!pp_rb_layout_for(pp_rb_layout_at(i)->major, pp_rb_layout_at(i)->minor)->tested);
+    unsetenv("PP_RUBY_TEST_LAYOUT");
+}
+
+/* A fake iseq in test memory laid out by each table: the reader finds its label, path, first
+ * line (a Fixnum before 3.2, an int after) and line table through the table's offsets and its
+ * String layout (embedded label, heap path). */
+#define IMG_BASE 0x100000u
+typedef struct image {
+    uint8_t b[4096];
+} image;
+
+static int image_read(void *arg, uint64_t addr, void *buf, size_t len)
+{
+    image *im = arg;
+    if (addr < IMG_BASE || addr - IMG_BASE + len > sizeof(im->b))
+        return -1;
+    memcpy(buf, im->b + (addr - IMG_BASE), len);
+    return 0;
+}
+
+static void put64(image *im, unsigned off, uint64_t v)
+{
+    memcpy(im->b + off, &v, 8);
+}
+
+/* A String at off: embedded (the bytes in the object) or on the heap at data. */
+static void put_string(image *im, const pp_rb_layout *L, unsigned off, const char *s, bool heap,
+                       unsigned data)
+{
+    uint64_t len = strlen(s);
+    if (heap) {
+        put64(im, off, 0x05 | (1u << 13));
+        put64(im, off + 16, len);
+        put64(im, off + 24, IMG_BASE + data);
+        memcpy(im->b + data, s, len);
+    } else if (L->string_kind == 0) {
+        put64(im, off, 0x05 | (len << 14));
+        memcpy(im->b + off + 16, s, len);
+    } else {
+        put64(im, off, 0x05);
+        put64(im, off + 16, len);
+        memcpy(im->b + off + 24, s, len);
+    }
+}
+
+Test(ruby, layout_reads_fake_iseq)
+{
+    for (size_t t = 0; pp_rb_layout_at(t); t++) {
+        const pp_rb_layout *L = pp_rb_layout_at(t);
+        static image im;
+        memset(&im, 0, sizeof(im));
+        unsigned body = 256, label = 1024, path = 1280, entries = 3072, code = 2048;
+        put64(&im, 0, 0x1a | (7u << 12)); /* T_IMEMO, imemo_iseq */
+        put64(&im, L->iseq_body, IMG_BASE + body);
+        uint32_t size = 10, n = 1, line = 43;
+        memcpy(im.b + body + L->body_iseq_size, &size, 4);
+        put64(&im, body + L->body_iseq_encoded, IMG_BASE + code);
+        put64(&im, body + L->body_pathobj, IMG_BASE + path);
+        put64(&im, body + L->body_label, IMG_BASE + label);
+        if (L->first_lineno_int) {
+            uint64_t w = 42 | (7ull << 32); /* int first_lineno, then node_id 7 */
+            put64(&im, body + L->body_first_lineno, w);
+        } else {
+            put64(&im, body + L->body_first_lineno, (42u << 1) | 1);
+        }
+        put64(&im, body + L->body_insns_body, IMG_BASE + entries);
+        memcpy(im.b + body + L->body_insns_size, &n, 4);
+        memcpy(im.b + entries, &line, 4);
+        put_string(&im, L, label, "block in run", false, 0);
+        put_string(&im, L, path, "/app/some/long/path/worker.rb", true, 1536);
+        pp_rb_proc *pp = hooked_proc(L, image_read, &im);
+        pp_rb_iseq *q = pp_rb_iseq_get(pp, IMG_BASE, 1);
+        cr_assert(q, "%d.%d", L->major, L->minor);
+        cr_assert_str_eq(q->label, "block in run");
+        cr_assert_str_eq(q->path, "/app/some/long/path/worker.rb");
+        cr_assert_eq(q->first_lineno, 42, "%d.%d", L->major, L->minor);
+        cr_assert_eq(pp_rb_iseq_line(q, IMG_BASE + code + 16), 43);
+        cr_assert_eq(pp_rb_iseq_line(q, 0), 42);
+        pp->mem.hook = NULL;
+        pp_rb_close(pp);
+    }
+}
+
+/* Another version's table on a real Ruby 3.1: the self-check refuses it (the process would be
+ * skipped as unverified), so a table applied to the wrong layout never gives frames. */
+Test(ruby, other_tables_refused_on_31)
+{
+    pp_test_quiet_log();
+    fixture f;
+    fixture_start(&f);
+    for (size_t i = 0; pp_rb_layout_at(i); i++) {
+        const pp_rb_layout *L = pp_rb_layout_at(i);
+        if (L->major == 3 && L->minor == 1)
+            continue;
+        char mode[16], want[64], err[256] = "";
+        snprintf(mode, sizeof(mode), "%d.%d", L->major, L->minor);
+        snprintf(want, sizeof(want), "unverified Ruby %d.%d layout", L->major, L->minor);
+        setenv("PP_RUBY_TEST_LAYOUT", mode, 1);
+        unsigned char info[192];
+        pp_inwalk_status st;
+        void *state =
+            pp_ruby_inwalker.prepare(NULL, f.pid, info, sizeof(info), &st, err, sizeof(err));
+        cr_expect(!state && st == PP_INWALK_UNSUPPORTED, "table %s taken on 3.1: %s", mode, err);
+        if (state)
+            pp_ruby_inwalker.ops->free(state);
+        else
+            cr_expect_str_eq(err, want);
+    }
+    unsetenv("PP_RUBY_TEST_LAYOUT");
+    fixture_stop(&f);
 }
