@@ -55,7 +55,8 @@ int pp_php_zstr(pp_rmem *m, const pp_php_layout *L, uint64_t addr, char *out, si
 /* The frame text of f at line (phpspy's "Class::method /file.php:12"), without the suffix. */
 void pp_php_frame_text(const pp_php_func *f, int line, char *out, size_t cap);
 /* The self-check of an untested layout: walks the current frames (if any) of the process and
- * checks the user functions found. 1 passed, 0 nothing to check (no frame now), -1 failed. */
+ * checks the user functions found, a few times (a running process changes its frames while they
+ * are read). 1 passed, 0 nothing to check (no frame now), -1 failed. */
 int pp_php_layout_selfcheck(pp_rmem *m, const pp_php_layout *L, uint64_t eg);
 int pp_php_func_plausible(const pp_php_func *f);
 
