@@ -5,6 +5,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -402,8 +403,11 @@ def folded_body(body):
 def test_pyroscope_ingest(pyro, work, appdir, start_app):
     """One request per session: every stack of the host in one folded body, the comm as the root
     frame (under the container's name in a container), and only the labels that hold for the
-    whole session: hostname (many programs ran, so no comm label; no runtime label)."""
+    whole session: hostname (many programs ran, so no comm label; no runtime label). A second
+    program of its own runs too: a quiet CI host may run nothing else on its CPUs."""
     app = start_app(appdir / "pp_hot_c")
+    shutil.copy2(appdir / "pp_hot_c", work / "pp_other_c")
+    start_app(work / "pp_other_c")
     (work / "auth").write_text("alice:pa,ss}word\n")
     out = work / "out"
     r = run(["-d", 2, "-f", 23, "-o", out, "--service-name", "my.svc", "--pyroscope-server",
