@@ -2,7 +2,8 @@
 """Memory soak of continuous mode (not part of `make test`): polyprof -c runs for MINUTES while
 about RATE short-lived processes start per second, each a distinct executable (a copy of
 churn.c's binary with a build-id of its own, so the symbol cache really sees new binaries),
-beside a Node process whose perf map keeps growing, a JVM and a busy Python process. Every
+beside a Node process whose perf map keeps growing, a JVM, and busy Python, Ruby and PHP processes
+(the in-sampler walkers' caches). Every
 minute: polyprof's RSS, peak RSS, open descriptors and CPU seconds. Fails (exit 1) when RSS ever
 exceeds CAP MiB (stated before the run) or the descriptors grow.
 
@@ -63,6 +64,7 @@ def main():
         image, off, idlen = build_id_offset(exe)
         subprocess.run(["javac", "-d", str(work), str(APPS / "Hot.java")], check=True)
         for argv in (["java", "-cp", str(work), "Hot"], ["/usr/bin/python3", str(APPS / "hot.py")],
+                     ["ruby", str(APPS / "rbhot.rb")], ["php", str(APPS / "php" / "hot.php")],
                      ["node", "--perf-basic-prof", str(Path(__file__).parent / "jitmap.js")]):
             helpers.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL))
         out = work / "out"
@@ -71,7 +73,7 @@ def main():
                               + (["-v"] if a.keep else []),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         print(f"soak: {a.minutes:g} min, ~{a.rate:g} distinct executables/s, node perf map, JVM, "
-              f"Python; cap {a.cap_mib:g} MiB RSS; polyprof pid {pp.pid}")
+              f"Python, Ruby, PHP; cap {a.cap_mib:g} MiB RSS; polyprof pid {pp.pid}")
         print(f"{'min':>4} {'RSS MiB':>8} {'peak MiB':>9} {'fds':>5} {'CPU s':>7} {'started':>8}")
         t0 = time.monotonic()
         next_row, started, rows, live = t0 + 5, 0, [], []
