@@ -109,6 +109,15 @@ static __always_inline void bump(__u32 idx)
         (*v)++;
 }
 
+/* Processes whose samples are counted per thread (pid -> 1; filled by user space for runtime
+ * profilers that report threads, so that the merge can scale them per thread). */
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, PP_TID_PIDS_ENTRIES);
+    __type(key, __u32);
+    __type(value, __u8);
+} tid_pids SEC(".maps");
+
 /* Processes whose runtime frames are walked in the sampler (filled by user space). */
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
@@ -333,6 +342,8 @@ static __always_inline int record(struct bpf_perf_event_data *ctx, void *counts,
         key.rt_stack = take_runtime_stack(pid, ktid, &via);
         key.rt_pid = key.rt_stack ? via : 0;
     }
+    if (pid != 0 && bpf_map_lookup_elem(&tid_pids, &pid))
+        key.tid = tid;
     key.kernel_stack = take_stack(ctx, 0);
     if (key.kernel_stack == STACK_LOST) {
         bump(PP_CNT_KSTACK_LOST);

@@ -15,8 +15,9 @@
  * the `rt_procs` map, the sampler also walks the sampled thread's interpreter frames with the
  * walker its entry names, and counts the sample under that runtime trace's hash as well. */
 #define PP_RT_PROCS_ENTRIES 4096
-#define PP_RT_INFO_BYTES 192 /* a walker's per-process data (addresses, offsets) */
-#define PP_RT_MAX_FRAMES 160 /* runtime frames recorded; deeper stacks are marked truncated */
+#define PP_TID_PIDS_ENTRIES 4096 /* processes counted per thread (least recently used dropped) */
+#define PP_RT_INFO_BYTES 192     /* a walker's per-process data (addresses, offsets) */
+#define PP_RT_MAX_FRAMES 160     /* runtime frames recorded; deeper stacks are marked truncated */
 #define PP_RT_MAX_WORDS (1 + 2 * PP_RT_MAX_FRAMES)
 #define PP_RT_TSTATE_ENTRIES 16384
 /* A process that is not registered is walked with the data of its parent or grandparent when
@@ -70,6 +71,8 @@ struct pp_sample_key {
     unsigned long long user_stack;   /* stack hash; 0 when unavailable */
     unsigned long long kernel_stack; /* stack hash; 0 when unavailable */
     unsigned long long rt_stack;     /* runtime trace hash (in-sampler walker); 0: none */
+    unsigned int tid; /* the sampled thread, for pids in `tid_pids` (per-thread merge); else 0 */
+    unsigned int pad;
 };
 
 /* A stack trace, sent the first time its hash is seen (only nr ips are sent). */

@@ -9,6 +9,7 @@
 typedef struct {
     uint32_t off, len;
     uint64_t count;
+    uint32_t tid; /* the thread the samples were taken on; 0 when not recorded */
 } stack_ent;
 
 struct pp_stack_table {
@@ -18,6 +19,7 @@ struct pp_stack_table {
     size_t n, cap;
     pp_htab index; /* of uint32_t indexes into ents */
     uint64_t total;
+    size_t ntid; /* entries with a tid */
 };
 
 struct pp_profile {
@@ -28,9 +30,9 @@ struct pp_profile {
     pp_htab index; /* of uint32_t indexes into pids */
 };
 
-static uint64_t hash_stack(const uint32_t *f, size_t n)
+static uint64_t hash_stack(uint32_t tid, const uint32_t *f, size_t n)
 {
-    return pp_hash_bytes(f, n * sizeof(*f), n);
+    return pp_hash_bytes(f, n * sizeof(*f), n ^ (uint64_t)tid << 32);
 }
 
 static void table_free(pp_stack_table *t)
@@ -43,15 +45,15 @@ static void table_free(pp_stack_table *t)
     free(t);
 }
 
-static int table_add(pp_stack_table *t, const uint32_t *f, size_t n, uint64_t count)
+static int table_add(pp_stack_table *t, uint32_t tid, const uint32_t *f, size_t n, uint64_t count)
 {
     if (!t->index.cap && pp_htab_reserve(&t->index, 32) < 0) /* 64 slots at first */
         return -1;
-    uint64_t h = hash_stack(f, n);
+    uint64_t h = hash_stack(tid, f, n);
     pp_htab_probe p;
     for (uint32_t *i = pp_htab_first(&t->index, h, &p); i; i = pp_htab_next(&t->index, &p)) {
         stack_ent *e = &t->ents[*i];
-        if (e->len == n && memcmp(t->frames + e->off, f, n * sizeof(*f)) == 0) {
+        if (e->len == n && e->tid == tid && memcmp(t->frames + e->off, f, n * sizeof(*f)) == 0) {
             e->count += count;
             t->total += count;
             return 0;
@@ -82,7 +84,8 @@ static int table_add(pp_stack_table *t, const uint32_t *f, size_t n, uint64_t co
         return -1;
     if (n)
         memcpy(t->frames + t->nframes, f, n * sizeof(*f));
-    t->ents[t->n] = (stack_ent){(uint32_t)t->nframes, (uint32_t)n, count};
+    t->ents[t->n] = (stack_ent){(uint32_t)t->nframes, (uint32_t)n, count, tid};
+    t->ntid += tid != 0;
     t->nframes += n;
     *slot = (uint32_t)t->n++;
     t->total += count;
@@ -222,7 +225,42 @@ void pp_profile_remove(pp_profile *p, int pid)
 
 int pp_pid_add(pp_pid_profile *pp, const uint32_t *frames, size_t n, uint64_t count)
 {
-    return table_add(pp->stacks, frames, n, count);
+    return table_add(pp->stacks, 0, frames, n, count);
+}
+
+int pp_pid_add_tid(pp_pid_profile *pp, uint32_t tid, const uint32_t *frames, size_t n,
+                   uint64_t count)
+{
+    return table_add(pp->stacks, tid, frames, n, count);
+}
+
+uint32_t pp_pid_stack_tid(const pp_pid_profile *pp, size_t i)
+{
+    return pp->stacks->ents[i].tid;
+}
+
+bool pp_pid_has_tids(const pp_pid_profile *pp)
+{
+    return pp->stacks->ntid > 0;
+}
+
+int pp_pid_drop_tids(pp_pid_profile *pp)
+{
+    pp_stack_table *t = pp->stacks;
+    if (!t->ntid)
+        return 0;
+    pp_stack_table *nt = calloc(1, sizeof(*nt));
+    if (!nt)
+        return -1;
+    PP_HTAB_INIT(&nt->index, uint32_t, 50);
+    for (size_t i = 0; i < t->n; i++)
+        if (table_add(nt, 0, t->frames + t->ents[i].off, t->ents[i].len, t->ents[i].count) < 0) {
+            table_free(nt);
+            return -1;
+        }
+    table_free(t);
+    pp->stacks = nt;
+    return 0;
 }
 
 size_t pp_pid_nstacks(const pp_pid_profile *pp)
@@ -257,6 +295,7 @@ void pp_pid_clear(pp_pid_profile *pp)
     t->nframes = 0;
     t->n = 0;
     t->total = 0;
+    t->ntid = 0;
     pp_htab_clear(&t->index);
 }
 
@@ -273,13 +312,21 @@ int pp_pid_add_all(pp_profile *dst_profile, pp_pid_profile *dst, const pp_profil
             return -1;
         for (size_t k = 0; k < n; k++)
             ids[k] = pp_profile_intern(dst_profile, pp_profile_str(src_profile, f[k]));
-        int rc = pp_pid_add(dst, ids, n, count);
+        int rc = pp_pid_add_tid(dst, pp_pid_stack_tid(src, i), ids, n, count);
         if (ids != buf)
             free(ids);
         if (rc < 0)
             return -1;
     }
     return 0;
+}
+
+int pp_profile_drop_tids(pp_profile *p)
+{
+    int rc = 0;
+    for (size_t i = 0; i < p->n; i++)
+        rc |= pp_pid_drop_tids(p->pids[i]);
+    return rc;
 }
 
 size_t pp_profile_bytes(const pp_profile *p)

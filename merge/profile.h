@@ -47,6 +47,18 @@ void pp_profile_remove(pp_profile *p, int pid);
 
 /* Adds count to the stack frames[0..n) (root first). Returns 0, or -1 on OOM. */
 int pp_pid_add(pp_pid_profile *pp, const uint32_t *frames, size_t n, uint64_t count);
+/* The same for samples taken on thread tid (0: not recorded): the same frames on two threads are
+ * two entries, until pp_pid_drop_tids folds them (the per-thread merge, merge/scale.h, needs
+ * them apart; the output does not). */
+int pp_pid_add_tid(pp_pid_profile *pp, uint32_t tid, const uint32_t *frames, size_t n,
+                   uint64_t count);
+/* The thread of the i-th stack (0: not recorded). */
+uint32_t pp_pid_stack_tid(const pp_pid_profile *pp, size_t i);
+/* Whether any stack of the pid has a thread. */
+bool pp_pid_has_tids(const pp_pid_profile *pp);
+/* Forgets the threads: stacks with the same frames become one (first-insertion order kept).
+ * 0, or -1 on OOM (the pid is then unchanged). */
+int pp_pid_drop_tids(pp_pid_profile *pp);
 size_t pp_pid_nstacks(const pp_pid_profile *pp);
 /* The i-th distinct stack, in first-insertion order. */
 const uint32_t *pp_pid_stack(const pp_pid_profile *pp, size_t i, size_t *n, uint64_t *count);
@@ -56,9 +68,12 @@ uint64_t pp_pid_total(const pp_pid_profile *pp);
 void pp_pid_clear(pp_pid_profile *pp);
 
 /* Copies every stack of src (another profile's pid entry) into dst, re-interning frames from
- * src_strings into dst's profile, multiplying nothing. Returns 0 or -1 on OOM. */
+ * src_strings into dst's profile, multiplying nothing; threads are kept. Returns 0 or -1 on OOM. */
 int pp_pid_add_all(pp_profile *dst_profile, pp_pid_profile *dst, const pp_profile *src_profile,
                    const pp_pid_profile *src);
+
+/* pp_pid_drop_tids for every pid (before output). 0, or -1 on OOM. */
+int pp_profile_drop_tids(pp_profile *p);
 
 /* Total bytes held (strings, tables), for memory accounting. */
 size_t pp_profile_bytes(const pp_profile *p);

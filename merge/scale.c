@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hashtab.h"
+
 typedef struct {
     size_t i;
     uint64_t rem;
@@ -116,6 +118,125 @@ static int annotate(pp_profile *sys, pp_pid_profile *dst, const char *err_frame)
     return rc;
 }
 
+/* Sample counts per thread of pp (tid -> count, threads 0 left out). -1 on OOM. */
+static int thread_totals(const pp_pid_profile *pp, pp_u64map *m)
+{
+    for (size_t i = 0; i < pp_pid_nstacks(pp); i++) {
+        size_t n;
+        uint64_t c;
+        pp_pid_stack(pp, i, &n, &c);
+        uint32_t tid = pp_pid_stack_tid(pp, i);
+        if (!tid || !c)
+            continue;
+        uint64_t *v = pp_u64map_get(m, tid);
+        if (v)
+            *v += c;
+        else if (pp_u64map_put(m, tid, c) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    uint32_t tid;
+    uint32_t i; /* stack index in src */
+} tid_stack;
+
+static int by_tid(const void *a, const void *b)
+{
+    const tid_stack *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* The runtime stacks of src whose thread the sampler also counted, ordered by thread; *n out. */
+static tid_stack *matched_stacks(const pp_pid_profile *src, const pp_u64map *sampled, size_t *n)
+{
+    tid_stack *v = malloc((pp_pid_nstacks(src) + 1) * sizeof(*v));
+    *n = 0;
+    for (size_t i = 0; v && i < pp_pid_nstacks(src); i++) {
+        uint32_t tid = pp_pid_stack_tid(src, i);
+        if (tid && pp_u64map_get(sampled, tid))
+            v[(*n)++] = (tid_stack){tid, (uint32_t)i};
+    }
+    if (v)
+        qsort(v, *n, sizeof(*v), by_tid);
+    return v;
+}
+
+/* The per-thread merge (both sides know their threads): the runtime's stacks of each thread the
+ * sampler also counted are scaled to the sampler's count for that thread and replace the
+ * sampler's stacks of it; the sampler's other threads keep their native stacks (threads the
+ * runtime profiler does not see: GC, compiler, other native threads); runtime samples of
+ * threads the sampler never saw on a CPU are dropped. The pid's total stays the sampler's.
+ * Returns 1 when done, 0 when no thread matched (the caller scales the whole process), -1 OOM. */
+static int merge_threads(pp_profile *sys, pp_pid_profile *dst, const pp_profile *rt,
+                         const pp_pid_profile *src)
+{
+    pp_u64map sampled = {0}, wanted = {0};
+    pp_profile *tmp = pp_profile_new();
+    size_t nm = 0;
+    tid_stack *m = NULL;
+    int rc = -1;
+    if (!tmp || thread_totals(dst, &sampled) < 0 || !(m = matched_stacks(src, &sampled, &nm)))
+        goto out;
+    rc = 0;
+    if (nm == 0)
+        goto out;
+    for (size_t k = 0; k < nm; k++)
+        if (pp_u64map_put(&wanted, m[k].tid, 1) < 0) {
+            rc = -1;
+            goto out;
+        }
+    /* the sampler's stacks of threads the runtime does not cover, kept as they are */
+    pp_pid_profile *keep = pp_profile_get(tmp, dst->pid, true);
+    rc = keep ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < pp_pid_nstacks(dst); i++) {
+        size_t n;
+        uint64_t c;
+        const uint32_t *f = pp_pid_stack(dst, i, &n, &c);
+        uint32_t tid = pp_pid_stack_tid(dst, i);
+        if (c && (!tid || !pp_u64map_get(&wanted, tid)))
+            rc = pp_pid_add_tid(keep, tid, f, n, c); /* same string ids: sys's */
+    }
+    if (rc < 0)
+        goto out;
+    pp_pid_profile *copy = pp_profile_get(tmp, -1, true); /* scratch entry for one thread */
+    if (!copy) {
+        rc = -1;
+        goto out;
+    }
+    pp_pid_clear(dst);
+    for (size_t i = 0; rc == 0 && i < pp_pid_nstacks(keep); i++) {
+        size_t n;
+        uint64_t c;
+        const uint32_t *f = pp_pid_stack(keep, i, &n, &c);
+        rc = pp_pid_add_tid(dst, pp_pid_stack_tid(keep, i), f, n, c);
+    }
+    for (size_t k = 0; rc == 0 && k < nm;) {
+        uint32_t tid = m[k].tid;
+        pp_pid_clear(copy);
+        for (; rc == 0 && k < nm && m[k].tid == tid; k++) {
+            size_t n;
+            uint64_t c;
+            const uint32_t *f = pp_pid_stack(src, m[k].i, &n, &c);
+            rc = pp_pid_add_tid(copy, tid, f, n, c); /* rt's string ids */
+        }
+        if (rc == 0) {
+            pp_scale_to(copy, *pp_u64map_get(&sampled, tid));
+            rc = pp_pid_add_all(sys, dst, rt, copy);
+        }
+    }
+    rc = rc < 0 ? -1 : 1;
+out:
+    free(m);
+    pp_u64map_free(&sampled);
+    pp_u64map_free(&wanted);
+    pp_profile_free(tmp);
+    return rc;
+}
+
 int pp_merge_runtime(pp_profile *sys, const pp_profile *rt, bool perf_enabled)
 {
     for (size_t i = 0; i < pp_profile_npids(rt); i++) {
@@ -137,11 +258,19 @@ int pp_merge_runtime(pp_profile *sys, const pp_profile *rt, bool perf_enabled)
                 pp_pid_clear(dst);
             }
         } else {
-            pp_pid_clear(dst);
-            if (pp_pid_add_all(sys, dst, rt, src) < 0)
+            int done =
+                perf_enabled && perf_samples > 0 && pp_pid_has_tids(src) && pp_pid_has_tids(dst)
+                    ? merge_threads(sys, dst, rt, src)
+                    : 0;
+            if (done < 0)
                 return -1;
-            if (perf_enabled && perf_samples > 0)
-                pp_scale_to(dst, perf_samples);
+            if (!done) {
+                pp_pid_clear(dst);
+                if (pp_pid_add_all(sys, dst, rt, src) < 0)
+                    return -1;
+                if (perf_enabled && perf_samples > 0)
+                    pp_scale_to(dst, perf_samples);
+            }
         }
         if (copy_identity(sys, dst, rt, src) < 0)
             return -1;

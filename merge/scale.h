@@ -21,6 +21,10 @@ bool pp_is_error_stack(const pp_profile *p, const pp_pid_profile *pp, uint32_t *
 /* Merges one runtime profiler's profile into the system profile, pid by pid:
  * - a runtime profile with no stacks is ignored (the sampler's stacks stay);
  * - real stacks, sampler has samples: scaled to the sampler's count and replace its stacks;
+ *   when both sides recorded threads (pp_pid_add_tid) and share at least one, per thread instead:
+ *   each thread's runtime stacks scaled to the sampler's count for that thread, the sampler's
+ *   stacks of threads the runtime did not sample kept (GC, JIT compiler, native threads), runtime
+ *   samples of threads the sampler never counted dropped; the pid's total is the sampler's;
  * - real stacks, sampler has no samples: kept unscaled;
  * - error stack, sampler has samples: the error frame is inserted after the comm of each of the
  *   sampler's stacks (counts kept);

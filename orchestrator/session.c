@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -143,11 +144,14 @@ static void log_drain(const pp_profile *prof)
     pp_debug("%s", buf);
 }
 
+/* Fewer sampler samples than this never warn about coverage (too few to say). */
+#define MIN_COVERAGE_SAMPLES 20
+
 /* The header's polyprof.runtime_samples: for every process given to a runtime profiler this
  * session, {pid, runtime, mode, runtime_samples, sampler_samples}: the sampler samples that
  * carried the runtime's frames (in-sampler walks, cov) or the samples the runtime profiler
  * delivered (its profile in rts), and the sampler's samples of the pid (sys, before the merge).
- * "profiler" says which served it. */
+ * "profiler" says which served it. A process with coverage below 50 % is logged (once an hour). */
 static json_t *runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *procs,
                                 const pp_runner_task *tasks, size_t ntasks, const pp_profile *sys,
                                 pp_profile *const *rts, size_t nrt, const pp_walk_cov *cov,
@@ -182,6 +186,13 @@ static json_t *runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *p
                                               "profiler", profiler, "runtime_samples",
                                               (json_int_t)rt_samples, "sampler_samples",
                                               (json_int_t)sampler));
+        if (sampler >= MIN_COVERAGE_SAMPLES && rt_samples * 2 < sampler)
+            pp_warn_proc(p->pid, p->start_ticks,
+                         "%s pid %d (%s): %s gave runtime frames for %llu of its %llu samples "
+                         "(below 50 %%): the rest keeps native frames or is scaled from few "
+                         "samples (polyprof.runtime_samples in the header; docs/ARCHITECTURE.md)",
+                         ctx[p->kind].rt->label, p->pid, p->comm, profiler,
+                         (unsigned long long)rt_samples, (unsigned long long)sampler);
     }
     /* processes walked that discovery did not list: forks of registered ones (bpf/sampler.h,
      * PP_RT_FORK_DEPTH) born during the session */
@@ -222,6 +233,17 @@ static void log_runtime_counts(pp_profile *sys, const pp_profile *rt)
                  r->runtime ? r->runtime : "?", r->pid, (unsigned long long)pp_pid_total(r),
                  (unsigned long long)(s ? pp_pid_total(s) : 0));
     }
+}
+
+/* Where polyprof's memory is (the header's polyprof.memory; the soak of bench/soak reads it):
+ * malloc's bytes in use (RSS also holds freed memory malloc keeps), the cached symbol tables
+ * and this session's profile. */
+static json_t *memory_counters(const pp_symbolizer_stats *ss, const pp_profile *prof)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return json_pack("{s:I,s:I,s:I}", "heap_in_use_bytes", (json_int_t)mi.uordblks,
+                     "symbol_tables_bytes", (json_int_t)ss->binary_bytes, "profile_bytes",
+                     (json_int_t)pp_profile_bytes(prof));
 }
 
 static bool controller_gone(const pp_config *cfg)
@@ -710,6 +732,8 @@ static int run_session(run_state *rs, bool *stop)
         pp_runner_free(runner);
     }
     merge_hook_stacks(rs, prof);
+    if (pp_profile_drop_tids(prof) < 0) /* the threads served the merge; the output has none */
+        pp_warn("out of memory while folding the threads' stacks");
     double t_merged = mono_now();
     pp_identity_annotate(rs->ident, prof, rs->disc, end);
     json_t *ext = session_extmeta(cfg);
@@ -723,6 +747,7 @@ static int run_session(run_state *rs, bool *stop)
         disc_ms, rss_kb(), ss.perfmap_entries_dropped - rs->perfmap_dropped_prev);
     rs->perfmap_dropped_prev = ss.perfmap_entries_dropped;
     json_object_set_new(counters, "runtime_samples", coverage ? coverage : json_array());
+    json_object_set_new(counters, "memory", memory_counters(&ss, prof));
     int rc =
         write_session(cfg, rs->static_md, ext, prof, &metrics, counters, wall_start, rs->up, end);
     json_decref(counters);

@@ -156,6 +156,12 @@ bool pp_inwalk_possible(const pp_runtime_ctx *ctx)
     return ctx && ctx->rt && ctx->rt->walker && pp_sampler_can_walk(ctx->sampler);
 }
 
+void pp_runtime_count_threads(const pp_runtime_ctx *ctx, int pid)
+{
+    if (ctx)
+        pp_sampler_count_threads(ctx->sampler, pid);
+}
+
 pp_inwalk_status pp_inwalk_attach(const pp_runtime_ctx *ctx, const pp_proc *p, char *err,
                                   size_t errlen)
 {

@@ -92,6 +92,11 @@ pp_inwalk_status pp_inwalk_attach(const pp_runtime_ctx *ctx, const pp_proc *p, c
 /* Whether ctx's sampler can walk ctx->rt's processes now (BPF mode and a walker). */
 bool pp_inwalk_possible(const pp_runtime_ctx *ctx);
 
+/* For a backend whose profile records threads (pp_pid_add_tid): the system sampler counts pid's
+ * samples per thread from now on, so that the merge scales the runtime's stacks per thread
+ * (merge/scale.h). No-op without a sampler. */
+void pp_runtime_count_threads(const pp_runtime_ctx *ctx, int pid);
+
 /* Discovery rule: what the regex is matched against. */
 typedef enum {
     PP_MATCH_MAPS = 0, /* each distinct file mapping's maps line */

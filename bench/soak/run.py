@@ -7,10 +7,17 @@ beside a Node process whose perf map keeps growing, a JVM, and busy Python, Ruby
 minute: polyprof's RSS, peak RSS, open descriptors and CPU seconds. Fails (exit 1) when RSS ever
 exceeds CAP MiB (stated before the run) or the descriptors grow.
 
-Usage: python3 bench/soak/run.py [--minutes 60] [--rate 20] [--cap-mib 128]   (root; after make)
+Usage: python3 bench/soak/run.py [--minutes 60] [--rate 20] [--cap-mib 128] [--isolated]
+                                  [--nice 19] [--wrap "heaptrack -o FILE"]   (root; after make)
+
+--isolated runs the whole soak in pid, mount and network namespaces of its own, with a private
+/run: its polyprof sees only the soak's processes and takes a lock of its own (docs/security.md,
+"The single-instance lock"), so the host stays free for other polyprof runs (tests, CI) during
+the hour. --nice lowers the workload's priority so that they get the CPU others leave.
 """
 import argparse
 import os
+import shlex
 import random
 import shutil
 import signal
@@ -47,13 +54,36 @@ def proc_status(pid):
     return int(st["VmRSS"].split()[0]) / 1024, int(st["VmHWM"].split()[0]) / 1024, fds, cpu
 
 
+def memory(out):
+    """polyprof.memory of the last profile's header (MiB): heap in use, symbol tables, profile."""
+    try:
+        with open(out / "last_profile.col") as f:
+            m = __import__("json").loads(f.readline()[2:])["polyprof"]["memory"]
+        return tuple(m[k] / 2**20 for k in ("heap_in_use_bytes", "symbol_tables_bytes",
+                                             "profile_bytes"))
+    except (OSError, ValueError, KeyError):
+        return (0.0, 0.0, 0.0)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, default=60)
     ap.add_argument("--rate", type=float, default=20)
     ap.add_argument("--cap-mib", type=float, default=128)
     ap.add_argument("--keep", help="copy polyprof's log (run with -v) to this file")
+    ap.add_argument("--isolated", action="store_true",
+                    help="own pid, mount and network namespaces and a private /run")
+    ap.add_argument("--nice", type=int, default=0, help="niceness of the workload processes")
+    ap.add_argument("--wrap", default="", help="command prefix for polyprof (e.g. heaptrack)")
     a = ap.parse_args()
+    if a.isolated and not os.environ.get("PP_SOAK_INSIDE"):
+        env = dict(os.environ, PP_SOAK_INSIDE="1")
+        os.execvpe("unshare", ["unshare", "--pid", "--fork", "--mount-proc", "--mount", "--net",
+                               "--", sys.executable, *sys.argv], env)
+    if a.isolated:
+        # /proc/1/root/run is where polyprof's lock file lives: make it ours alone
+        subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/run"], check=True)
+    low = (lambda: os.nice(a.nice)) if a.nice else None
     work = Path(tempfile.mkdtemp(prefix="pp_soak_"))
     helpers = []
     pp = None
@@ -66,15 +96,18 @@ def main():
         for argv in (["java", "-cp", str(work), "Hot"], ["/usr/bin/python3", str(APPS / "hot.py")],
                      ["ruby", str(APPS / "rbhot.rb")], ["php", str(APPS / "php" / "hot.php")],
                      ["node", "--perf-basic-prof", str(Path(__file__).parent / "jitmap.js")]):
-            helpers.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL))
+            helpers.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, preexec_fn=low))
         out = work / "out"
-        pp = subprocess.Popen([str(POLYPROF), "-c", "-d", "60", "-f", "99", "-o", str(out),
-                               "--rotating-output", "--log-file", str(work / "pp.log")]
-                              + (["-v"] if a.keep else []),
+        pp = subprocess.Popen(shlex.split(a.wrap)
+                              + [str(POLYPROF), "-c", "-d", "60", "-f", "99", "-o", str(out),
+                                 "--rotating-output", "--log-file", str(work / "pp.log")]
+                              + (["-v"] if a.keep else [])
+                              + (["--disable-pidns-check"] if a.isolated else []),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         print(f"soak: {a.minutes:g} min, ~{a.rate:g} distinct executables/s, node perf map, JVM, "
               f"Python, Ruby, PHP; cap {a.cap_mib:g} MiB RSS; polyprof pid {pp.pid}")
-        print(f"{'min':>4} {'RSS MiB':>8} {'peak MiB':>9} {'fds':>5} {'CPU s':>7} {'started':>8}")
+        print(f"{'min':>4} {'RSS MiB':>8} {'peak MiB':>9} {'fds':>5} {'CPU s':>7} {'started':>8}"
+              f" {'heap':>6} {'symtab':>6} {'profile':>7}  (MiB, last session's header)")
         t0 = time.monotonic()
         next_row, started, rows, live = t0 + 5, 0, [], []
         n = 0
@@ -87,7 +120,8 @@ def main():
             with open(path, "wb") as f:
                 f.write(image[:off] + random.randbytes(idlen) + image[off + idlen:])
             path.chmod(0o755)
-            live.append((subprocess.Popen([str(path), str(random.uniform(0.3, 1.5))]), path))
+            live.append((subprocess.Popen([str(path), str(random.uniform(0.3, 1.5))],
+                                          preexec_fn=low), path))
             started += 1
             for p, q in [x for x in live if x[0].poll() is not None]:
                 q.unlink(missing_ok=True)
@@ -97,7 +131,7 @@ def main():
                 rss, hwm, fds, cpu = proc_status(pp.pid)
                 rows.append((rss, hwm, fds, cpu))
                 print(f"{(now - t0) / 60:4.0f} {rss:8.1f} {hwm:9.1f} {fds:5d} {cpu:7.1f} "
-                      f"{started:8d}", flush=True)
+                      f"{started:8d} {'%6.1f %6.1f %7.1f' % memory(out)}", flush=True)
                 next_row = (next_row + 60) if len(rows) > 1 else t0 + 60
             time.sleep(max(0.0, 1.0 / a.rate - (time.monotonic() - now)))
         rss, hwm, fds, cpu = proc_status(pp.pid)

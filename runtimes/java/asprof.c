@@ -36,6 +36,7 @@
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/asprof_int.h"
 #include "runtimes/java/attach.h"
+#include "runtimes/java/jvmutil.h"
 
 #define STOP_SECONDS 8.0 /* how long a stop may take */
 #define LIB_NAME "libasyncProfiler.so"
@@ -362,7 +363,12 @@ int pp_asprof_collect(pp_asprof_session *s, pp_profile *prof, pp_pid_profile *pp
         return -1;
     }
     size_t bad = 0;
-    long added = pp_asprof_parse_collapsed(text, len, prof, pp, &bad);
+    pp_java_tids tids;
+    pp_java_tids_init(&tids, s->pid);
+    pp_asprof_parse_opts po = {
+        .thread_frames = s->o.threads, .sampler_tid = pp_java_tids_map, .arg = &tids};
+    long added = pp_asprof_parse_threads(text, len, prof, pp, &po, &bad);
+    pp_java_tids_free(&tids);
     free(text);
     if (bad)
         pp_debug("java: %zu malformed lines in async-profiler output of pid %d", bad, s->pid);

@@ -8,7 +8,9 @@
 #ifndef PP_ASPROF_H
 #define PP_ASPROF_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "merge/profile.h"
 #include "runtimes/runtime.h"
@@ -48,5 +50,15 @@ void pp_asprof_free(pp_asprof_session *s);
  * are skipped and counted. Returns the number of lines added. */
 long pp_asprof_parse_collapsed(const char *text, size_t len, pp_profile *prof, pp_pid_profile *pp,
                                size_t *bad_lines);
+
+/* With opts: a "[<name> tid=N]" root frame (async-profiler's `threads`) gives the stack its
+ * thread (pp_pid_add_tid; mapped by sampler_tid when set) and is kept only with thread_frames. */
+typedef struct pp_asprof_parse_opts {
+    bool thread_frames;
+    uint32_t (*sampler_tid)(void *arg, long tid);
+    void *arg;
+} pp_asprof_parse_opts;
+long pp_asprof_parse_threads(const char *text, size_t len, pp_profile *prof, pp_pid_profile *pp,
+                             const pp_asprof_parse_opts *opts, size_t *bad_lines);
 
 #endif

@@ -140,7 +140,9 @@ int pp_asprof_start_arg(const pp_asprof_opts *o, const char *out, const char *lo
                         size_t len)
 {
     size_t at = 0;
-    put(buf, len, &at, "start,event=%s%s", o->event, o->threads ? ",threads" : "");
+    /* threads always: each stack's thread id serves the per-thread merge (its root frame is
+     * dropped again unless --java-collect-thread-names asked for it) */
+    put(buf, len, &at, "start,event=%s,threads", o->event);
     output_args(out, buf, len, &at);
     if (strcmp(o->event, "alloc") == 0)
         put(buf, len, &at, ",alloc=%ld", o->alloc_bytes);
@@ -161,8 +163,7 @@ int pp_asprof_stop_arg(const pp_asprof_opts *o, const char *out, const char *log
     size_t at = 0;
     put(buf, len, &at, "stop,log=%s,mcache=%d", log, o->mcache);
     if (with_output) {
-        if (o->threads)
-            put(buf, len, &at, ",threads");
+        put(buf, len, &at, ",threads");
         output_args(out, buf, len, &at);
     }
     put(buf, len, &at, "%s", o->lib ? ",lib" : "");
@@ -171,9 +172,24 @@ int pp_asprof_stop_arg(const pp_asprof_opts *o, const char *out, const char *log
     return at < len ? 0 : -1;
 }
 
+/* The thread id of a "[<name> tid=N]" root frame (async-profiler's `threads`), else 0. */
+static long thread_frame_tid(const char *f)
+{
+    size_t l = strlen(f);
+    const char *t = l > 7 && f[0] == '[' && f[l - 1] == ']' ? strstr(f, " tid=") : NULL;
+    while (t && strstr(t + 1, " tid="))
+        t = strstr(t + 1, " tid="); /* the last one: a thread name may hold " tid=" */
+    if (!t)
+        return 0;
+    char *end;
+    long v = strtol(t + 5, &end, 10);
+    return end != t + 5 && *end == ']' && end == f + l - 1 && v > 0 ? v : 0;
+}
+
 /* One "frame;...;leaf count" line (without the newline): 1 added, 0 malformed, -1 OOM. */
 static int parse_line(const char *s, size_t n, pp_profile *prof, pp_pid_profile *pp,
-                      uint32_t **frames, size_t *cap, char **tmp, size_t *tmpcap)
+                      const pp_asprof_parse_opts *po, uint32_t **frames, size_t *cap, char **tmp,
+                      size_t *tmpcap)
 {
     const char *sp = memrchr(s, ' ', n);
     if (!sp || sp == s || sp + 1 == s + n)
@@ -198,12 +214,23 @@ static int parse_line(const char *s, size_t n, pp_profile *prof, pp_pid_profile 
     }
     memcpy(*tmp, s, slen);
     (*tmp)[slen] = '\0';
+    uint32_t tid = 0;
     for (char *f = *tmp;;) {
         char *semi = strchr(f, ';');
         if (semi)
             *semi = '\0';
         if (!*f)
             return 0; /* empty frame */
+        long t = po && nf == 0 && f == *tmp ? thread_frame_tid(f) : 0;
+        if (t > 0) {
+            tid = po->sampler_tid ? po->sampler_tid(po->arg, t) : (uint32_t)t;
+            if (!po->thread_frames) {
+                if (!semi)
+                    return 0; /* a thread frame alone */
+                f = semi + 1;
+                continue;
+            }
+        }
         if (nf == *cap) {
             size_t nc = *cap ? *cap * 2 : 64;
             uint32_t *q = realloc(*frames, nc * sizeof(uint32_t));
@@ -217,11 +244,17 @@ static int parse_line(const char *s, size_t n, pp_profile *prof, pp_pid_profile 
             break;
         f = semi + 1;
     }
-    return pp_pid_add(pp, *frames, nf, count) < 0 ? -1 : 1;
+    return pp_pid_add_tid(pp, tid, *frames, nf, count) < 0 ? -1 : 1;
 }
 
 long pp_asprof_parse_collapsed(const char *text, size_t len, pp_profile *prof, pp_pid_profile *pp,
                                size_t *bad_lines)
+{
+    return pp_asprof_parse_threads(text, len, prof, pp, NULL, bad_lines);
+}
+
+long pp_asprof_parse_threads(const char *text, size_t len, pp_profile *prof, pp_pid_profile *pp,
+                             const pp_asprof_parse_opts *opts, size_t *bad_lines)
 {
     long added = 0;
     size_t bad = 0, cap = 0, tmpcap = 0;
@@ -234,7 +267,7 @@ long pp_asprof_parse_collapsed(const char *text, size_t len, pp_profile *prof, p
         if (m && text[i + m - 1] == '\r')
             m--;
         if (m) {
-            int r = parse_line(text + i, m, prof, pp, &frames, &cap, &tmp, &tmpcap);
+            int r = parse_line(text + i, m, prof, pp, opts, &frames, &cap, &tmp, &tmpcap);
             if (r > 0)
                 added++;
             else

@@ -242,6 +242,8 @@ static void start_one(java_session *s, jvm *j)
         return;
     }
     j->hserr_before = pp_jfr_rec_hserr(&j->rec);
+    /* JFR and async-profiler record each sample's thread: the merge scales per thread */
+    pp_runtime_count_threads(s->ctx, j->proc.pid);
     if (s->ap_mode && !s->aplib) {
         set_error(j, "error", s->aperr);
     } else if (s->ap_mode) {

@@ -61,12 +61,17 @@ typedef struct chunk {
     pp_u64map frame_ids[SFX_N]; /* method key -> interned frame text */
     pp_u64map stack_idx;        /* stack trace key -> index in stacks */
     pp_u64map tids;             /* thread key -> OS tid */
-    pp_u64map tlabels;          /* thread key -> label frame id + 1, 0 for none */
-    pp_u64map labeled_idx;      /* label << 32 | stack index -> index in labeled */
+    pp_u64map thread_idx;       /* thread key -> index in threads */
+    struct jthread {
+        uint32_t label; /* label frame id, 0 for none (thread_label) */
+        uint32_t tid;   /* its thread id as the system sampler names it; 0: not kept */
+    } * threads;
+    size_t nthreads, capthreads;
+    pp_u64map labeled_idx; /* thread index << 32 | stack index -> index in labeled */
     struct labeled {
-        uint32_t label, stack;
+        uint32_t thread, stack;
         uint64_t count;
-    } * labeled; /* samples of JFR's and the attach listener's threads */
+    } * labeled; /* samples of labelled threads, and of every thread with opts->per_thread */
     size_t nlabeled, caplabeled;
     stack_rec *stacks;
     size_t nstacks, capstacks;
@@ -314,9 +319,6 @@ static long thread_tid(chunk *c, int64_t key)
  * 0 for other threads. */
 static uint32_t thread_label(chunk *c, int64_t key)
 {
-    uint64_t *v = pp_u64map_get(&c->tlabels, (uint64_t)key);
-    if (v)
-        return (uint32_t)*v;
     size_t pos;
     char name[128], text[160];
     uint32_t label = 0;
@@ -326,14 +328,35 @@ static uint32_t thread_label(chunk *c, int64_t key)
         snprintf(text, sizeof(text), "[JVM thread: %s]", name);
         label = pp_profile_intern(c->prof, text);
     }
-    pp_u64map_put(&c->tlabels, (uint64_t)key, label);
     return label;
 }
 
-/* Counts a sample of stack index si on a labelled thread. -1 on OOM. */
-static int count_labeled(chunk *c, uint32_t label, size_t si)
+/* The index in c->threads of JFR thread key (its label, and its thread id with
+ * opts->per_thread), or -1 out of memory. */
+static int64_t thread_index(chunk *c, int64_t key)
 {
-    uint64_t k = (uint64_t)label << 32 | si;
+    uint64_t *v = pp_u64map_get(&c->thread_idx, (uint64_t)key);
+    if (v)
+        return (int64_t)*v;
+    struct jthread t = {.label = thread_label(c, key)};
+    if (c->opts && c->opts->per_thread) {
+        long os = thread_tid(c, key);
+        t.tid = os <= 0 || os > UINT32_MAX ? 0
+                : c->opts->sampler_tid     ? c->opts->sampler_tid(c->opts->arg, os)
+                                           : (uint32_t)os;
+    }
+    if (t.label == UINT32_MAX || c->nthreads >= UINT32_MAX ||
+        jfr_grow((void **)&c->threads, &c->capthreads, c->nthreads + 1, sizeof(*c->threads)) < 0 ||
+        pp_u64map_put(&c->thread_idx, (uint64_t)key, c->nthreads) < 0)
+        return -1;
+    c->threads[c->nthreads] = t;
+    return (int64_t)c->nthreads++;
+}
+
+/* Counts a sample of stack index si on thread index ti. -1 on OOM. */
+static int count_labeled(chunk *c, uint32_t ti, size_t si)
+{
+    uint64_t k = (uint64_t)ti << 32 | si;
     uint64_t *v = pp_u64map_get(&c->labeled_idx, k);
     if (v) {
         c->labeled[*v].count++;
@@ -342,7 +365,7 @@ static int count_labeled(chunk *c, uint32_t label, size_t si)
     if (jfr_grow((void **)&c->labeled, &c->caplabeled, c->nlabeled + 1, sizeof(*c->labeled)) < 0 ||
         pp_u64map_put(&c->labeled_idx, k, c->nlabeled) < 0)
         return -1;
-    c->labeled[c->nlabeled++] = (struct labeled){label, (uint32_t)si, 1};
+    c->labeled[c->nlabeled++] = (struct labeled){ti, (uint32_t)si, 1};
     return 0;
 }
 
@@ -454,10 +477,12 @@ static int on_sample(chunk *c, jfr_rd *r, size_t at, int e)
         c->st->bad++;
         return 0;
     }
-    uint32_t label = th >= 0 ? thread_label(c, th) : 0;
-    if (!label)
+    int64_t ti = th >= 0 ? thread_index(c, th) : -2;
+    if (ti == -1)
+        return fail(c->err, c->errlen, "out of memory counting JFR samples");
+    if (ti < 0 || (!c->threads[ti].label && !c->threads[ti].tid))
         rec->count++;
-    else if (count_labeled(c, label, (size_t)(rec - c->stacks)) < 0)
+    else if (count_labeled(c, (uint32_t)ti, (size_t)(rec - c->stacks)) < 0)
         return fail(c->err, c->errlen, "out of memory counting JFR samples");
     c->st->samples++;
     c->st->truncated += rec->trunc;
@@ -504,10 +529,11 @@ static int flush_counts(chunk *c)
     for (size_t i = 0; i < c->nlabeled; i++) {
         const struct labeled *l = &c->labeled[i];
         const stack_rec *s = &c->stacks[l->stack];
-        uint32_t n = s->n < 1024 ? s->n : 1024;
-        buf[0] = l->label;
-        memcpy(buf + 1, c->frames + s->off, n * sizeof(uint32_t));
-        if (l->count && pp_pid_add(c->pp, buf, n + 1, l->count) < 0)
+        const struct jthread *t = &c->threads[l->thread];
+        uint32_t n = s->n < 1024 ? s->n : 1024, lab = t->label ? 1 : 0;
+        buf[0] = t->label;
+        memcpy(buf + lab, c->frames + s->off, n * sizeof(uint32_t));
+        if (l->count && pp_pid_add_tid(c->pp, t->tid, buf, n + lab, l->count) < 0)
             return fail(c->err, c->errlen, "out of memory adding JFR samples");
     }
     c->nlabeled = 0;
@@ -524,8 +550,9 @@ static void chunk_free(chunk *c)
     pp_u64map_free(&c->ftype_sfx);
     pp_u64map_free(&c->stack_idx);
     pp_u64map_free(&c->tids);
-    pp_u64map_free(&c->tlabels);
     pp_u64map_free(&c->labeled_idx);
+    pp_u64map_free(&c->thread_idx);
+    free(c->threads);
     free(c->labeled);
     free(c->stacks);
     free(c->frames);

@@ -38,6 +38,11 @@ typedef struct pp_jfr_opts {
     int (*keep_tid)(void *arg, long tid);
     /* The same for jdk.NativeMethodSample events (NULL: keep_tid). */
     int (*keep_native_tid)(void *arg, long tid);
+    /* Record each sample's thread (pp_pid_add_tid) for the per-thread merge: its OS tid, mapped
+     * by sampler_tid when set (a JVM in another pid namespace: the tid as the system sampler
+     * names it, 0 when unknown). Samples whose thread does not resolve get none. */
+    bool per_thread;
+    uint32_t (*sampler_tid)(void *arg, long tid);
     void *arg;
 } pp_jfr_opts;
 

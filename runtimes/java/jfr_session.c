@@ -284,46 +284,46 @@ static bool no_answer(void)
     return errno == ETIMEDOUT || errno == ECANCELED || errno == EAGAIN;
 }
 
-/* CPU ticks (utime + stime) of each thread of pid into m (tid -> ticks); bounded. */
+/* pp_java_each_thread: the thread's CPU ticks (utime + stime) into arg, a pp_u64map. */
+static int add_thread_cpu(void *arg, int pid, long tid)
+{
+    char spath[96], stat[1024];
+    snprintf(spath, sizeof(spath), "/proc/%d/task/%ld/stat", pid, tid);
+    ssize_t n = pp_read_small_file(spath, stat, sizeof(stat));
+    const char *p = n > 0 ? strrchr(stat, ')') : NULL;
+    unsigned long long ut, st;
+    /* after "pid (comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt
+     * cmajflt utime stime */
+    return p &&
+           sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2 &&
+           pp_u64map_put(arg, (uint64_t)tid, ut + st) < 0;
+}
+
+/* CPU ticks of each thread of pid into m (tid -> ticks); bounded. */
 static void thread_cpu(int pid, pp_u64map *m)
 {
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/task", pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return;
-    struct dirent *e;
-    for (int i = 0; i < 100000 && (e = readdir(d)); i++) {
-        char *end;
-        long tid = strtol(e->d_name, &end, 10);
-        if (tid <= 0 || *end)
-            continue;
-        char spath[96], stat[1024];
-        snprintf(spath, sizeof(spath), "/proc/%d/task/%ld/stat", pid, tid);
-        ssize_t n = pp_read_small_file(spath, stat, sizeof(stat));
-        const char *p = n > 0 ? strrchr(stat, ')') : NULL;
-        unsigned long long ut, st;
-        /* after "pid (comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt
-         * cmajflt utime stime */
-        if (p &&
-            sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) ==
-                2 &&
-            pp_u64map_put(m, (uint64_t)tid, ut + st) < 0)
-            break;
-    }
-    closedir(d);
+    pp_java_each_thread(pid, add_thread_cpu, m);
 }
 
 typedef struct native_filter {
     pp_u64map now;
     const pp_u64map *before;
     unsigned long long min_ticks;
+    pp_java_tids tids; /* the JVM's thread ids -> the sampler's */
 } native_filter;
+
+/* sampler_tid: the JVM's thread id as the system sampler names it (0 unknown). */
+static uint32_t sampler_tid(void *arg, long tid)
+{
+    return pp_java_tids_map(&((native_filter *)arg)->tids, tid);
+}
 
 /* keep_native_tid: the thread ran at least a quarter of the session. */
 static int busy_thread(void *arg, long tid)
 {
     native_filter *f = arg;
+    if (f->tids.other_ns && tid > 0)
+        tid = sampler_tid(f, tid);
     uint64_t *now = tid > 0 ? pp_u64map_get(&f->now, (uint64_t)tid) : NULL;
     uint64_t *then = tid > 0 ? pp_u64map_get(f->before, (uint64_t)tid) : NULL;
     unsigned long long used = now ? *now - (then && *then <= *now ? *then : 0) : 0;
@@ -492,7 +492,9 @@ int pp_jfr_rec_finish(pp_jfr_rec *r, pp_profile *prof, pp_pid_profile *pp, doubl
         snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
         pp_jfr_stats st = {0};
         native_filter nf = {.before = &r->cpu0};
-        pp_jfr_opts opts = {.events = PP_JFR_CPUTIME, .arg = &nf};
+        pp_jfr_opts opts = {
+            .events = PP_JFR_CPUTIME, .arg = &nf, .per_thread = true, .sampler_tid = sampler_tid};
+        pp_java_tids_init(&nf.tids, r->pid);
         if (r->sampler == PP_JFR_SAMPLER_EXECUTION) {
             thread_cpu(r->pid, &nf.now);
             double quarter = (pp_mono_now() - r->t0) / 4 * (double)sysconf(_SC_CLK_TCK);
@@ -502,6 +504,7 @@ int pp_jfr_rec_finish(pp_jfr_rec *r, pp_profile *prof, pp_pid_profile *pp, doubl
         }
         rc = pp_jfr_parse_file(path, &opts, prof, pp, &st, err, errlen);
         pp_u64map_free(&nf.now);
+        pp_java_tids_free(&nf.tids);
         pp_debug("java: pid %d: JFR file parsed: %llu chunks, %llu samples (%llu truncated)",
                  r->pid, (unsigned long long)st.chunks, (unsigned long long)st.samples,
                  (unsigned long long)st.truncated);

@@ -151,3 +151,86 @@ bool pp_java_jfr_initialized(int pid)
     closedir(d);
     return found;
 }
+
+/* The last number of the "NSpid:" line of a status text (the id in the innermost pid
+ * namespace), and how many it has; -1 when absent. */
+static long innermost_nspid(const char *status, int *levels)
+{
+    const char *l = strstr(status, "\nNSpid:");
+    *levels = 0;
+    if (!l)
+        return -1;
+    l += 7;
+    long last = -1;
+    for (;;) {
+        char *end;
+        long v = strtol(l, &end, 10);
+        if (end == l || v <= 0)
+            break;
+        last = v;
+        ++*levels;
+        l = end;
+        if (*l == '\n' || !*l)
+            break;
+    }
+    return last;
+}
+
+void pp_java_each_thread(int pid, int (*fn)(void *arg, int pid, long tid), void *arg)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *e;
+    for (int i = 0; i < 100000 && (e = readdir(d)); i++) {
+        char *end;
+        long tid = strtol(e->d_name, &end, 10);
+        if (tid > 0 && !*end && fn(arg, pid, tid))
+            break;
+    }
+    closedir(d);
+}
+
+/* pp_java_each_thread: adds the thread's innermost id -> ours. */
+static int add_ns_id(void *arg, int pid, long tid)
+{
+    char path[96], status[4096];
+    snprintf(path, sizeof(path), "/proc/%d/task/%ld/status", pid, tid);
+    int levels;
+    long inner = pp_read_small_file(path, status, sizeof(status)) > 0
+                     ? innermost_nspid(status, &levels)
+                     : -1;
+    return inner > 0 &&
+           pp_u64map_put(&((pp_java_tids *)arg)->ids, (uint64_t)inner, (uint64_t)tid) < 0;
+}
+
+void pp_java_tids_init(pp_java_tids *t, int pid)
+{
+    memset(t, 0, sizeof(*t));
+    char path[64], status[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    int levels;
+    if (pp_read_small_file(path, status, sizeof(status)) <= 0 ||
+        innermost_nspid(status, &levels) <= 0 || levels < 2)
+        return;
+    t->other_ns = true;
+    pp_java_each_thread(pid, add_ns_id, t);
+}
+
+uint32_t pp_java_tids_map(void *arg, long tid)
+{
+    const pp_java_tids *t = arg;
+    if (tid <= 0 || tid > (long)UINT32_MAX)
+        return 0;
+    if (!t || !t->other_ns)
+        return (uint32_t)tid;
+    uint64_t *v = pp_u64map_get(&t->ids, (uint64_t)tid);
+    return v ? (uint32_t)*v : 0;
+}
+
+void pp_java_tids_free(pp_java_tids *t)
+{
+    pp_u64map_free(&t->ids);
+}

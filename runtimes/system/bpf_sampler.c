@@ -367,7 +367,8 @@ static int emit_entry(pp_bpf_sampler *s, pp_profile *out, const void *k, const v
     if (!we && key->rt_pid && key->rt_stack)
         we = add_fork(s, (int)key->pid, (int)key->rt_pid);
     if (!we)
-        return pp_emit_sample(s->emit, out, (int)key->pid, comm, uips, nu, kips, nk, val->count);
+        return pp_emit_mixed(s->emit, out, (int)key->pid, key->tid, comm, uips, nu, kips, nk, NULL,
+                             0, NULL, val->count);
     /* a fork is named with its ancestor's state (the frames it recorded are the ancestor's
      * code, checked per frame; the fork itself may be gone by now) */
     pp_walk_ent *namer = we->via ? pp_walks_get(&s->walks, we->via) : we;
@@ -382,7 +383,7 @@ static int emit_entry(pp_bpf_sampler *s, pp_profile *out, const void *k, const v
         if (pp)
             pp->fork_of = we->via;
     }
-    return pp_emit_mixed(s->emit, out, (int)key->pid, comm, uips, nu, kips, nk, rt, nrt,
+    return pp_emit_mixed(s->emit, out, (int)key->pid, key->tid, comm, uips, nu, kips, nk, rt, nrt,
                          we->ops->loop_symbols, val->count);
 }
 
@@ -595,6 +596,16 @@ bool pp_bpf_sampler_walk_forked(pp_bpf_sampler *s, int pid)
 {
     uint32_t key = (uint32_t)pid, via;
     return bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.rt_forks), &key, &via) == 0;
+}
+
+int pp_bpf_sampler_count_threads(pp_bpf_sampler *s, int pid)
+{
+    uint32_t key = (uint32_t)pid;
+    uint8_t one = 1;
+    return bpf_map__update_elem(s->skel->maps.tid_pids, &key, sizeof(key), &one, sizeof(one),
+                                BPF_ANY)
+               ? -1
+               : 0;
 }
 
 size_t pp_bpf_sampler_walk_coverage(pp_bpf_sampler *s, pp_walk_cov **out)

@@ -20,6 +20,7 @@ int pp_bpf_sampler_walk_attach(pp_bpf_sampler *s, int pid, unsigned long long st
                                const pp_walker_ops *ops, void *state, char *err, size_t errlen);
 bool pp_bpf_sampler_walk_attached(pp_bpf_sampler *s, int pid, unsigned long long start_ticks);
 bool pp_bpf_sampler_walk_forked(pp_bpf_sampler *s, int pid);
+int pp_bpf_sampler_count_threads(pp_bpf_sampler *s, int pid);
 size_t pp_bpf_sampler_walk_coverage(pp_bpf_sampler *s, pp_walk_cov **out);
 
 #endif

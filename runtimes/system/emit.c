@@ -97,12 +97,12 @@ static bool is_loop(pp_profile *out, uint32_t id, const char *const *loop)
 int pp_emit_sample(pp_emitter *e, pp_profile *out, int pid, const char *comm, const uint64_t *user,
                    size_t nuser, const uint64_t *kernel, size_t nkernel, uint64_t count)
 {
-    return pp_emit_mixed(e, out, pid, comm, user, nuser, kernel, nkernel, NULL, 0, NULL, count);
+    return pp_emit_mixed(e, out, pid, 0, comm, user, nuser, kernel, nkernel, NULL, 0, NULL, count);
 }
 
-int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, const char *comm, const uint64_t *user,
-                  size_t nuser, const uint64_t *kernel, size_t nkernel, const uint32_t *rt,
-                  size_t nrt, const char *const *loop, uint64_t count)
+int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, uint32_t tid, const char *comm,
+                  const uint64_t *user, size_t nuser, const uint64_t *kernel, size_t nkernel,
+                  const uint32_t *rt, size_t nrt, const char *const *loop, uint64_t count)
 {
     /* The cached ids are string ids of one profile. A new session's profile may be allocated at
      * the freed one's address, so the cache is keyed on the profile's generation. */
@@ -157,5 +157,5 @@ int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, const char *comm, con
     for (size_t i = 0; i < n; i++)
         if (frames[i] == UINT32_MAX)
             return -1;
-    return pp_pid_add(pp, frames, n, count);
+    return pp_pid_add_tid(pp, tid, frames, n, count);
 }

@@ -26,12 +26,14 @@
 #define SEEN_MAX 12288 /* pids announced: past this, gone pids are swept out */
 #define NEWS_MAX 256   /* announcements waiting for the draining thread */
 #define COMMS_PRUNE 8192
+#define TID_PIDS_MAX 4096 /* processes counted per thread (as the BPF sampler's tid_pids) */
 
 /* One aggregated raw stack: ips[] holds the kernel part then the user part, leaf first. */
 typedef struct raw_stack {
     struct raw_stack *next;
     uint64_t hash, count;
     int pid;
+    uint32_t tid; /* for pids counted per thread, else 0 */
     uint16_t nk, nu;
     uint64_t ips[];
 } raw_stack;
@@ -62,8 +64,9 @@ struct pp_perf_sampler {
     raw_table table;       /* filled by the reader thread, swapped out by drain */
     comm_ent *comms[1024]; /* by pid % 1024, chained: read once per drained stack */
     size_t ncomms;
-    pp_htab seen; /* of int pids announced, room for SEEN_MAX made at the start */
-    bool swept;   /* swept since the last drain */
+    pp_htab seen;     /* of int pids announced, room for SEEN_MAX made at the start */
+    pp_htab tid_pids; /* of int pids counted per thread, room for TID_PIDS_MAX made */
+    bool swept;       /* swept since the last drain */
     int news[NEWS_MAX];
     size_t nnews_queued;
     int news_fd; /* eventfd: news queued */
@@ -74,9 +77,10 @@ struct pp_perf_sampler {
     uint64_t samples, lost, map_full, filtered, drains, ustack_errors, nnews, news_lost;
 };
 
-static uint64_t hash_raw(int pid, const uint64_t *ips, size_t n, uint16_t nk)
+static uint64_t hash_raw(int pid, uint32_t tid, const uint64_t *ips, size_t n, uint16_t nk)
 {
-    return pp_hash_bytes(ips, n * sizeof(*ips), ((uint64_t)(unsigned)pid << 16) | nk);
+    return pp_hash_bytes(ips, n * sizeof(*ips),
+                         ((uint64_t)(unsigned)pid << 16 | nk) ^ (uint64_t)tid << 40);
 }
 
 static bool pid_wanted(const pp_perf_sampler *s, int pid)
@@ -133,11 +137,11 @@ static uint64_t hash_pid(int pid)
     return pp_hash_u64((uint64_t)(unsigned)pid);
 }
 
-/* pid's entry in the seen set, or NULL. */
-static int *seen_find(pp_perf_sampler *s, int pid)
+/* pid's entry in a set of int pids (seen, tid_pids), or NULL. */
+static int *pid_find(const pp_htab *set, int pid)
 {
     pp_htab_probe p;
-    for (int *e = pp_htab_first(&s->seen, hash_pid(pid), &p); e; e = pp_htab_next(&s->seen, &p))
+    for (int *e = pp_htab_first(set, hash_pid(pid), &p); e; e = pp_htab_next(set, &p))
         if (*e == pid)
             return e;
     return NULL;
@@ -152,7 +156,7 @@ static bool still_running(void *ent, void *arg)
 /* Forgets pid (it exec'd: its next sample announces the new image). */
 static void seen_forget(pp_perf_sampler *s, int pid)
 {
-    int *e = seen_find(s, pid);
+    int *e = pid_find(&s->seen, pid);
     if (e)
         pp_htab_remove(&s->seen, e);
 }
@@ -163,7 +167,7 @@ static void announce(pp_perf_sampler *s, int pid)
 {
     if (pid <= 0)
         return;
-    if (seen_find(s, pid))
+    if (pid_find(&s->seen, pid))
         return;
     if (pp_htab_count(&s->seen) >= SEEN_MAX) {
         if (!s->swept) { /* at most once per drain: a host may have this many live processes */
@@ -216,7 +220,7 @@ static void lookup_comm(pp_perf_sampler *s, int pid, char *out, size_t len)
     remember_comm(s, pid, out);
 }
 
-static void add_raw(pp_perf_sampler *s, int pid, const uint64_t *kips, size_t nk,
+static void add_raw(pp_perf_sampler *s, int pid, uint32_t tid, const uint64_t *kips, size_t nk,
                     const uint64_t *uips, size_t nu)
 {
     uint64_t ips[MAX_CHAIN];
@@ -226,11 +230,11 @@ static void add_raw(pp_perf_sampler *s, int pid, const uint64_t *kips, size_t nk
     nk = n;
     for (size_t i = 0; i < nu && n < MAX_CHAIN; i++)
         ips[n++] = uips[i];
-    uint64_t h = hash_raw(pid, ips, n, (uint16_t)nk);
+    uint64_t h = hash_raw(pid, tid, ips, n, (uint16_t)nk);
     raw_table *t = &s->table;
     size_t b = h & (t->nbuckets - 1);
     for (raw_stack *r = t->buckets[b]; r; r = r->next) {
-        if (r->hash == h && r->pid == pid && r->nk == nk && r->nu + r->nk == n &&
+        if (r->hash == h && r->pid == pid && r->tid == tid && r->nk == nk && r->nu + r->nk == n &&
             memcmp(r->ips, ips, n * sizeof(*ips)) == 0) {
             r->count++;
             return;
@@ -248,6 +252,7 @@ static void add_raw(pp_perf_sampler *s, int pid, const uint64_t *kips, size_t nk
     r->hash = h;
     r->count = 1;
     r->pid = pid;
+    r->tid = tid;
     r->nk = (uint16_t)nk;
     r->nu = (uint16_t)(n - nk);
     memcpy(r->ips, ips, n * sizeof(*ips));
@@ -261,9 +266,10 @@ static void handle_sample(pp_perf_sampler *s, const unsigned char *rec, size_t l
     /* PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN: u32 pid, tid; u64 nr; u64 ips[nr] */
     if (len < 16)
         return;
-    uint32_t pid;
+    uint32_t pid, tid;
     uint64_t nr;
     memcpy(&pid, rec, 4);
+    memcpy(&tid, rec + 4, 4);
     memcpy(&nr, rec + 8, 8);
     if (nr > (len - 16) / 8)
         return;
@@ -296,7 +302,7 @@ static void handle_sample(pp_perf_sampler *s, const unsigned char *rec, size_t l
         s->ustack_errors++;
     if (nu > 0)
         announce(s, (int)pid);
-    add_raw(s, (int)pid, kips, nk, uips, nu);
+    add_raw(s, (int)pid, pid && pid_find(&s->tid_pids, (int)pid) ? tid : 0, kips, nk, uips, nu);
 }
 
 /* Consumes one CPU's ring buffer. Called with s->lock held. */
@@ -414,6 +420,7 @@ void pp_perf_sampler_stop(pp_perf_sampler *s)
         close(s->news_fd);
     table_free(&s->table);
     pp_htab_free(&s->seen);
+    pp_htab_free(&s->tid_pids);
     for (size_t b = 0; b < 1024; b++) {
         comm_ent *c = s->comms[b];
         while (c) {
@@ -441,6 +448,7 @@ pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *
     s->wake_fd = -1;
     s->news_fd = -1;
     PP_HTAB_INIT(&s->seen, int, 75);
+    PP_HTAB_INIT(&s->tid_pids, int, 75);
     s->sym = sym;
     s->pids = o->pids;
     s->npids = o->npids;
@@ -458,7 +466,8 @@ pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *
     s->wake_fd = eventfd(0, EFD_CLOEXEC);
     s->news_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (!s->fds || !s->rings || !s->emit || s->wake_fd < 0 || s->news_fd < 0 ||
-        table_init(&s->table) < 0 || pp_htab_reserve(&s->seen, SEEN_MAX) < 0) {
+        table_init(&s->table) < 0 || pp_htab_reserve(&s->seen, SEEN_MAX) < 0 ||
+        pp_htab_reserve(&s->tid_pids, TID_PIDS_MAX) < 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -514,8 +523,8 @@ int pp_perf_sampler_drain(pp_perf_sampler *s, pp_profile *out)
             pthread_mutex_lock(&s->lock);
             lookup_comm(s, r->pid, comm, sizeof(comm));
             pthread_mutex_unlock(&s->lock);
-            if (pp_emit_sample(s->emit, out, r->pid, comm, r->ips + r->nk, r->nu, r->ips, r->nk,
-                               r->count) < 0)
+            if (pp_emit_mixed(s->emit, out, r->pid, r->tid, comm, r->ips + r->nk, r->nu, r->ips,
+                              r->nk, NULL, 0, NULL, r->count) < 0)
                 rc = -1;
         }
     }
@@ -526,6 +535,21 @@ int pp_perf_sampler_drain(pp_perf_sampler *s, pp_profile *out)
     pthread_mutex_unlock(&s->lock);
     s->drains++;
     return rc;
+}
+
+void pp_perf_sampler_count_threads(pp_perf_sampler *s, int pid)
+{
+    pthread_mutex_lock(&s->lock);
+    if (pid > 0 && !pid_find(&s->tid_pids, pid)) {
+        if (pp_htab_count(&s->tid_pids) >= TID_PIDS_MAX)
+            pp_htab_filter(&s->tid_pids, still_running, NULL);
+        int *slot = pp_htab_count(&s->tid_pids) < TID_PIDS_MAX
+                        ? pp_htab_add(&s->tid_pids, hash_pid(pid)) /* never grows */
+                        : NULL;
+        if (slot)
+            *slot = pid;
+    }
+    pthread_mutex_unlock(&s->lock);
 }
 
 int pp_perf_sampler_news_fd(pp_perf_sampler *s)

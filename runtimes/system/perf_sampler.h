@@ -13,6 +13,7 @@ pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *
                                        size_t errlen);
 int pp_perf_sampler_drain(pp_perf_sampler *s, pp_profile *out);
 int pp_perf_sampler_news_fd(pp_perf_sampler *s);
+void pp_perf_sampler_count_threads(pp_perf_sampler *s, int pid);
 void pp_perf_sampler_take_news(pp_perf_sampler *s);
 void pp_perf_sampler_get_stats(pp_perf_sampler *s, pp_sampler_stats *st);
 void pp_perf_sampler_stop(pp_perf_sampler *s);

@@ -108,6 +108,14 @@ bool pp_sampler_walk_forked(pp_sampler *s, int pid)
     return s && s->bpf && pp_bpf_sampler_walk_forked(s->bpf, pid);
 }
 
+void pp_sampler_count_threads(pp_sampler *s, int pid)
+{
+    if (s && s->bpf && pp_bpf_sampler_count_threads(s->bpf, pid) < 0)
+        pp_debug("sampler: cannot count pid %d per thread", pid);
+    else if (s && s->perf)
+        pp_perf_sampler_count_threads(s->perf, pid);
+}
+
 bool pp_sampler_walk_attached(pp_sampler *s, int pid, unsigned long long start_ticks)
 {
     return s && s->bpf && pp_bpf_sampler_walk_attached(s->bpf, pid, start_ticks);

@@ -61,6 +61,10 @@ void pp_sampler_take_news(pp_sampler *s);
  * last call, at most cap (BPF mode; 0 otherwise). Same thread as pp_sampler_take_news. */
 size_t pp_sampler_new_pids(pp_sampler *s, int *pids, size_t cap);
 void pp_sampler_get_stats(pp_sampler *s, pp_sampler_stats *st);
+/* From now on, pid's samples are counted per thread (pp_pid_add_tid), for a runtime profiler
+ * that reports threads (the per-thread merge, merge/scale.h). Sticky: until the pid is gone, or
+ * pushed out by 4096 newer ones. Thread-safe; NULL s is a no-op. */
+void pp_sampler_count_threads(pp_sampler *s, int pid);
 void pp_sampler_stop(pp_sampler *s);
 
 /* ---- in-sampler walkers ----

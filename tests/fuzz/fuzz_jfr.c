@@ -24,9 +24,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pp_pid_profile *pp = pp_profile_get(prof, 1, true);
     pp_jfr_stats st;
     char err[256];
-    /* the thread filters and every sample event on odd sizes, the defaults otherwise */
+    /* the thread filters, per-thread stacks and every sample event on odd sizes, the defaults
+     * otherwise */
     pp_jfr_opts o = {.keep_tid = keep_odd,
                      .keep_native_tid = keep_odd,
+                     .per_thread = true,
                      .events = PP_JFR_EXECUTION | PP_JFR_NATIVE | PP_JFR_CPUTIME};
     int rc = pp_jfr_parse_buf(data, size, (size & 1) ? &o : NULL, prof, pp, &st, err, sizeof(err));
     if (rc < 0 && err[0] == '\0')

@@ -116,6 +116,10 @@ def test_header_has_every_spec_key(profiles, mode):
     assert 0 < pp["cpu_seconds"] < 5
     assert 1024 < pp["rss_kb"] < 100 * 1024
     assert pp["discovery_ms"] > 0
+    mem = pp["memory"]  # where the memory is: malloc's bytes in use, symbol tables, the profile
+    # (malloc's bytes in use may exceed the RSS: allocated pages not touched yet are not resident)
+    assert 0 < mem["symbol_tables_bytes"] < mem["heap_in_use_bytes"], mem
+    assert 0 < mem["profile_bytes"] < mem["heap_in_use_bytes"], mem
     # every sample the sampler counted is in the file, or counted as dropped (the counters are
     # read after the last drain: the few samples taken in between are counted, not written)
     total = sum(c for _, c in prof.stacks)

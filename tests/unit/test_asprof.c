@@ -64,16 +64,55 @@ Test(asprof, parse_collapsed_skips_malformed_lines)
     pp_profile_free(prof);
 }
 
+static uint32_t plus_100(void *arg, long tid)
+{
+    (void)arg;
+    return (uint32_t)tid + 100;
+}
+
+/* async-profiler's `threads` root frames give each stack its thread, and are dropped unless the
+ * user asked for thread names. */
+Test(asprof, thread_frames_give_threads)
+{
+    static const char text[] = "[main tid=41];Hot.main()V_[j];Hot.a()V_[j] 5\n"
+                               "[Worker tid=1 tid=42];W.run()V_[j] 3\n"
+                               "[GC Thread#0 tid=43] 2\n"
+                               "[no tid];x 1\n"
+                               "[bad tid=4x];y 1\n";
+    for (int keep = 0; keep < 2; keep++) {
+        pp_profile *prof = pp_profile_new();
+        pp_pid_profile *pp = pp_profile_get(prof, 1, true);
+        pp_asprof_parse_opts po = {.thread_frames = keep, .sampler_tid = plus_100};
+        size_t bad = 0;
+        long added = pp_asprof_parse_threads(text, sizeof(text) - 1, prof, pp, &po, &bad);
+        cr_assert_eq(added, keep ? 5 : 4);
+        cr_assert_eq(bad, keep ? 0 : 1, "a thread frame alone is no stack");
+        char buf[512];
+        uint64_t c;
+        cr_assert_str_eq(stack_text(prof, pp, 0, buf, sizeof(buf), &c),
+                         keep ? "[main tid=41]|Hot.main()V_[j]|Hot.a()V_[j]"
+                              : "Hot.main()V_[j]|Hot.a()V_[j]");
+        cr_assert_eq(pp_pid_stack_tid(pp, 0), 141);
+        cr_assert_eq(pp_pid_stack_tid(pp, 1), 142, "the last tid= of the frame");
+        size_t nx = keep ? 3 : 2;
+        cr_assert_str_eq(stack_text(prof, pp, nx, buf, sizeof(buf), &c), "[no tid]|x");
+        cr_assert_eq(pp_pid_stack_tid(pp, nx), 0);
+        cr_assert_eq(pp_pid_stack_tid(pp, nx + 1), 0);
+        pp_profile_free(prof);
+    }
+}
+
 Test(asprof, default_command_lines)
 {
     pp_asprof_opts o;
     char buf[1024];
     pp_asprof_opts_init(&o, NULL, 60, true);
     cr_assert_eq(pp_asprof_start_arg(&o, "/t/o.output", "/t/o.log", buf, sizeof(buf)), 0);
-    cr_assert_str_eq(buf, "start,event=cpu,file=/t/o.output,collapsed,ann,sig,interval=90909090,"
-                          "log=/t/o.log,features=vtable,timeout=90");
+    cr_assert_str_eq(buf,
+                     "start,event=cpu,threads,file=/t/o.output,collapsed,ann,sig,interval=90909090,"
+                     "log=/t/o.log,features=vtable,timeout=90");
     cr_assert_eq(pp_asprof_stop_arg(&o, "/t/o.output", "/t/o.log", true, buf, sizeof(buf)), 0);
-    cr_assert_str_eq(buf, "stop,log=/t/o.log,mcache=30,file=/t/o.output,collapsed,ann,sig");
+    cr_assert_str_eq(buf, "stop,log=/t/o.log,mcache=30,threads,file=/t/o.output,collapsed,ann,sig");
     cr_assert_eq(pp_asprof_stop_arg(&o, "/t/o.output", "/t/o.log", false, buf, sizeof(buf)), 0);
     cr_assert_str_eq(buf, "stop,log=/t/o.log,mcache=30");
     cr_assert_eq(pp_asprof_ignored(&o, buf, sizeof(buf)), 0);
@@ -126,16 +165,18 @@ Test(asprof, options_from_the_configuration)
     cfg.profiling_mode = "allocation";
     pp_asprof_opts_init(&o, &cfg, 30, true);
     cr_assert_eq(pp_asprof_start_arg(&o, "/o", "/l", buf, sizeof(buf)), 0);
-    cr_assert_str_eq(buf, "start,event=alloc,file=/o,collapsed,ann,sig,alloc=1048576,log=/l,"
-                          "features=vtable,timeout=60");
+    cr_assert_str_eq(buf,
+                     "start,event=alloc,threads,file=/o,collapsed,ann,sig,alloc=1048576,log=/l,"
+                     "features=vtable,timeout=60");
     /* only gProfiler's probesp asked for: no features argument at all */
     pp_opt_value probesp[] = {{"java-async-profiler-features", "probesp"}};
     cfg.values = probesp;
     cfg.profiling_mode = "cpu";
     pp_asprof_opts_init(&o, &cfg, 30, true);
     cr_assert_eq(pp_asprof_start_arg(&o, "/o", "/l", buf, sizeof(buf)), 0);
-    cr_assert_str_eq(buf, "start,event=cpu,file=/o,collapsed,ann,sig,interval=10000000,log=/l,"
-                          "timeout=60");
+    cr_assert_str_eq(buf,
+                     "start,event=cpu,threads,file=/o,collapsed,ann,sig,interval=10000000,log=/l,"
+                     "timeout=60");
 }
 
 /* ---- the jar and the real library in a real JVM ---- */

@@ -194,6 +194,56 @@ Test(jfr, keep_tid_filters_threads)
     }
 }
 
+static uint32_t plus_1000(void *arg, long tid)
+{
+    (void)arg;
+    return (uint32_t)tid + 1000;
+}
+
+/* per_thread: each stack carries its sample's thread (mapped by sampler_tid); without the
+ * threads the profile is the plain one. */
+Test(jfr, per_thread_records_threads)
+{
+    const char *names[] = {"jdk17", "jdk25"};
+    for (int i = 0; i < 2; i++) {
+        char path[256], err[256];
+        snprintf(path, sizeof(path), FIX "%s.tid", names[i]);
+        char *t = slurp(path, NULL);
+        long tid = strtol(t, NULL, 10);
+        free(t);
+        snprintf(path, sizeof(path), FIX "%s.jfr", names[i]);
+        pp_profile *plain = pp_profile_new(), *prof = pp_profile_new();
+        pp_pid_profile *pl = pp_profile_get(plain, 7, true), *pp = pp_profile_get(prof, 7, true);
+        cr_assert_eq(pp_jfr_parse_file(path, NULL, plain, pl, NULL, err, sizeof(err)), 0);
+        pp_jfr_opts o = {.per_thread = true, .sampler_tid = plus_1000};
+        cr_assert_eq(pp_jfr_parse_file(path, &o, prof, pp, NULL, err, sizeof(err)), 0, "%s", err);
+        cr_assert(pp_pid_has_tids(pp));
+        bool seen = false;
+        size_t distinct = 0;
+        uint32_t tids[64];
+        for (size_t k = 0; k < pp_pid_nstacks(pp); k++) {
+            uint32_t x = pp_pid_stack_tid(pp, k);
+            cr_assert_gt(x, 1000, "%s: a stack without its thread", names[i]);
+            seen |= x == (uint32_t)tid + 1000;
+            bool known = false;
+            for (size_t m = 0; m < distinct; m++)
+                known |= tids[m] == x;
+            if (!known && distinct < 64)
+                tids[distinct++] = x;
+        }
+        cr_assert(seen, "%s: the busy thread %ld is there", names[i], tid);
+        cr_assert_geq(distinct, 3, "%s: JfrHot's three busy threads", names[i]);
+        cr_assert_eq(pp_pid_total(pp), pp_pid_total(pl));
+        cr_assert_eq(pp_profile_drop_tids(prof), 0);
+        char *want = render(plain, pl), *got = render(prof, pp);
+        cr_assert_str_eq(got, want, "%s: the same profile once threads are dropped", names[i]);
+        free(want);
+        free(got);
+        pp_profile_free(plain);
+        pp_profile_free(prof);
+    }
+}
+
 Test(jfr, two_chunks_add_up)
 {
     size_t l1, l2;

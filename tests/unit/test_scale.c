@@ -7,8 +7,9 @@
 
 TestSuite(scale, .init = pp_test_quiet_log);
 
-/* Adds "a;b;c" (frames split on ';') with count to pid in p. */
-static void add(pp_profile *p, int pid, const char *comm, const char *stack, uint64_t count)
+/* Adds "a;b;c" (frames split on ';') with count to pid in p, on thread tid (0: none). */
+static void add_tid(pp_profile *p, int pid, uint32_t tid, const char *comm, const char *stack,
+                    uint64_t count)
 {
     pp_pid_profile *pp = pp_profile_get(p, pid, true);
     pp->comm = pp_profile_intern(p, comm);
@@ -18,7 +19,12 @@ static void add(pp_profile *p, int pid, const char *comm, const char *stack, uin
     for (char *t = strtok_r(dup, ";", &save); t; t = strtok_r(NULL, ";", &save))
         f[n++] = pp_profile_intern(p, t);
     free(dup);
-    cr_assert_eq(pp_pid_add(pp, f, n, count), 0);
+    cr_assert_eq(pp_pid_add_tid(pp, tid, f, n, count), 0);
+}
+
+static void add(pp_profile *p, int pid, const char *comm, const char *stack, uint64_t count)
+{
+    add_tid(p, pid, 0, comm, stack, count);
 }
 
 /* Renders just the stack lines (v1 style: comm;frames count) for comparisons. */
@@ -187,4 +193,74 @@ Test(scale, property_totals_equal_sampler_totals)
         pp_profile_free(sys);
         pp_profile_free(rt);
     }
+}
+
+Test(scale, threads_keep_stacks_apart_until_dropped)
+{
+    pp_profile *p = pp_profile_new();
+    add_tid(p, 1, 5, "x", "a;b", 2);
+    add_tid(p, 1, 6, "x", "a;b", 3);
+    add(p, 1, "x", "a;b", 1);
+    add_tid(p, 1, 5, "x", "a;b", 4);
+    pp_pid_profile *pp = pp_profile_get(p, 1, false);
+    cr_assert_eq(pp_pid_nstacks(pp), 3);
+    cr_assert(pp_pid_has_tids(pp));
+    cr_assert_eq(pp_pid_stack_tid(pp, 0), 5);
+    cr_assert_eq(pp_pid_stack_tid(pp, 2), 0);
+    cr_assert_eq(pp_profile_drop_tids(p), 0);
+    cr_assert_eq(pp_pid_nstacks(pp), 1);
+    cr_assert_not(pp_pid_has_tids(pp));
+    cr_assert_eq(pp_pid_total(pp), 10);
+    char *l = lines(p);
+    cr_assert_str_eq(l, "x;a;b 10");
+    free(l);
+    pp_profile_free(p);
+}
+
+/* The per-thread merge: the runtime's samples of each thread are scaled to the sampler's count
+ * of that thread; threads the runtime did not sample (GC) keep their native stacks, as do
+ * samples the sampler took before it counted threads (tid 0); runtime samples of a thread the
+ * sampler never saw on a CPU are dropped; the process total is the sampler's. */
+Test(scale, per_thread_merge)
+{
+    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
+    add_tid(sys, 10, 10, "java", "start_thread;JavaMain;Interpreter", 20);
+    add_tid(sys, 10, 11, "java", "start_thread;thread_native_entry;[unknown]", 60);
+    add_tid(sys, 10, 12, "java", "start_thread;GCTaskThread::run;G1ParTask::work", 40);
+    add(sys, 10, "java", "start_thread;JavaThread::run", 5);
+    add(sys, 20, "bash", "main", 3);
+    add_tid(rt, 10, 10, "java", "Main.main()V_[j]", 7);
+    add_tid(rt, 10, 11, "java", "W.run()V_[j];W.a()V_[j]", 30);
+    add_tid(rt, 10, 11, "java", "W.run()V_[j];W.b()V_[j]", 10);
+    add_tid(rt, 10, 13, "java", "Sleeper.run()V_[j]", 50); /* never on a CPU for the sampler */
+    add(rt, 10, "java", "Unknown.thread()V_[j]", 9);       /* no thread: dropped too */
+    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
+    pp_pid_profile *pp = pp_profile_get(sys, 10, false);
+    cr_assert_eq(pp_pid_total(pp), 125, "the process total stays the sampler's");
+    cr_assert_eq(pp_profile_drop_tids(sys), 0);
+    char *l = lines(sys);
+    cr_assert_str_eq(l, "java;start_thread;GCTaskThread::run;G1ParTask::work 40\n"
+                        "java;start_thread;JavaThread::run 5\n"
+                        "java;Main.main()V_[j] 20\n"
+                        "java;W.run()V_[j];W.a()V_[j] 45\n"
+                        "java;W.run()V_[j];W.b()V_[j] 15\n"
+                        "bash;main 3");
+    free(l);
+    pp_profile_free(sys);
+    pp_profile_free(rt);
+}
+
+Test(scale, per_thread_merge_without_a_common_thread_scales_the_process)
+{
+    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
+    add_tid(sys, 10, 10, "java", "native", 8);
+    add_tid(rt, 10, 99, "java", "A.a()V_[j]", 3); /* e.g. ids of another pid namespace */
+    add_tid(rt, 10, 98, "java", "A.b()V_[j]", 1);
+    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
+    cr_assert_eq(pp_profile_drop_tids(sys), 0);
+    char *l = lines(sys);
+    cr_assert_str_eq(l, "java;A.a()V_[j] 6\njava;A.b()V_[j] 2");
+    free(l);
+    pp_profile_free(sys);
+    pp_profile_free(rt);
 }

@@ -1,0 +1,49 @@
+"""The per-thread merge with real JVMs (OpenJDK 17, Temurin 25) in jfr mode: JFR's samples carry
+each sample's thread, the system sampler counts the JVM's samples per thread, and the merge
+scales each Java thread's stacks to that thread's sampler count (merge/scale.h). Threads JFR does
+not sample (garbage collection, the JIT compilers) keep their native stacks instead of being
+attributed to Java methods."""
+import re
+import subprocess
+
+import pytest
+
+from conftest import APPS, last_profile
+from test_java import JDKS, jdk, launchers, run_polyprof, totals, warm  # noqa: F401
+
+JAVA_SUFFIXES = ("_[j]", "_[i]", "_[0]")
+
+
+@pytest.fixture(scope="module")
+def gc_classes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("javagc")
+    subprocess.run([str(JDKS["17"] / "bin" / "javac"), "-d", str(d), str(APPS / "GcHot.java")],
+                   check=True)
+    return d
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_gc_threads_keep_their_native_stacks(version, gc_classes, launchers, start_app, outdir):
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-Xmx256m", "-XX:ParallelGCThreads=2", "-cp", gc_classes,
+                    "GcHot")
+    warm(app.pid)
+    r = run_polyprof("-d", 6, "-f", 99, "--java-mode", "jfr", "-o", outdir, "-v")
+    lines = last_profile(outdir).for_comm(comm)
+    java = sum(c for f, c in lines if any(x.endswith(JAVA_SUFFIXES) for x in f[4:]))
+    churn = sum(c for f, c in lines if any(x.startswith("GcHot.churn") for x in f[4:]))
+    # the collector's threads: native frames of libjvm (G1's workers and concurrent threads)
+    gc = sum(c for f, c in lines
+             if not any(x.endswith(JAVA_SUFFIXES) for x in f[4:])
+             and any(re.search(r"G1|GC|WorkerThread|GangWorker|ConcurrentGCThread", x)
+                     for x in f[4:]))
+    total = sum(c for _, c in lines)
+    assert churn > 0, r.stderr[-3000:]
+    assert gc >= 0.05 * total, f"GC threads' native stacks: {gc} of {total}"
+    assert java + gc <= total
+    errors = {x for f, _ in lines for x in f[4:] if x.startswith("[Profiling")}
+    assert not errors, r.stderr[-3000:]
+    # the JVM's total is the sampler's count
+    _, sampler = totals(r.stderr, app.pid)
+    assert total == sampler, (total, sampler)
