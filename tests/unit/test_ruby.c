@@ -347,6 +347,10 @@ Test(ruby, layout_tables_sane)
         cr_assert(L->th_ec % 8 == 0 && L->th_ec < 256 && L->th_thread_id % 8 == 0 &&
                   L->th_thread_id < 512 && L->th_nt % 8 == 0 && L->th_nt < 256);
         cr_assert_eq(L->th_nt != 0, v >= 32, "%d: rb_native_thread from 3.2", v);
+        /* th->root_fiber: a pointer after ec and thread_id (or nt), inside rb_thread_t */
+        cr_assert(L->th_root_fiber % 8 == 0 && L->th_root_fiber > L->th_ec &&
+                      L->th_root_fiber < 512 && L->th_root_fiber != L->th_thread_id,
+                  "%d root_fiber %u", v, L->th_root_fiber);
         cr_assert(L->vm_main_thread % 8 == 0 && L->vm_main_thread < 1024);
         if (L->major == 2) {
             cr_assert_eq(L->root_ec, -1, "%d: no ractor before 3.0", v);
