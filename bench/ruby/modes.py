@@ -3,14 +3,16 @@
 run. Run as root, under the test lock:
 
     flock /tmp/polyprof-test.lock /usr/bin/python3 bench/ruby/modes.py [--seconds N] \
-        [--procs N] [--modes disabled,rbspy]
+        [--procs N] [--rounds N] [--modes disabled,builtin,rbspy]
 
 N busy Ruby processes (a call chain 10 frames deep ending in integer arithmetic) run while one
 polyprof session of --seconds profiles them (--pids) for each --ruby-mode in --modes, in turns
 (A B A B ...) --rounds times. Printed per mode: the CPU seconds of polyprof and its children
 (rbspy runs as polyprof's children, so its CPU is counted), the Ruby samples it delivered, and
-the ratio of each mode's CPU to the first mode's. `disabled` is the system sampler alone; add
-`builtin` once the built-in walker is there to compare it with rbspy.
+the ratio of each mode's CPU to the first mode's; with both `builtin` and `rbspy`, the ratio
+of their CPU (and of their CPU above `disabled`, when it is run). `disabled` is the system
+sampler alone. The built-in walk runs in the BPF program, whose time the kernel charges to the
+interrupted (Ruby) task, not to polyprof: bench/ruby/run.py measures it.
 """
 import argparse
 import json
@@ -58,7 +60,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--procs", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--modes", default="disabled,rbspy")
+    ap.add_argument("--modes", default="disabled,builtin,rbspy")
     a = ap.parse_args()
     modes = a.modes.split(",")
     rbspy = rbspy_dir()
@@ -92,6 +94,13 @@ def main():
         print(f"  --ruby-mode {m:9s} CPU {cpu[m] / a.rounds:6.2f} s/session "
               f"({100 * cpu[m] / (a.rounds * a.seconds):5.1f} % of a CPU), "
               f"Ruby samples {samples[m] // a.rounds:6d}/session, {ratio:5.2f}x {base}")
+    if "builtin" in modes and "rbspy" in modes and cpu["rbspy"] > 0:
+        line = f"  builtin / rbspy CPU: {cpu['builtin'] / cpu['rbspy']:.3f}"
+        if "disabled" in modes and cpu["rbspy"] > cpu["disabled"]:
+            line += (f"; above disabled: {(cpu['builtin'] - cpu['disabled']) / a.rounds:.3f} s"
+                     f" / {(cpu['rbspy'] - cpu['disabled']) / a.rounds:.3f} s per session = "
+                     f"{(cpu['builtin'] - cpu['disabled']) / (cpu['rbspy'] - cpu['disabled']):.3f}")
+        print(line)
 
 
 main()

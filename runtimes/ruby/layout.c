@@ -23,6 +23,7 @@ static const pp_rb_layout ruby31 = {
     .th_ec = 40,
     .th_nt = 0,
     .th_thread_id = 80,
+    .th_root_fiber = 328,
     .cfp_size = 64,
     .cfp_pc = 0,
     .cfp_iseq = 16,
@@ -61,6 +62,7 @@ static const pp_rb_layout ruby32 = {
     .th_ec = 48,
     .th_nt = 40,
     .th_thread_id = 8,
+    .th_root_fiber = 280,
     .cfp_size = 64,
     .cfp_pc = 0,
     .cfp_iseq = 16,
@@ -80,9 +82,9 @@ static const pp_rb_layout ruby32 = {
     .string_kind = 1,
 };
 
-/* 3.3 and 3.4 (the same offsets): rb_control_frame_t without __bp__ (56 bytes), the ractor's
- * threads.running_ec at 384, rb_native_thread.thread_id at 16, RString.len outside the union;
- * th_thread_id is in rb_native_thread. */
+/* 3.3 and 3.4 (the same offsets but th_root_fiber): rb_control_frame_t without __bp__ (56 bytes),
+ * the ractor's threads.running_ec at 384, rb_native_thread.thread_id at 16, RString.len outside the
+ * union; th_thread_id is in rb_native_thread. */
 #define RUBY33_OFFSETS                                                                             \
     .root_ec = 384, .vm_main_ractor = 32, .vm_main_thread = 40, .ec_vm_stack = 0,                  \
     .ec_vm_stack_size = 8, .ec_cfp = 16, .ec_thread = 48, .th_ec = 48, .th_nt = 40,                \
@@ -107,6 +109,7 @@ static const pp_rb_layout ruby30 = {
     .th_ec = 40,
     .th_nt = 0,
     .th_thread_id = 80,
+    .th_root_fiber = 320,
     .cfp_size = 56,
     .cfp_pc = 0,
     .cfp_iseq = 16,
@@ -125,7 +128,7 @@ static const pp_rb_layout ruby30 = {
     .string_kind = 0,
 };
 
-/* 2.6 and 2.7 (the same offsets): no ractor; the running context is the global
+/* 2.6 and 2.7 (the same offsets but th_root_fiber): no ractor; the running context is the global
  * ruby_current_execution_context_ptr; vm->main_thread at 192 (after the GVL). */
 #define RUBY26_OFFSETS                                                                             \
     .root_ec = -1, .vm_main_ractor = 0, .vm_main_thread = 192, .ec_vm_stack = 0,                   \
@@ -136,10 +139,11 @@ static const pp_rb_layout ruby30 = {
     .body_insns_positions = 128, .body_insns_size = 136, .body_succ = 144, .insn_entry_size = 8,   \
     .string_kind = 0
 
-static const pp_rb_layout ruby33 = {.major = 3, .minor = 3, RUBY33_OFFSETS};
-static const pp_rb_layout ruby34 = {.major = 3, .minor = 4, RUBY33_OFFSETS};
-static const pp_rb_layout ruby26 = {.major = 2, .minor = 6, RUBY26_OFFSETS};
-static const pp_rb_layout ruby27 = {.major = 2, .minor = 7, RUBY26_OFFSETS};
+/* rb_thread_t.root_fiber is the one offset that differs within each pair */
+static const pp_rb_layout ruby33 = {.major = 3, .minor = 3, RUBY33_OFFSETS, .th_root_fiber = 408};
+static const pp_rb_layout ruby34 = {.major = 3, .minor = 4, RUBY33_OFFSETS, .th_root_fiber = 424};
+static const pp_rb_layout ruby26 = {.major = 2, .minor = 6, RUBY26_OFFSETS, .th_root_fiber = 304};
+static const pp_rb_layout ruby27 = {.major = 2, .minor = 7, RUBY26_OFFSETS, .th_root_fiber = 312};
 
 static const pp_rb_layout *const layouts[] = {&ruby26, &ruby27, &ruby30, &ruby31,
                                               &ruby32, &ruby33, &ruby34};

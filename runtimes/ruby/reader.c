@@ -345,13 +345,42 @@ static const char *base_name(const char *p)
     return s ? s + 1 : p;
 }
 
+/* The thread's own execution context. While a fiber runs, th->ec points at the fiber's context
+ * (each fiber has its own; a fiber's stack holds its own frames only, from its block), so the
+ * thread's first context is found through th->root_fiber, set once the thread made a fiber: it
+ * is embedded in the root fiber's rb_fiber_t (private to cont.c, its offset not in any header),
+ * found as the first aligned word among the fiber's first ROOT_FIBER_SCAN bytes whose context
+ * points back to the thread (ec->thread_ptr) and whose frame pointer is inside its VM stack.
+ * th->ec when there is no root fiber or no such word. */
+#define ROOT_FIBER_SCAN 512
+static uint64_t thread_root_ec(pp_rb_proc *h, uint64_t th, uint64_t ec)
+{
+    const pp_rb_layout *L = &h->L;
+    uint64_t fib = 0, words[ROOT_FIBER_SCAN / 8];
+    if (!L->th_root_fiber || pp_rmem_ptr(&h->mem, th + L->th_root_fiber, &fib) ||
+        !pp_rmem_valid_ptr(fib, 8) || pp_rmem_read(&h->mem, fib, words, sizeof(words)) != 0)
+        return ec;
+    unsigned ne = L->ec_thread / 8;
+    for (unsigned i = 0; i + ne < ROOT_FIBER_SCAN / 8; i++) {
+        if (words[i + ne] != th)
+            continue;
+        uint64_t cand = fib + i * 8ull, stack = 0, size = 0, cfp = 0;
+        if (pp_rmem_ptr(&h->mem, cand + L->ec_vm_stack, &stack) == 0 &&
+            pp_rmem_ptr(&h->mem, cand + L->ec_vm_stack_size, &size) == 0 &&
+            pp_rmem_ptr(&h->mem, cand + L->ec_cfp, &cfp) == 0 && pp_rmem_valid_ptr(stack, 8) &&
+            size <= (1u << 28) && cfp >= stack && cfp < stack + size * 8)
+            return cand;
+    }
+    return ec;
+}
+
 int pp_rb_self_check(pp_rb_proc *h, char *why, size_t len)
 {
     const pp_rb_layout *L = &h->L;
     uint64_t th = 0, ec = 0, stack = 0, size = 0, cfp = 0;
     if (pp_rmem_ptr(&h->mem, h->vm + L->vm_main_thread, &th) || !pp_rmem_valid_ptr(th, 8) ||
         pp_rmem_ptr(&h->mem, th + L->th_ec, &ec) || !pp_rmem_valid_ptr(ec, 8) ||
-        pp_rmem_ptr(&h->mem, ec + L->ec_vm_stack, &stack) ||
+        !(ec = thread_root_ec(h, th, ec)) || pp_rmem_ptr(&h->mem, ec + L->ec_vm_stack, &stack) ||
         pp_rmem_ptr(&h->mem, ec + L->ec_vm_stack_size, &size) ||
         pp_rmem_ptr(&h->mem, ec + L->ec_cfp, &cfp) || !pp_rmem_valid_ptr(stack, 8) ||
         size > (1u << 28) || cfp < stack) {

@@ -20,6 +20,7 @@ typedef struct pp_rb_layout {
     unsigned vm_main_ractor, vm_main_thread;
     unsigned ec_vm_stack, ec_vm_stack_size, ec_cfp, ec_thread;
     unsigned th_ec, th_nt, th_thread_id;
+    unsigned th_root_fiber; /* rb_thread_t.root_fiber (the self-check's main context) */
     unsigned cfp_size, cfp_pc, cfp_iseq, cfp_ep;
     unsigned iseq_body;
     unsigned body_iseq_size, body_iseq_encoded, body_pathobj, body_label, body_first_lineno;

@@ -63,6 +63,18 @@ def profile(tmp_path, argvs, seconds, *extra, pids=True, hz=99):
     return last_profile(out), apps
 
 
+def walked_alone(tmp_path, script, seconds):
+    """One Ruby program profiled at 299 Hz: the profile, its coverage entry (walked by the
+    sampler; the Ruby total is the sampler's count) and the program's stacks."""
+    prof, apps = profile(tmp_path, [[RUBY, script]], seconds, hz=299)
+    c = coverage(prof)[apps[0].pid]
+    assert c["profiler"] == "sampler-walk" and c["mode"] == "builtin", c
+    stacks = by_script(prof, script)
+    assert sum(n for _, n in stacks) == c["sampler_samples"] > 50, c
+    assert c["runtime_samples"] >= 0.95 * c["sampler_samples"], c
+    return prof, c, stacks
+
+
 def test_split_labels_lines_blocks_recursion(tmp_path):
     """rbhot.rb: hot_a:hot_b is 3:1 within the binomial band; every Ruby frame of the hot path
     is named exactly (label, absolute path, the marked line): blocks, a class method, a
@@ -70,12 +82,7 @@ def test_split_labels_lines_blocks_recursion(tmp_path):
     follow the comm and appid; the process's total is the sampler's count."""
     script = APPS / "rbhot.rb"
     # 299 Hz: the +-5 point check needs ~470 samples even on a busy 2-CPU host
-    prof, apps = profile(tmp_path, [[RUBY, script]], 6, hz=299)
-    c = coverage(prof)[apps[0].pid]
-    assert c["profiler"] == "sampler-walk" and c["mode"] == "builtin", c
-    stacks = by_script(prof, script)
-    assert sum(n for _, n in stacks) == c["sampler_samples"] > 50, c
-    assert c["runtime_samples"] >= 0.95 * c["sampler_samples"], c
+    prof, c, stacks = walked_alone(tmp_path, script, 6)
     L = {k: marker(script, k) for k in ("spin", "hot_a", "hot_b", "recurse", "recurse_leaf",
                                         "run_a", "run_b", "main_a", "main_b", "loop", "sleeper")}
     s = str(script)
@@ -178,3 +185,53 @@ def test_wrong_layout_refused_by_the_self_check(tmp_path):
     skip = "[Profiling skipped: unverified Ruby 3.1 layout]"
     assert stacks and all(skip in f for f, _ in stacks), stacks[:3]
     assert not any(ruby_frames(f) for f, _ in stacks)
+
+
+def test_fibers_walked_on_their_own_stacks(tmp_path):
+    """rbfiber.rb: a fiber runs on its own execution context, which is the ractor's running one
+    while it runs, so its samples are walked like a thread's and show its own frames only: the
+    fiber's block at the root, never the resumer's `<main>`; an Enumerator's external `next`
+    runs its generator in a fiber under Enumerator#each and Generator#each (C functions; the
+    fiber's entry, an ifunc, is no frame). The split follows the work: fiber A:B is 3:1, the
+    generator half of the fibers' total."""
+    script = APPS / "rbfiber.rb"
+    # 12 s: fiber A and B get half the samples, the 3:1 check needs ~470 of them
+    prof, c, stacks = walked_alone(tmp_path, script, 12)
+    s = str(script)
+
+    def fr(lab, line):
+        return f"{lab} - {s}:{marker(script, line)}_[rb]"
+
+    # root first: the fiber's block, then its methods down to spin
+    paths = {"work_a": [fr("block in <main>", "fa"), fr("fiber_a", "fiber_a"),
+                        fr("work_a", "work_a")],
+             "work_b": [fr("block in <main>", "fb"), fr("fiber_b", "fiber_b"),
+                        fr("work_b", "work_b")],
+             "work_e": [CFUNC, CFUNC, fr("block in <main>", "en"), fr("produce", "produce"),
+                        fr("work_e", "work_e")]}
+    spin = marker(script, "spin")
+
+    def exact(rb, path):
+        if rb[:len(path)] != path or len(rb) != len(path) + 1:
+            return False
+        m = FRAME.fullmatch(rb[-1])
+        return bool(m) and m[1] == "spin" and m[2] == s and int(m[3]) == spin
+
+    got = Counter()
+    for f, n in stacks:
+        rb = ruby_frames(f)
+        names = [label(x) for x in rb]
+        work = [k for k in paths if k in names]
+        assert len(work) <= 1, names  # no sample mixes two fibers' frames
+        if work:
+            assert "<main>" not in names, names  # the resumer is on another stack
+            got[work[0]] += n
+            got[work[0] + "_exact"] += n * exact(rb, paths[work[0]])
+    a, b, e = got["work_a"], got["work_b"], got["work_e"]
+    assert a + b + e >= 0.85 * c["sampler_samples"], (got, c)
+    for k in paths:  # a frame is exact unless the pc was between two lines' instructions
+        assert got[k + "_exact"] >= 0.97 * got[k], (k, got, [f for f, _ in stacks][:3])
+    assert_share(100.0 * a / (a + b), a + b, 75, f"fiber A:B {a}:{b}")
+    assert_share(100.0 * e / (a + b + e), a + b + e, 50, f"generator {e} of {a + b + e}")
+    assert prof.header["polyprof"]["runtime_walks"].get("frames_lost", 0) == 0
+    print(f"fibers: A {a}, B {b}, generator {e}, sampler {c['sampler_samples']}")

@@ -14,6 +14,7 @@ import signal
 import shutil
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,53 @@ def test_rbspy_real_split_frames_total_and_metadata(tmp_path):
     assert md["ruby_version"] == version
     assert md["exe_elfid"].startswith("buildid:") and md["libruby_elfid"].startswith("buildid:")
     assert not list(Path("/run/polyprof").glob("sess-*/rbspy.*")), "output files removed"
+
+
+def test_rbspy_real_fibers(tmp_path):
+    """The real rbspy on apps/rbfiber.rb (the fiber program of test_ruby_bpf.py): it reads the
+    ractor's running context too, so a fiber's samples show the fiber's frames only, rooted at
+    its block; the split follows the work (fiber A:B 3:1, the Enumerator's generator half). Its
+    one difference from the built-in walker (docs/ruby.md, "Fibers"): upstream rbspy prints the
+    Enumerator fiber's entry (a C block, an ifunc frame with pc 0) as a third C function."""
+    need(RBSPY, f"the real rbspy {RBSPY_VERSION} (make deps builds it with cargo)")
+    need(RUBY, "Debian's ruby (apt-get install ruby)")
+    script = APPS / "rbfiber.rb"
+    env = dict(os.environ, PATH=f"{tool_dir(tmp_path, RBSPY)}:{os.environ['PATH']}")
+    a = App([RUBY, str(script)])
+    try:
+        out = tmp_path / "out"
+        r = run_polyprof("-d", 20, "-f", 99, "-o", out, "--ruby-mode", "rbspy", "--pids", a.pid,
+                         env=env)
+    finally:
+        a.stop()
+    prof = last_profile(out)
+    stacks = [(f[4:], c) for f, c in prof.stacks if len(f) > 4 and f"({script})" in f[3]]
+    assert stacks, r.stderr[-3000:]
+    cfunc = "(unknown) [c function] - (unknown):0"
+
+    def lab(x):
+        m = FRAME.fullmatch(x)
+        return m[1] if m else x
+
+    roots = {"work_a": ["block in <main>", "fiber_a", "work_a", "spin"],
+             "work_b": ["block in <main>", "fiber_b", "work_b", "spin"],
+             "work_e": [cfunc] * 3 + ["block in <main>", "produce", "work_e", "spin"]}
+    got = Counter()
+    for f, c in stacks:
+        names = [lab(x) for x in f]
+        work = [k for k in roots if k in names]
+        if work:
+            assert len(work) == 1 and "<main>" not in names, names
+            got[work[0]] += c
+            got[work[0] + "_exact"] += c * (names == roots[work[0]])
+            assert all(FRAME.fullmatch(x)[2] == str(script) for x in f if x != cfunc), f
+    a_n, b_n, e_n = got["work_a"], got["work_b"], got["work_e"]
+    for k in roots:  # rbspy reads without stopping the process: a few torn stacks
+        assert got[k + "_exact"] >= 0.95 * got[k], (k, got, stacks[:5])
+    assert_share(100.0 * a_n / max(a_n + b_n, 1), a_n + b_n, 75, f"rbspy fiber A:B {a_n}:{b_n}")
+    assert_share(100.0 * e_n / max(a_n + b_n + e_n, 1), a_n + b_n + e_n, 50,
+                 f"rbspy generator {e_n} of {a_n + b_n + e_n}")
+    print(f"rbspy fibers: A {a_n}, B {b_n}, generator {e_n}")
 
 
 STANDIN = """#!/bin/sh

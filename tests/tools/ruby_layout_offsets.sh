@@ -22,7 +22,7 @@ macro_rules! common { ($m:ident, $name:expr) => {{ use $m::*;
 cfp_pc={} cfp_iseq={} cfp_ep={} iseq_body={} body_iseq_size={} body_iseq_encoded={} \
 body_pathobj={} body_label={} body_first_lineno={} first_lineno_bytes={} body_insns_body={} \
 body_insns_positions={} body_insns_size={} body_succ={} insn_entry_size={} insn_line_no={} \
-rstring_as={} ",
+rstring_as={} th_root_fiber={} ",
         $name,
         offset_of!(rb_execution_context_struct, vm_stack),
         offset_of!(rb_execution_context_struct, vm_stack_size),
@@ -46,7 +46,8 @@ rstring_as={} ",
         offset_of!(rb_iseq_constant_body, insns_info.succ_index_table),
         size_of::<iseq_insn_info_entry>(),
         offset_of!(iseq_insn_info_entry, line_no),
-        offset_of!(RString, as_));
+        offset_of!(RString, as_),
+        offset_of!(rb_thread_struct, root_fiber));
 }}; }
 macro_rules! v2 { ($m:ident, $name:expr) => {{ use $m::*; common!($m, $name);
     println!("vm_main_thread={} th_thread_id={}",

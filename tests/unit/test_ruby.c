@@ -17,6 +17,7 @@
 
 #define RUBY "/usr/bin/ruby"
 #define FIXTURE "tests/fixtures/ruby/stacks.rb"
+#define FIBER_FIXTURE "tests/fixtures/ruby/fiber.rb"
 
 extern const pp_inwalker pp_ruby_inwalker;
 
@@ -27,12 +28,12 @@ typedef struct fixture {
     char path[PATH_MAX], ready[PATH_MAX];
 } fixture;
 
-static void fixture_start(fixture *f)
+static void fixture_start_script(fixture *f, const char *script)
 {
     memset(f, 0, sizeof(*f));
     if (access(RUBY, X_OK) != 0)
         cr_skip_test("needs %s (Debian's ruby: apt-get install ruby)", RUBY);
-    cr_assert(realpath(FIXTURE, f->path), "run from the repository root");
+    cr_assert(realpath(script, f->path), "run from the repository root");
     f->dir = pp_test_mkdtemp();
     snprintf(f->ready, sizeof(f->ready), "%s/ready", f->dir);
     char *argv[] = {RUBY, f->path, f->ready, NULL};
@@ -48,15 +49,20 @@ static void fixture_start(fixture *f)
     cr_assert(access(f->ready, R_OK) == 0, "ruby did not get ready");
 }
 
+static void fixture_start(fixture *f)
+{
+    fixture_start_script(f, FIXTURE);
+}
+
 static void fixture_stop(fixture *f)
 {
     pp_child_free(f->child);
     pp_test_rmtree(f->dir);
 }
 
-static int marker(const char *name)
+static int marker_in(const char *script, const char *name)
 {
-    FILE *fp = fopen(FIXTURE, "r");
+    FILE *fp = fopen(script, "r");
     cr_assert(fp);
     char line[512], key[64];
     snprintf(key, sizeof(key), "# L:%s\n", name);
@@ -70,6 +76,11 @@ static int marker(const char *name)
     fclose(fp);
     cr_assert(found, "marker %s", name);
     return found;
+}
+
+static int marker(const char *name)
+{
+    return marker_in(FIXTURE, name);
 }
 
 /* The main thread's frames as the BPF walker reads them (innermost first), named. */
@@ -336,6 +347,10 @@ Test(ruby, layout_tables_sane)
         cr_assert(L->th_ec % 8 == 0 && L->th_ec < 256 && L->th_thread_id % 8 == 0 &&
                   L->th_thread_id < 512 && L->th_nt % 8 == 0 && L->th_nt < 256);
         cr_assert_eq(L->th_nt != 0, v >= 32, "%d: rb_native_thread from 3.2", v);
+        /* th->root_fiber: a pointer after ec and thread_id (or nt), inside rb_thread_t */
+        cr_assert(L->th_root_fiber % 8 == 0 && L->th_root_fiber > L->th_ec &&
+                      L->th_root_fiber < 512 && L->th_root_fiber != L->th_thread_id,
+                  "%d root_fiber %u", v, L->th_root_fiber);
         cr_assert(L->vm_main_thread % 8 == 0 && L->vm_main_thread < 1024);
         if (L->major == 2) {
             cr_assert_eq(L->root_ec, -1, "%d: no ractor before 3.0", v);
@@ -472,6 +487,61 @@ Test(ruby, other_tables_refused_on_31)
         else
             cr_expect_str_eq(err, want);
     }
+    unsetenv("PP_RUBY_TEST_LAYOUT");
+    fixture_stop(&f);
+}
+
+/* A thread inside fibers (tests/fixtures/ruby/fiber.rb): the running context is the innermost
+ * fiber's, whose frames are its own only (the Enumerator's generator under Enumerator#each and
+ * its Generator's each; the resumer's frames are on other stacks); the self-check of an
+ * untested table still finds `<main>`, on the main thread's root fiber. */
+Test(ruby, fiber_stacks_and_self_check)
+{
+    pp_test_quiet_log();
+    fixture f;
+    fixture_start_script(&f, FIBER_FIXTURE);
+    pp_rb_status st;
+    char err[256];
+    pp_rb_proc *p = pp_rb_open(f.pid, &st, err, sizeof(err));
+    cr_assert(p, "%s", err);
+    char got[32][600];
+    size_t n = 0;
+    for (int i = 0; i < 300; i++) {
+        pp_rmem_begin_sample(&p->mem);
+        n = walk_main(p, got, 32);
+        if (n > 0 && strncmp(got[0], "(unknown)", 9) == 0)
+            break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    for (size_t i = 0; i < n; i++)
+        cr_log_info("frame %zu: %s", i, got[i]);
+    /* innermost first; NULL: a C function. The Enumerator's fiber starts in its C function
+     * next_i (an ifunc frame, not a method: skipped), which calls Enumerator#each. */
+    const char *want[][2] = {{NULL, NULL},                /* Kernel#sleep */
+                             {"gen", "gen"},              /* */
+                             {"block in in_fiber", "en"}, /* the Enumerator's block */
+                             {NULL, NULL},                /* Enumerator::Generator#each */
+                             {NULL, NULL}};               /* Enumerator#each */
+    size_t nw = sizeof(want) / sizeof(want[0]);
+    cr_assert_eq(n, nw);
+    for (size_t i = 0; i < nw; i++) {
+        char w[PATH_MAX + 600];
+        pp_rb_frame_text(w, sizeof(w), want[i][0], f.path,
+                         want[i][1] ? marker_in(FIBER_FIXTURE, want[i][1]) : 0);
+        cr_assert_str_eq(got[i], w, "frame %zu", i);
+    }
+    pp_rb_close(p);
+    /* th->ec is the generator's context: the self-check finds the root fiber's */
+    setenv("PP_RUBY_TEST_LAYOUT", "untested", 1);
+    unsigned char info[192];
+    pp_inwalk_status ist;
+    void *state = pp_ruby_inwalker.prepare(NULL, f.pid, info, sizeof(info), &ist, err, sizeof(err));
+    cr_assert(state && ist == PP_INWALK_OK, "%s", err);
+    pp_ruby_inwalker.ops->free(state);
+    setenv("PP_RUBY_TEST_LAYOUT", "wrong", 1);
+    state = pp_ruby_inwalker.prepare(NULL, f.pid, info, sizeof(info), &ist, err, sizeof(err));
+    cr_assert(!state && ist == PP_INWALK_UNSUPPORTED);
     unsetenv("PP_RUBY_TEST_LAYOUT");
     fixture_stop(&f);
 }
