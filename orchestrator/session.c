@@ -236,14 +236,15 @@ static void log_runtime_counts(pp_profile *sys, const pp_profile *rt)
 }
 
 /* Where polyprof's memory is (the header's polyprof.memory; the soak of bench/soak reads it):
- * malloc's bytes in use (RSS also holds freed memory malloc keeps), the cached symbol tables
- * and this session's profile. */
+ * malloc's bytes in use (RSS also holds freed memory malloc keeps), the cached symbol tables,
+ * the JIT perf maps, the processes the symbolizer knows and this session's profile. */
 static json_t *memory_counters(const pp_symbolizer_stats *ss, const pp_profile *prof)
 {
     struct mallinfo2 mi = mallinfo2();
-    return json_pack("{s:I,s:I,s:I}", "heap_in_use_bytes", (json_int_t)mi.uordblks,
-                     "symbol_tables_bytes", (json_int_t)ss->binary_bytes, "profile_bytes",
-                     (json_int_t)pp_profile_bytes(prof));
+    return json_pack("{s:I,s:I,s:I,s:I,s:I}", "heap_in_use_bytes", (json_int_t)mi.uordblks,
+                     "symbol_tables_bytes", (json_int_t)ss->binary_bytes, "perf_maps_bytes",
+                     (json_int_t)ss->perfmap_bytes, "processes_known", (json_int_t)ss->procs,
+                     "profile_bytes", (json_int_t)pp_profile_bytes(prof));
 }
 
 static bool controller_gone(const pp_config *cfg)
@@ -756,6 +757,9 @@ static int run_session(run_state *rs, bool *stop)
     pp_summary_end(&sum, prof, rs->up);
     pp_profile_free(prof);
     pp_proc_list_free(&procs);
+    /* A session allocates and frees a lot at its end (runtime profiles, outputs): give the free
+     * pages back, so that a continuous run's RSS follows what it holds, not its peaks. */
+    malloc_trim(0);
     return rc;
 }
 

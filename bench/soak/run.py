@@ -13,7 +13,9 @@ Usage: python3 bench/soak/run.py [--minutes 60] [--rate 20] [--cap-mib 128] [--i
 --isolated runs the whole soak in pid, mount and network namespaces of its own, with a private
 /run: its polyprof sees only the soak's processes and takes a lock of its own (docs/security.md,
 "The single-instance lock"), so the host stays free for other polyprof runs (tests, CI) during
-the hour. --nice lowers the workload's priority so that they get the CPU others leave.
+the hour. --nice lowers the workload's priority so that they get the CPU others leave, and
+--cpu-share caps their CPU together (a cgroup v1 `cpu` or v2 group with that many CPUs' worth of
+quota), so that tests can run on the host meanwhile.
 """
 import argparse
 import os
@@ -65,6 +67,22 @@ def memory(out):
         return (0.0, 0.0, 0.0)
 
 
+def cpu_group(cpus):
+    """A cgroup capping its members at cpus CPUs together; its procs file."""
+    period = 100000
+    v2 = Path("/sys/fs/cgroup/cgroup.controllers")
+    if v2.exists() and "cpu" in v2.read_text().split():
+        d = Path(f"/sys/fs/cgroup/pp_soak_{os.getpid()}")
+        d.mkdir(exist_ok=True)
+        (d / "cpu.max").write_text(f"{int(cpus * period)} {period}")
+    else:
+        d = Path(f"/sys/fs/cgroup/cpu/pp_soak_{os.getpid()}")
+        d.mkdir(exist_ok=True)
+        (d / "cpu.cfs_period_us").write_text(str(period))
+        (d / "cpu.cfs_quota_us").write_text(str(int(cpus * period)))
+    return str(d / "cgroup.procs")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, default=60)
@@ -75,6 +93,8 @@ def main():
                     help="own pid, mount and network namespaces and a private /run")
     ap.add_argument("--nice", type=int, default=0, help="niceness of the workload processes")
     ap.add_argument("--wrap", default="", help="command prefix for polyprof (e.g. heaptrack)")
+    ap.add_argument("--cpu-share", type=float, default=0,
+                    help="cap the workload's CPU together at this many CPUs (0: no cap)")
     a = ap.parse_args()
     if a.isolated and not os.environ.get("PP_SOAK_INSIDE"):
         env = dict(os.environ, PP_SOAK_INSIDE="1")
@@ -83,9 +103,16 @@ def main():
     if a.isolated:
         # /proc/1/root/run is where polyprof's lock file lives: make it ours alone
         subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/run"], check=True)
-    low = (lambda: os.nice(a.nice)) if a.nice else None
+    group = cpu_group(a.cpu_share) if a.cpu_share else None
+
+    def low():
+        if a.nice:
+            os.nice(a.nice)
+        if group:
+            with open(group, "w") as f:
+                f.write("0")  # this process (about to exec the workload)
     work = Path(tempfile.mkdtemp(prefix="pp_soak_"))
-    helpers = []
+    helpers, live = [], []
     pp = None
     try:
         exe = work / "churn"
@@ -109,7 +136,7 @@ def main():
         print(f"{'min':>4} {'RSS MiB':>8} {'peak MiB':>9} {'fds':>5} {'CPU s':>7} {'started':>8}"
               f" {'heap':>6} {'symtab':>6} {'profile':>7}  (MiB, last session's header)")
         t0 = time.monotonic()
-        next_row, started, rows, live = t0 + 5, 0, [], []
+        next_row, started, rows = t0 + 5, 0, []
         n = 0
         while time.monotonic() - t0 < a.minutes * 60:
             if pp.poll() is not None:
@@ -156,6 +183,11 @@ def main():
         if pp and pp.poll() is None:
             pp.kill()
             pp.wait()
+        for p, _ in live:
+            p.kill()
+            p.wait()
+        if group:
+            Path(group).parent.rmdir()
         if a.keep and (work / "pp.log").exists():
             shutil.copy(work / "pp.log", a.keep)
         shutil.rmtree(work, ignore_errors=True)

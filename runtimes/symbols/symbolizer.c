@@ -211,8 +211,11 @@ void pp_symbolizer_get_stats(const pp_symbolizer *s, pp_symbolizer_stats *out)
     *out = s->stats;
     out->perfmap_entries_dropped = s->pm_dropped_gone;
     for (size_t b = 0; b < PID_BUCKETS; b++)
-        for (const pp_proc *p = s->buckets[b]; p; p = p->next)
+        for (const pp_proc *p = s->buckets[b]; p; p = p->next) {
             out->perfmap_entries_dropped += p->perfmap.dropped;
+            out->perfmap_bytes += p->perfmap.cap * sizeof(*p->perfmap.syms) + p->perfmap.acap;
+            out->procs++;
+        }
 }
 
 void pp_symbolizer_set_kallsyms_path(pp_symbolizer *s, const char *path)

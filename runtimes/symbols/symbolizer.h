@@ -35,6 +35,8 @@ typedef struct pp_symbolizer_stats {
     /* JIT perf map entries dropped by the per-process memory bound (symbols_internal.h
      * PP_PERFMAP_MAX_BYTES), since the symbolizer was created */
     uint64_t perfmap_entries_dropped;
+    uint64_t perfmap_bytes; /* memory held by the JIT perf maps of the processes known now */
+    uint64_t procs;         /* processes known now (their maps, perf maps) */
 } pp_symbolizer_stats;
 
 /* max_binaries: bound of the symbol-table cache (0 = default 256). The tables are also bounded
