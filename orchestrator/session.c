@@ -236,15 +236,17 @@ static void log_runtime_counts(pp_profile *sys, const pp_profile *rt)
 }
 
 /* Where polyprof's memory is (the header's polyprof.memory; the soak of bench/soak reads it):
- * malloc's bytes in use (RSS also holds freed memory malloc keeps), the cached symbol tables,
+ * malloc's bytes in use, its mmapped blocks included (RSS also holds freed memory malloc keeps),
+ * the cached symbol tables,
  * the JIT perf maps, the processes the symbolizer knows and this session's profile. */
 static json_t *memory_counters(const pp_symbolizer_stats *ss, const pp_profile *prof)
 {
     struct mallinfo2 mi = mallinfo2();
-    return json_pack("{s:I,s:I,s:I,s:I,s:I}", "heap_in_use_bytes", (json_int_t)mi.uordblks,
-                     "symbol_tables_bytes", (json_int_t)ss->binary_bytes, "perf_maps_bytes",
-                     (json_int_t)ss->perfmap_bytes, "processes_known", (json_int_t)ss->procs,
-                     "profile_bytes", (json_int_t)pp_profile_bytes(prof));
+    return json_pack("{s:I,s:I,s:I,s:I,s:I}", "heap_in_use_bytes",
+                     (json_int_t)(mi.uordblks + mi.hblkhd), "symbol_tables_bytes",
+                     (json_int_t)ss->binary_bytes, "perf_maps_bytes", (json_int_t)ss->perfmap_bytes,
+                     "processes_known", (json_int_t)ss->procs, "profile_bytes",
+                     (json_int_t)pp_profile_bytes(prof));
 }
 
 static bool controller_gone(const pp_config *cfg)

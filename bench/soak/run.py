@@ -96,21 +96,36 @@ def main():
     ap.add_argument("--cpu-share", type=float, default=0,
                     help="cap the workload's CPU together at this many CPUs (0: no cap)")
     a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     if a.isolated and not os.environ.get("PP_SOAK_INSIDE"):
         env = dict(os.environ, PP_SOAK_INSIDE="1")
+        # sh is the namespace's init (an init only gets the signals it handles): the soak is
+        # its child and stops cleanly on SIGINT or SIGTERM
         os.execvpe("unshare", ["unshare", "--pid", "--fork", "--mount-proc", "--mount", "--net",
-                               "--", sys.executable, *sys.argv], env)
+                               "--", "/bin/sh", "-c", '"$@"; exit $?', "sh", sys.executable,
+                               *sys.argv], env)
     if a.isolated:
         # /proc/1/root/run is where polyprof's lock file lives: make it ours alone
         subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/run"], check=True)
     group = cpu_group(a.cpu_share) if a.cpu_share else None
 
-    def low():
+    def spawn(argv, **kw):
+        """Starts a workload process; then lowers and caps it (by its parent: a child
+        that joined the group before its exec would make every start wait for the group's
+        throttled CPU, and the start rate would fall)."""
+        p = subprocess.Popen(argv, **kw)
         if a.nice:
-            os.nice(a.nice)
+            try:
+                os.setpriority(os.PRIO_PROCESS, p.pid, a.nice)
+            except OSError:
+                pass  # already gone
         if group:
-            with open(group, "w") as f:
-                f.write("0")  # this process (about to exec the workload)
+            try:
+                with open(group, "w") as f:
+                    f.write(str(p.pid))
+            except OSError:
+                pass  # already gone
+        return p
     work = Path(tempfile.mkdtemp(prefix="pp_soak_"))
     helpers, live = [], []
     pp = None
@@ -123,7 +138,7 @@ def main():
         for argv in (["java", "-cp", str(work), "Hot"], ["/usr/bin/python3", str(APPS / "hot.py")],
                      ["ruby", str(APPS / "rbhot.rb")], ["php", str(APPS / "php" / "hot.php")],
                      ["node", "--perf-basic-prof", str(Path(__file__).parent / "jitmap.js")]):
-            helpers.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, preexec_fn=low))
+            helpers.append(spawn(argv, stdout=subprocess.DEVNULL))
         out = work / "out"
         pp = subprocess.Popen(shlex.split(a.wrap)
                               + [str(POLYPROF), "-c", "-d", "60", "-f", "99", "-o", str(out),
@@ -147,8 +162,7 @@ def main():
             with open(path, "wb") as f:
                 f.write(image[:off] + random.randbytes(idlen) + image[off + idlen:])
             path.chmod(0o755)
-            live.append((subprocess.Popen([str(path), str(random.uniform(0.3, 1.5))],
-                                          preexec_fn=low), path))
+            live.append((spawn([str(path), str(random.uniform(0.3, 1.5))]), path))
             started += 1
             for p, q in [x for x in live if x[0].poll() is not None]:
                 q.unlink(missing_ok=True)
