@@ -263,3 +263,36 @@ int pp_skips_emit(pp_profile *out, const pp_skip *k, size_t n, const char *runti
             rc = -1;
     return rc;
 }
+
+size_t pp_walk_or_hand_over(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n,
+                            const char *tool, const char *no_walk, pp_proc *fallback, size_t *nfall,
+                            pp_skip *skips, size_t *nskips)
+{
+    const char *rt = ctx->rt->label;
+    bool can_walk = pp_inwalk_possible(ctx);
+    size_t walked = 0;
+    *nfall = *nskips = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pp_proc *p = &procs[i];
+        char err[256] = "";
+        pp_inwalk_status st = PP_INWALK_UNSUPPORTED;
+        if (can_walk)
+            st = pp_inwalk_attach(ctx, p, err, sizeof(err));
+        else
+            snprintf(err, sizeof(err), "%s", no_walk);
+        if (st == PP_INWALK_OK)
+            walked++;
+        else if (st == PP_INWALK_GONE)
+            continue;
+        else if (st == PP_INWALK_UNSUPPORTED && tool) {
+            fallback[(*nfall)++] = *p;
+            pp_info_proc(p->pid, p->start_ticks, "%s pid %d (%s): %s; profiled with %s", rt, p->pid,
+                         p->comm, err, tool);
+        } else {
+            pp_skip_note(&skips[(*nskips)++], p, rt, can_walk && st != PP_INWALK_UNSUPPORTED, err);
+        }
+    }
+    pp_debug("%s: %zu processes walked in the sampler, %zu handed to %s, %zu skipped", rt, walked,
+             *nfall, tool ? tool : "no other profiler", *nskips);
+    return walked;
+}

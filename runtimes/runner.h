@@ -50,4 +50,14 @@ void pp_skip_note(pp_skip *k, const pp_proc *p, const char *runtime, bool error,
 /* The stacks of n skips (pp_error_stack). 0, or -1 out of memory. */
 int pp_skips_emit(pp_profile *out, const pp_skip *k, size_t n, const char *runtime);
 
+/* The start of a runtime whose built-in mode is its in-sampler walker (ctx->rt's), with an
+ * external profiler (tool, e.g. "py-spy") taking what the walker cannot when tool is non-NULL:
+ * registers each of procs with the walker (pp_inwalk_attach); a process it does not support (or
+ * every process, when the sampler cannot walk: no_walk says why) goes to fallback[] with tool,
+ * else gets a skip note in skips[]; gone processes are left out. fallback and skips have room for
+ * n. Returns the processes walked; *nfall and *nskips are set. */
+size_t pp_walk_or_hand_over(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n,
+                            const char *tool, const char *no_walk, pp_proc *fallback, size_t *nfall,
+                            pp_skip *skips, size_t *nskips);
+
 #endif

@@ -58,31 +58,12 @@ void *pp_pybuiltin_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t
         }
         return s;
     }
-    size_t nfall = 0, walked = 0;
-    bool spy = auto_mode && pyspy_found();
-    for (size_t i = 0; i < n; i++) {
-        char err[256] = "";
-        pp_inwalk_status st = pp_inwalk_attach(ctx, &procs[i], err, sizeof(err));
-        if (st == PP_INWALK_OK) {
-            walked++;
-            continue;
-        }
-        if (st == PP_INWALK_GONE)
-            continue;
-        unsigned long long start = procs[i].start_ticks;
-        if (st == PP_INWALK_UNSUPPORTED && spy) {
-            fallback[nfall++] = procs[i];
-            pp_info_proc(procs[i].pid, start, "python pid %d (%s): %s; profiled with py-spy",
-                         procs[i].pid, procs[i].comm, err);
-            continue;
-        }
-        pp_skip_note(&s->skips[s->nskips++], &procs[i], "python", st != PP_INWALK_UNSUPPORTED, err);
-    }
+    size_t nfall = 0;
+    pp_walk_or_hand_over(ctx, procs, n, auto_mode && pyspy_found() ? "py-spy" : NULL, "", fallback,
+                         &nfall, s->skips, &s->nskips);
     if (nfall)
         s->spy = pp_pyspy_start(ctx, fallback, nfall, deadline);
     free(fallback);
-    pp_debug("python: %zu processes walked in the sampler, %zu handed to py-spy, %zu skipped",
-             walked, nfall, s->nskips);
     return s;
 }
 

@@ -40,33 +40,13 @@ static void *rb_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n,
         return NULL;
     }
     /* auto: rbspy takes what the walker cannot (no BPF sampler, an unsupported Ruby) */
-    bool spy = strcmp(ctx->mode, "auto") == 0 && rbspy_found();
-    bool can_walk = pp_inwalk_possible(ctx);
-    size_t walked = 0, nfall = 0;
-    for (size_t i = 0; i < n; i++) {
-        char err[256] = "";
-        pp_inwalk_status st =
-            can_walk ? pp_inwalk_attach(ctx, &procs[i], err, sizeof(err)) : PP_INWALK_UNSUPPORTED;
-        if (!can_walk)
-            snprintf(err, sizeof(err), "the built-in Ruby profiler needs the BPF sampler");
-        if (st == PP_INWALK_OK) {
-            walked++;
-            continue;
-        }
-        if (st == PP_INWALK_GONE)
-            continue;
-        if (st == PP_INWALK_UNSUPPORTED && spy) {
-            fallback[nfall++] = procs[i];
-            continue;
-        }
-        pp_skip_note(&s->skips[s->nskips++], &procs[i], "ruby",
-                     can_walk && st != PP_INWALK_UNSUPPORTED, err);
-    }
+    size_t nfall = 0;
+    pp_walk_or_hand_over(
+        ctx, procs, n, strcmp(ctx->mode, "auto") == 0 && rbspy_found() ? "rbspy" : NULL,
+        "the built-in Ruby profiler needs the BPF sampler", fallback, &nfall, s->skips, &s->nskips);
     if (nfall)
         s->spy = pp_ruby_rbspy_backend.start(ctx, fallback, nfall, deadline);
     free(fallback);
-    pp_debug("ruby: %zu processes walked in the sampler, %zu handed to rbspy, %zu skipped", walked,
-             nfall, s->nskips);
     return s;
 }
 
