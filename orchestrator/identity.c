@@ -169,6 +169,7 @@ static entry *add(pp_identity *id, const pp_proc *p)
         return e; /* no identity for it */
     *e->job = (ident_job){.refs = 2, .pid = p->pid, .kind = p->kind};
     id->computed++;
+    pp_debug("identity: examining pid %d (%s, %s)", p->pid, p->comm, pp_proc_kind_name(p->kind));
     if (!id->pool || pp_workpool_submit(id->pool, job_run, e->job) < 0)
         job_run(e->job, true);
     return e;
