@@ -18,6 +18,10 @@
  * which a JVM that does not answer holds for up to 2 s): the session starts at once, and one
  * slow process delays neither the others nor the session. */
 #define IDENT_THREADS 4
+/* Processes examined from the moment discovery lists them: past this many cached entries, a new
+ * process is examined only once sampled (at the session's end; a host with thousands of idle
+ * JVMs: their metadata, flags included, is tens of KiB each). */
+#define IDENT_EAGER_MAX 4096
 /* At exit, jobs still running get this long to end. */
 #define IDENT_EXIT_WAIT_S 0.5
 
@@ -149,13 +153,19 @@ static const pp_proc *find_proc(const pp_proc_list *l, int pid)
 
 /* The cached entry of process p, computed when p is new (or its pid was reused, or it changed
  * kind: it exec'd, or mapped a runtime's library). Marked as used in this session. */
+static entry *find(const pp_identity *id, int pid, uint64_t h)
+{
+    pp_htab_probe pr;
+    entry *e = pp_htab_first(&id->e, h, &pr);
+    while (e && e->pid != pid)
+        e = pp_htab_next(&id->e, &pr);
+    return e;
+}
+
 static entry *add(pp_identity *id, const pp_proc *p)
 {
     uint64_t h = pp_hash_u64((uint64_t)(unsigned)p->pid);
-    pp_htab_probe pr;
-    entry *e = pp_htab_first(&id->e, h, &pr);
-    while (e && e->pid != p->pid)
-        e = pp_htab_next(&id->e, &pr);
+    entry *e = find(id, p->pid, h);
     if (e && e->start == p->start_ticks && e->kind == p->kind) {
         e->session = id->session;
         return e;
@@ -197,9 +207,12 @@ void pp_identity_set_procs(pp_identity *id, const pp_proc_list *procs)
     id->session++;
     if (id->containers)
         pp_containers_new_session(id->containers);
-    for (size_t i = 0; i < procs->n; i++)
-        if (pp_runtime_get(procs->procs[i].kind))
-            add(id, &procs->procs[i]);
+    for (size_t i = 0; i < procs->n; i++) {
+        const pp_proc *p = &procs->procs[i];
+        if (pp_runtime_get(p->kind) && (pp_htab_count(&id->e) < IDENT_EAGER_MAX ||
+                                        find(id, p->pid, pp_hash_u64((uint64_t)(unsigned)p->pid))))
+            add(id, p);
+    }
 }
 
 void pp_identity_annotate(pp_identity *id, pp_profile *prof, pp_discovery *disc, double session_end)

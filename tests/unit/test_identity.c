@@ -68,3 +68,23 @@ Test(identity, an_idle_process_is_examined_once_while_listed)
     pp_identity_free(id);
     pp_test_kill(child);
 }
+
+Test(identity, past_the_bound_a_new_process_is_examined_when_sampled)
+{
+    enum { N = 4100, BOUND = 4096 }; /* identity.c's IDENT_EAGER_MAX */
+    pp_config cfg = {.disable_container_names = true};
+    pp_identity *id = pp_identity_new(&cfg);
+    cr_assert_not_null(id);
+    pp_proc *procs = calloc(N, sizeof(*procs));
+    cr_assert_not_null(procs);
+    for (int i = 0; i < N; i++) /* pids above any pid_max: gone, quickly examined */
+        procs[i] = (pp_proc){.pid = 1 << 23 | i, .kind = PP_KIND_PYTHON, .start_ticks = 1};
+    session(id, procs, N, 0);
+    cr_assert_eq(pp_identity_computed(id), BOUND);
+    session(id, procs, N, procs[N - 1].pid);
+    cr_assert_eq(pp_identity_computed(id), BOUND + 1, "examined once sampled");
+    session(id, procs, N, 0);
+    cr_assert_eq(pp_identity_computed(id), BOUND + 1, "then kept while listed");
+    free(procs);
+    pp_identity_free(id);
+}
