@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import APPS, POLYPROF, Profile, last_profile, run_polyprof, wait_for
+from conftest import APPS, POLYPROF, App, Profile, last_profile, run_polyprof, wait_for
 
 CGROUP2 = next((p for p in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
                 if os.path.exists(os.path.join(p, "cgroup.procs"))
@@ -193,16 +193,24 @@ WAKE = ("import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1
         "while True:\n    spin()\n")
 
 
-def test_idle_process_is_examined_once_and_named_when_it_wakes(start_app, tmp_path):
+def test_idle_process_is_examined_once_and_named_when_it_wakes(tmp_path):
     """Continuous mode: a Python process that sleeps through several sessions (no sample) is
     examined once (its appid and metadata stay cached while it lives, issue 12), and when it
     wakes up its stacks carry its own appid and metadata."""
     (tmp_path / "pp_idle_py").symlink_to(os.path.realpath("/usr/bin/python3"))
     script = tmp_path / "wake.py"
     script.write_text(WAKE)
-    app = start_app(tmp_path / "pp_idle_py", script)
+    # a comm of its own (the executable's name), and argv[0] "python3" for the appid rule
+    app = App(["python3", str(script)], executable=str(tmp_path / "pp_idle_py"))
+    try:
+        idle_then_awake(app, script, tmp_path)
+    finally:
+        app.stop()
+
+
+def idle_then_awake(app, script, tmp_path):
     out, log = tmp_path / "out", tmp_path / "pp.log"
-    p = subprocess.Popen([str(POLYPROF), "-c", "-d", "2", "-f", "99", "-o", str(out), "-v",
+    p = subprocess.Popen([str(POLYPROF), "-c", "-d", "2", "-f", "99", "-o", str(out),
                           "--log-file", str(log), "--no-flamegraph"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
