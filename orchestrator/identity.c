@@ -151,8 +151,7 @@ static const pp_proc *find_proc(const pp_proc_list *l, int pid)
     return NULL;
 }
 
-/* The cached entry of process p, computed when p is new (or its pid was reused, or it changed
- * kind: it exec'd, or mapped a runtime's library). Marked as used in this session. */
+/* The cached entry of pid (h: its hash), or NULL. */
 static entry *find(const pp_identity *id, int pid, uint64_t h)
 {
     pp_htab_probe pr;
@@ -162,6 +161,8 @@ static entry *find(const pp_identity *id, int pid, uint64_t h)
     return e;
 }
 
+/* The cached entry of process p, computed when p is new (or its pid was reused, or it changed
+ * kind: it exec'd, or mapped a runtime's library). Marked as used in this session. */
 static entry *add(pp_identity *id, const pp_proc *p)
 {
     uint64_t h = pp_hash_u64((uint64_t)(unsigned)p->pid);
