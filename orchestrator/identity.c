@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/child.h"
+#include "base/hashtab.h"
 #include "base/workpool.h"
 #include "orchestrator/containers.h"
 #include "base/log.h"
@@ -17,6 +18,10 @@
  * which a JVM that does not answer holds for up to 2 s): the session starts at once, and one
  * slow process delays neither the others nor the session. */
 #define IDENT_THREADS 4
+/* Processes examined from the moment discovery lists them: past this many cached entries, a new
+ * process is examined only once sampled (at the session's end; a host with thousands of idle
+ * JVMs: their metadata, flags included, is tens of KiB each). */
+#define IDENT_EAGER_MAX 4096
 /* At exit, jobs still running get this long to end. */
 #define IDENT_EXIT_WAIT_S 0.5
 
@@ -35,20 +40,23 @@ typedef struct ident_job {
 static pthread_mutex_t ident_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ident_done = PTHREAD_COND_INITIALIZER;
 
+/* A process's cache entry, kept while discovery lists the process or the profile holds it (a
+ * process idle for hours is examined once, not once per session). */
 typedef struct entry {
     int pid;
     unsigned long long start;
     pp_proc_kind kind;
-    bool seen; /* in the current session */
-    ident_job *job;
+    unsigned long long session; /* the last session that listed it or sampled it */
+    ident_job *job;             /* NULL: nothing to compute (native) or out of memory */
 } entry;
 
 struct pp_identity {
     const pp_config *cfg;
     pp_containers *containers;
     pp_workpool *pool;
-    entry *e;
-    size_t n, cap;
+    pp_htab e; /* of entry, by pid */
+    unsigned long long session;
+    size_t computed; /* jobs started (pp_identity_computed) */
     const pp_proc_list *procs;
 };
 
@@ -89,6 +97,7 @@ pp_identity *pp_identity_new(const pp_config *cfg)
     if (!id)
         return NULL;
     id->cfg = cfg;
+    PP_HTAB_INIT(&id->e, entry, 50);
     if (!cfg->disable_container_names) {
         /* The host's files as PID 1 sees them; when PID 1's root cannot be read (polyprof in a
          * sandbox that hides PID 1), polyprof's own root is the best view of the host. */
@@ -108,6 +117,16 @@ static void entry_clear(entry *e)
     e->job = NULL;
 }
 
+/* pp_htab_filter: keeps the entries of the session *arg (clears the others). */
+static bool entry_kept(void *ent, void *arg)
+{
+    entry *e = ent;
+    if (e->session == *(unsigned long long *)arg)
+        return true;
+    entry_clear(e);
+    return false;
+}
+
 void pp_identity_free(pp_identity *id)
 {
     if (!id)
@@ -117,9 +136,9 @@ void pp_identity_free(pp_identity *id)
     if (id->pool)
         pp_workpool_wait_idle(id->pool, pp_mono_now() + IDENT_EXIT_WAIT_S);
     pp_workpool_free(id->pool); /* never waits: a job still running finishes on its own */
-    for (size_t i = 0; i < id->n; i++)
-        entry_clear(&id->e[i]);
-    free(id->e);
+    unsigned long long none = id->session + 1;
+    pp_htab_filter(&id->e, entry_kept, &none);
+    pp_htab_free(&id->e);
     pp_containers_free(id->containers);
     free(id);
 }
@@ -132,33 +151,36 @@ static const pp_proc *find_proc(const pp_proc_list *l, int pid)
     return NULL;
 }
 
-/* The cached entry of process p, computed when p is new (or its pid was reused). */
+/* The cached entry of pid (h: its hash), or NULL. */
+static entry *find(const pp_identity *id, int pid, uint64_t h)
+{
+    pp_htab_probe pr;
+    entry *e = pp_htab_first(&id->e, h, &pr);
+    while (e && e->pid != pid)
+        e = pp_htab_next(&id->e, &pr);
+    return e;
+}
+
+/* The cached entry of process p, computed when p is new (or its pid was reused, or it changed
+ * kind: it exec'd, or mapped a runtime's library). Marked as used in this session. */
 static entry *add(pp_identity *id, const pp_proc *p)
 {
-    entry *e = NULL;
-    for (size_t i = 0; i < id->n && !e; i++)
-        if (id->e[i].pid == p->pid)
-            e = &id->e[i];
-    if (e && e->start == p->start_ticks && e->kind == p->kind)
+    uint64_t h = pp_hash_u64((uint64_t)(unsigned)p->pid);
+    entry *e = find(id, p->pid, h);
+    if (e && e->start == p->start_ticks && e->kind == p->kind) {
+        e->session = id->session;
         return e;
-    if (e) {
-        entry_clear(e); /* pid reused by another process */
-    } else {
-        if (id->n == id->cap) {
-            size_t nc = id->cap ? id->cap * 2 : 64;
-            entry *ne = realloc(id->e, nc * sizeof(*ne));
-            if (!ne)
-                return NULL;
-            id->e = ne;
-            id->cap = nc;
-        }
-        e = &id->e[id->n++];
     }
-    *e = (entry){.pid = p->pid, .start = p->start_ticks, .kind = p->kind};
-    e->job = calloc(1, sizeof(*e->job));
-    if (!e->job)
+    if (e)
+        entry_clear(e); /* pid reused by another process */
+    else if (!(e = pp_htab_add(&id->e, h)))
+        return NULL;
+    *e = (entry){.pid = p->pid, .start = p->start_ticks, .kind = p->kind, .session = id->session};
+    if (!pp_runtime_get(p->kind) || !(e->job = calloc(1, sizeof(*e->job))))
         return e; /* no identity for it */
     *e->job = (ident_job){.refs = 2, .pid = p->pid, .kind = p->kind};
+    id->computed++;
+    pp_debug("identity: examining pid %d (%s, %s)", p->pid, p->comm, pp_proc_kind_name(p->kind));
     if (!id->pool || pp_workpool_submit(id->pool, job_run, e->job) < 0)
         job_run(e->job, true);
     return e;
@@ -183,18 +205,20 @@ static bool wait_job(const entry *e, double deadline)
 void pp_identity_set_procs(pp_identity *id, const pp_proc_list *procs)
 {
     id->procs = procs;
+    id->session++;
     if (id->containers)
         pp_containers_new_session(id->containers);
-    for (size_t i = 0; i < procs->n; i++)
-        if (pp_runtime_get(procs->procs[i].kind))
-            add(id, &procs->procs[i]);
+    for (size_t i = 0; i < procs->n; i++) {
+        const pp_proc *p = &procs->procs[i];
+        if (pp_runtime_get(p->kind) && (pp_htab_count(&id->e) < IDENT_EAGER_MAX ||
+                                        find(id, p->pid, pp_hash_u64((uint64_t)(unsigned)p->pid))))
+            add(id, p);
+    }
 }
 
 void pp_identity_annotate(pp_identity *id, pp_profile *prof, pp_discovery *disc, double session_end)
 {
     double deadline = session_end + PP_IDENTITY_WAIT_S;
-    for (size_t i = 0; i < id->n; i++)
-        id->e[i].seen = false;
     for (size_t i = 0; i < pp_profile_npids(prof); i++) {
         pp_pid_profile *pp = pp_profile_at(prof, i);
         if (pp->pid <= 0)
@@ -217,7 +241,6 @@ void pp_identity_annotate(pp_identity *id, pp_profile *prof, pp_discovery *disc,
         entry *e = add(id, p);
         if (!e)
             continue;
-        e->seen = true;
         if (!wait_job(e, deadline))
             continue; /* not ready: this session's profile has none for it */
         if (!pp->appid && e->job->appid)
@@ -225,13 +248,12 @@ void pp_identity_annotate(pp_identity *id, pp_profile *prof, pp_discovery *disc,
         if (!pp->app_metadata && e->job->md)
             pp->app_metadata = json_incref(e->job->md);
     }
-    /* Bounded cache: forget processes that did not appear in this session. */
-    size_t k = 0;
-    for (size_t i = 0; i < id->n; i++) {
-        if (id->e[i].seen)
-            id->e[k++] = id->e[i];
-        else
-            entry_clear(&id->e[i]);
-    }
-    id->n = k;
+    /* Bounded cache: forget processes that neither discovery listed nor the sampler sampled in
+     * this session (gone, or their pid reused). */
+    pp_htab_filter(&id->e, entry_kept, &id->session);
+}
+
+size_t pp_identity_computed(const pp_identity *id)
+{
+    return id->computed;
 }

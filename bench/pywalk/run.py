@@ -3,6 +3,10 @@
 measured side by side in one run. Run as root, under the test lock:
 
     flock /tmp/polyprof-test.lock python3 bench/pywalk/run.py [--seconds N] [--python EXE]
+        [--cases 1234] [--polyprof BUILD/polyprof]
+
+(--cases: which of the measures below to run; --polyprof: another build, e.g. to compare the
+build of a change with the one before it, alternately.)
 
 (1) polyprof CPU with 100 idle Python processes vs none, and with one Python process holding
     2,000 idle threads vs none (target: <= 1.1x each);
@@ -129,13 +133,27 @@ def throughput(py, seconds, profiled_args):
 
 
 def main():
+    global POLYPROF
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--python", default="/root/.pyenv/versions/3.11.7/bin/python3.11")
+    ap.add_argument("--cases", default="1234")
+    ap.add_argument("--polyprof", default=str(POLYPROF))
     a = ap.parse_args()
+    POLYPROF = Path(a.polyprof).resolve()
     py, sec = a.python, a.seconds
-    print(f"python {py}, sessions of {sec} s at 99 Hz")
+    print(f"{POLYPROF}: python {py}, sessions of {sec} s at 99 Hz")
+    if "1" in a.cases:
+        idle_cases(py, sec)
+    if "2" in a.cases:
+        busy_case(py, sec)
+    if "3" in a.cases:
+        bpf_case(py, sec)
+    if "4" in a.cases:
+        throughput_case(py, sec)
 
+
+def idle_cases(py, sec):
     # (1) idle processes and idle threads: polyprof's CPU per session in continuous mode
     base, base_first = steady_cpu(sec)
     idle = [start(py, IDLE) for _ in range(100)]
@@ -159,6 +177,8 @@ def main():
           f"none {base2:.3f} s, 2,000 idle threads {with_threads:.3f} s "
           f"(ratio {with_threads / base2:.2f}x)")
 
+
+def busy_case(py, sec):
     # (2) polyprof vs py-spy on 4 busy processes
     busy = [start(py, BUSY, 10, wait_ready=True) for _ in range(4)]
     try:
@@ -182,6 +202,8 @@ def main():
     finally:
         stop(busy)
 
+
+def bpf_case(py, sec):
     # (3) BPF time per sample with and without the walk, one busy process 50 frames deep
     stats = Path("/proc/sys/kernel/bpf_stats_enabled")
     was = stats.read_text().strip()
@@ -196,6 +218,8 @@ def main():
     print(f"(3) BPF per sample: {off / 1000:.2f} us without the walk ({n_off} samples), "
           f"{on / 1000:.2f} us with it ({n_on} samples): +{(on - off) / 1000:.2f} us for 50 frames")
 
+
+def throughput_case(py, sec):
     # (4) the target's throughput
     free = throughput(py, sec, None)
     prof = throughput(py, sec, ["--python-mode", "builtin"])

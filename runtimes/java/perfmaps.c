@@ -7,7 +7,11 @@
  *
  * The requests run on a few worker threads, at most one per JVM at a time: a refresh returns at
  * once, and a JVM that does not answer holds up only its own request (2 s at most), never the
- * session or the other JVMs. Such a JVM is asked again only PP_PERFMAP_RETRY_S later. */
+ * session or the other JVMs. Such a JVM is asked again only PP_PERFMAP_RETRY_S later.
+ *
+ * An idle JVM is not asked again: a JVM that used no CPU time since it wrote its last map has
+ * compiled nothing since (its map is current), and the question would cost it the writing of
+ * its whole map. Whether polyprof supports a JVM is decided once per JVM. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +45,9 @@ typedef struct pm_entry {
     unsigned long long rec_ino; /* inode of the own map last recorded, 0 if none */
     bool busy;                  /* a request is queued or running */
     double retry_at;            /* monotonic; no request before (it did not answer) */
+    bool unsupported;           /* pp_java_supported said no: never asked */
+    bool answered;              /* a request succeeded; cpu is the JVM's CPU time after it */
+    unsigned long long cpu;     /* pp_java_cpu_ticks after the last answered request */
 } pm_entry;
 
 /* Requests run on this many threads. */
@@ -239,8 +246,10 @@ static pm_entry *track(const pp_proc *p)
     pm_entry *e = find(p->pid, p->start_ticks);
     if (e)
         return e;
-    int nspid = nspid_of(p->pid);
-    if (nspid <= 0)
+    char why[128];
+    bool supported = pp_java_supported(p->pid, why, sizeof(why));
+    int nspid = supported ? nspid_of(p->pid) : 0;
+    if (supported && nspid <= 0)
         return NULL;
     if (npm == cappm) {
         size_t nc = cappm ? cappm * 2 : 16;
@@ -251,7 +260,11 @@ static pm_entry *track(const pp_proc *p)
         cappm = nc;
     }
     e = &pm[npm++];
-    *e = (pm_entry){.pid = p->pid, .start = p->start_ticks, .nspid = nspid};
+    *e = (pm_entry){.pid = p->pid, .start = p->start_ticks, .nspid = nspid, .tmp_fd = -1};
+    if (!supported) {
+        e->unsupported = true;
+        return e;
+    }
     /* the JVM's /tmp resolved inside its root: a symlinked /tmp stays in the container */
     e->tmp_fd = pp_open_in_proc_root(p->pid, "/tmp", O_PATH | O_DIRECTORY);
     char name[64];
@@ -284,6 +297,7 @@ static void request(void *arg, bool run)
     int rc =
         pp_jattach_jcmd(j->pid, "Compiler.perfmap", PP_JAVA_QUICK_TIMEOUT, &out, err, sizeof(err));
     bool silent = rc < 0 && (errno == ETIMEDOUT || errno == EAGAIN);
+    unsigned long long cpu = rc == 0 ? pp_java_cpu_ticks(j->pid) : 0; /* the writing counted */
     if (rc != 0)
         pp_debug("java: Compiler.perfmap in pid %d failed: %s%s", j->pid,
                  rc < 0 ? err : (out ? out : ""),
@@ -293,6 +307,8 @@ static void request(void *arg, bool run)
     pthread_cond_broadcast(&pm_answered);
     if (e) {
         e->busy = false;
+        e->answered = rc == 0;
+        e->cpu = cpu;
         if (silent)
             e->retry_at = pp_mono_now() + PP_PERFMAP_RETRY_S;
         else if (rc == 0 && e->ours)
@@ -330,14 +346,17 @@ void pp_java_perfmaps_refresh(const pp_proc *procs, size_t n)
     double now = pp_mono_now();
     for (size_t i = 0; procs && i < n; i++) {
         const pp_proc *p = &procs[i];
-        char why[128];
-        if (p->kind != PP_KIND_JAVA || !pp_java_supported(p->pid, why, sizeof(why)))
+        if (p->kind != PP_KIND_JAVA)
             continue;
         pm_entry *e = track(p);
         if (!e)
             continue;
         e->seen = true;
-        if (!e->busy && now >= e->retry_at && !submit(e))
+        if (e->unsupported || e->busy || now < e->retry_at)
+            continue;
+        if (e->answered && pp_java_cpu_ticks(p->pid) == e->cpu)
+            continue; /* idle since its last map: nothing new to name */
+        if (!submit(e))
             pp_debug("java: cannot queue Compiler.perfmap for pid %d (out of memory)", p->pid);
     }
     /* JVMs that are gone: their maps go with them. */

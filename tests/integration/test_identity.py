@@ -4,13 +4,14 @@ container."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import APPS, last_profile, run_polyprof, wait_for
+from conftest import APPS, POLYPROF, App, Profile, last_profile, run_polyprof, wait_for
 
 CGROUP2 = next((p for p in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
                 if os.path.exists(os.path.join(p, "cgroup.procs"))
@@ -184,3 +185,59 @@ def test_jar_manifest_metadata_and_boot_appid(java_app, start_app, outdir, tmp_p
         assert md["jar_manifest"]["implementation_version"] == "2.4.1"
         assert list(md)[-3:] == ["exe", "execfn", "arch"]
     assert boot.pid != plain.pid
+
+
+WAKE = ("import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+        "print('ready', flush=True)\nsignal.sigwait({signal.SIGUSR1})\n"
+        "def spin():\n    return sum(i * i for i in range(10000))\n"
+        "while True:\n    spin()\n")
+
+
+def test_idle_process_is_examined_once_and_named_when_it_wakes(tmp_path):
+    """Continuous mode: a Python process that sleeps through several sessions (no sample) is
+    examined once (its appid and metadata stay cached while it lives, issue 12), and when it
+    wakes up its stacks carry its own appid and metadata."""
+    (tmp_path / "pp_idle_py").symlink_to(os.path.realpath("/usr/bin/python3"))
+    script = tmp_path / "wake.py"
+    script.write_text(WAKE)
+    # a comm of its own (the executable's name), and argv[0] "python3" for the appid rule
+    app = App(["python3", str(script)], executable=str(tmp_path / "pp_idle_py"))
+    try:
+        idle_then_awake(app, script, tmp_path)
+    finally:
+        app.stop()
+
+
+def idle_then_awake(app, script, tmp_path):
+    out, log = tmp_path / "out", tmp_path / "pp.log"
+    p = subprocess.Popen([str(POLYPROF), "-c", "-d", "2", "-f", "99", "-o", str(out),
+                          "--log-file", str(log), "--no-flamegraph"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def sessions():
+        return sorted(out.glob("profile_*.col"))
+
+    def woken():
+        return [f for f in sessions() if Profile(f).for_comm("pp_idle_py")]
+
+    try:
+        wait_for(lambda: p.poll() is not None or len(sessions()) >= 3, 60, "3 sessions")
+        assert p.poll() is None, "polyprof exited early"
+        idle = [f for f in sessions() if not Profile(f).for_comm("pp_idle_py")]
+        assert len(idle) >= 2, "the process was sampled while it slept"
+        os.kill(app.pid, signal.SIGUSR1)
+        wait_for(lambda: p.poll() is not None or len(woken()) >= 2, 60, "2 sessions awake")
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+    assert p.returncode == 0
+    examined = [line for line in log.read_text().splitlines()
+                if f"identity: examining pid {app.pid} " in line]
+    assert len(examined) == 1, examined
+    for f in woken()[:2]:
+        prof = Profile(f)
+        lines = prof.for_comm("pp_idle_py")
+        assert {fr[3] for fr, _ in lines} == {f"appid: python: {script} ({script})"}, f.name
+        md = prof.header["application_metadata"][int(lines[0][0][0])]
+        assert md["python_version"].startswith("Python 3."), md

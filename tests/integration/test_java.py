@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (APPS, POLYPROF, ROOT, LineReader, Profile, assert_share, last_profile,
-                      wait_for)
+from conftest import (APPS, POLYPROF, ROOT, App, LineReader, Profile, assert_share,
+                      last_profile, wait_for)
 
 JDKS = {
     "17": Path("/usr/lib/jvm/java-17-openjdk-amd64"),
@@ -492,3 +492,38 @@ def test_jfr_parser_matches_jfr_print(version, tmp_path):
     assert len(ref_lines) > 100, f"too few distinct stacks recorded: {len(ref_lines)}"
     assert ours_lines == ref_lines, (len(ours_lines), len(ref_lines),
                                      sorted(set(ours_lines) ^ set(ref_lines))[:5])
+
+
+IDLE_JAVA = ("public class Idle { public static void main(String[] a) throws Exception {\n"
+             "  System.out.println(\"ready\"); Thread.sleep(600_000); } }\n")
+
+
+def test_idle_jvm_is_not_asked_for_its_perf_map_again(launchers, tmp_path):
+    """Continuous mode: Compiler.perfmap is requested at every session's start and before its
+    last drain, except from a JVM that used no CPU time since it wrote its last map (it compiled
+    nothing; the request would make it write its whole map again, issue 12). An idle JVM's map
+    is written about once, not twice per session."""
+    home = jdk("17")
+    (tmp_path / "Idle.java").write_text(IDLE_JAVA)
+    subprocess.run([str(home / "bin" / "javac"), "-d", str(tmp_path), str(tmp_path / "Idle.java")],
+                   check=True)
+    app = App([str(launchers / "pp_java17"), "-XX:+UseSerialGC", "-cp", str(tmp_path), "Idle"])
+    perfmap, out = Path(f"/tmp/perf-{app.pid}.map"), tmp_path / "out"
+    try:
+        run = Run("-c", "-d", 2, "-f", 99, "--java-mode", "disabled", "-o", out, "--log-file",
+                  tmp_path / "pp.log")
+        writes = set()
+
+        def sessions():
+            if perfmap.exists():
+                writes.add(perfmap.stat().st_mtime_ns)
+            return len(list(out.glob("profile_*.col")))
+
+        wait_for(lambda: run.proc.poll() is not None or sessions() >= 4, 60, "4 sessions",
+                 interval=0.02)
+        run.proc.terminate()
+        run.wait()
+    finally:
+        app.stop()
+    assert 1 <= len(writes) <= 3, f"the idle JVM wrote its map {len(writes)} times in 4 sessions"
+    assert not perfmap.exists(), "the map polyprof made is removed at exit"

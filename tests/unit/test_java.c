@@ -931,3 +931,22 @@ Test(java, safemode_option)
     cr_assert_eq(pp_java_safemode_parse("hserr,oops", &m, bad, sizeof(bad)), -1);
     cr_assert_str_eq(bad, "oops");
 }
+
+Test(java, stat_times_of_a_process)
+{
+    /* start time as ps shows it, CPU time grows with work, 0 for a process that is gone */
+    unsigned long long start = pp_java_start_ticks(getpid()), cpu = pp_java_cpu_ticks(getpid());
+    cr_assert(start > 0);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    volatile unsigned long spin = 0;
+    do {
+        for (int i = 0; i < 100000; i++)
+            spin += (unsigned long)i;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 100000000L);
+    cr_assert_gt(pp_java_cpu_ticks(getpid()), cpu, "100 ms of CPU is 10 clock ticks");
+    cr_assert_eq(pp_java_start_ticks(getpid()), start);
+    cr_assert_eq(pp_java_cpu_ticks(1 << 23), 0);
+    cr_assert_eq(pp_java_start_ticks(1 << 23), 0);
+}
