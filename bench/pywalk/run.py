@@ -11,6 +11,10 @@ measured side by side in one run. Run as root, under the test lock:
 (3) BPF time per sample (kernel.bpf_stats_enabled: run_time_ns / run_cnt of pp_sample) with
     and without the Python walk of a 50-frame-deep busy process (target: <= 10 us added);
 (4) the target's own throughput (iterations per CPU second) with and without profiling.
+
+--perf-event runs case (1) only, with --perf-mode perf-event --python-mode builtin (the
+user-space sampler driven by the perf samples; docs/python-sampler.md); --polyprof PATH runs
+another build (e.g. a copy of the previous one, for a before/after).
 """
 import argparse
 import json
@@ -25,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 POLYPROF = ROOT / "build" / "polyprof"
+EXTRA = []  # arguments added to every polyprof command line (--perf-event)
 PYSPY = Path("/var/cache/polyprof/tools/py-spy-0.4.3/py-spy")
 
 IDLE = "import time\ntime.sleep(600)\n"
@@ -61,7 +66,7 @@ def polyprof_cpu(seconds, *args):
     with tempfile.TemporaryDirectory() as out:
         c0 = children_cpu()
         subprocess.run([str(POLYPROF), "-d", str(seconds), "-f", "99", "-o", out,
-                        "--no-flamegraph", *args], check=True, capture_output=True)
+                        "--no-flamegraph", *EXTRA, *args], check=True, capture_output=True)
         cpu = children_cpu() - c0
         text = (Path(out) / "last_profile.col").read_text()
         return cpu, json.loads(text.split("\n", 1)[0][2:])
@@ -72,7 +77,7 @@ def steady_cpu(seconds, *args, sessions=3):
     sessions after the first (which opens every process once) averaged, and the first."""
     with tempfile.TemporaryDirectory() as out:
         p = subprocess.Popen([str(POLYPROF), "-c", "-d", str(seconds), "-f", "99", "-o", out,
-                              "--no-flamegraph", *args], stderr=subprocess.DEVNULL)
+                              "--no-flamegraph", *EXTRA, *args], stderr=subprocess.DEVNULL)
         deadline = time.time() + (sessions + 1) * seconds + 30
         while time.time() < deadline and len(list(Path(out).glob("profile_*.col"))) < sessions:
             time.sleep(0.5)
@@ -132,9 +137,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--python", default="/root/.pyenv/versions/3.11.7/bin/python3.11")
+    ap.add_argument("--perf-event", action="store_true")
+    ap.add_argument("--polyprof")
     a = ap.parse_args()
     py, sec = a.python, a.seconds
-    print(f"python {py}, sessions of {sec} s at 99 Hz")
+    global POLYPROF
+    if a.polyprof:
+        POLYPROF = Path(a.polyprof)
+    if a.perf_event:
+        EXTRA.extend(["--perf-mode", "perf-event", "--python-mode", "builtin"])
+    print(f"python {py}, sessions of {sec} s at 99 Hz, {POLYPROF} {' '.join(EXTRA)}")
 
     # (1) idle processes and idle threads: polyprof's CPU per session in continuous mode
     base, base_first = steady_cpu(sec)
@@ -158,6 +170,8 @@ def main():
           f"is the Python profiling's share, the rest is discovery and identity); "
           f"none {base2:.3f} s, 2,000 idle threads {with_threads:.3f} s "
           f"(ratio {with_threads / base2:.2f}x)")
+    if a.perf_event:
+        return
 
     # (2) polyprof vs py-spy on 4 busy processes
     busy = [start(py, BUSY, 10, wait_ready=True) for _ in range(4)]

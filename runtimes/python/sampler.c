@@ -81,9 +81,9 @@ typedef struct pyproc {
     unsigned long long start_ticks;
     char src_comm[17]; /* discovery's comm (opened lazily in perf-event mode) */
     bool opened;
-    bool own_pidns; /* in another pid namespace than polyprof's: tids are translated */
-    pp_htab nstids; /* of nstid */
-    unsigned long long reads;        /* stack reads (pp_py_sample*) */
+    bool own_pidns;           /* in another pid namespace than polyprof's: tids are translated */
+    pp_htab nstids;           /* of nstid */
+    unsigned long long reads; /* stack reads (pp_py_sample*) */
     unsigned long long perf_samples; /* perf-event mode: samples of its threads taken */
     unsigned long long counted;      /* perf-event mode: of those, counted on a Python stack */
     char comm[64];
@@ -104,9 +104,9 @@ typedef struct pysampler {
     pp_profile *prof;
     pyproc *procs;
     size_t n;
-    pp_sampler *sys;    /* the perf-event system sampler whose samples drive the reads, or NULL */
-    int *pids;          /* sorted pids of the tracked procs (perf-event mode) */
-    pyproc **bypid;     /* those procs in the order of pids */
+    pp_sampler *sys; /* the perf-event system sampler whose samples drive the reads, or NULL */
+    int *pids;       /* sorted pids of the tracked procs (perf-event mode) */
+    pyproc **bypid;  /* those procs in the order of pids */
     size_t npids;
     pp_thread_hits *hits; /* HITS_MAX */
     wanted *want;         /* HITS_MAX */
@@ -355,8 +355,8 @@ static long ns_tid(pyproc *p, int tid)
             return e->nstid;
     char path[64], buf[4096];
     snprintf(path, sizeof(path), "/proc/%d/task/%d/status", p->pid, tid);
-    const char *v = pp_read_small_file(path, buf, sizeof(buf)) > 0 ? pp_status_field(buf, "NSpid")
-                                                                    : NULL;
+    const char *v =
+        pp_read_small_file(path, buf, sizeof(buf)) > 0 ? pp_status_field(buf, "NSpid") : NULL;
     long last = 0;
     for (char *end; v && *v && *v != '\n'; v = end) {
         long x = strtol(v, &end, 10);

@@ -129,8 +129,8 @@ int pp_sampler_track_threads(pp_sampler *s, int pid, bool on)
     return s && s->perf ? pp_perf_sampler_track_threads(s->perf, pid, on) : -1;
 }
 
-size_t pp_sampler_sampled_threads(pp_sampler *s, const int *pids, size_t npids,
-                                  pp_thread_hits *out, size_t cap)
+size_t pp_sampler_sampled_threads(pp_sampler *s, const int *pids, size_t npids, pp_thread_hits *out,
+                                  size_t cap)
 {
     return s && s->perf && npids ? pp_perf_sampler_sampled_threads(s->perf, pids, npids, out, cap)
                                  : 0;

@@ -131,7 +131,7 @@ int pp_sampler_track_threads(pp_sampler *s, int pid, bool on);
 /* Reads the samples taken so far and moves into out (at most cap entries; the rest stay for the
  * next call) the threads of pids (sorted ascending, tracked by the caller) sampled since the
  * last call, with their sample counts. Returns the number written. Thread-safe. */
-size_t pp_sampler_sampled_threads(pp_sampler *s, const int *pids, size_t npids,
-                                  pp_thread_hits *out, size_t cap);
+size_t pp_sampler_sampled_threads(pp_sampler *s, const int *pids, size_t npids, pp_thread_hits *out,
+                                  size_t cap);
 
 #endif
