@@ -43,6 +43,8 @@ def test_split_and_an_idle_process_that_is_never_read(tmp_path):
     prof, (busy, idle), reads, err = profile(
         tmp_path, [["/usr/bin/python3", script], ["/usr/bin/python3", "-c", IDLE]], 10)
     assert "reading the threads the perf-event sampler sampled" in err
+    assert prof.header["polyprof"]["sampler"] == "perf-event"
+    assert prof.header["polyprof"]["sampled_threads_dropped"] == 0
     assert busy.pid in reads and idle.pid in reads, err[-3000:]
     nreads, nsamples, counted = reads[busy.pid]
     assert nreads > 0 and nsamples > 0 and counted > 0.9 * nsamples, reads[busy.pid]
