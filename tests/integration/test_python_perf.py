@@ -41,7 +41,7 @@ def test_split_and_an_idle_process_that_is_never_read(tmp_path):
     script = tmp_path / "pyhot_perf.py"
     script.write_bytes((APPS / "pyhot.py").read_bytes())
     prof, (busy, idle), reads, err = profile(
-        tmp_path, [["/usr/bin/python3", script], ["/usr/bin/python3", "-c", IDLE]], 10)
+        tmp_path, [["/usr/bin/python3", script], ["/usr/bin/python3", "-c", IDLE]], 12)
     assert "reading the threads the perf-event sampler sampled" in err
     assert prof.header["polyprof"]["sampler"] == "perf-event"
     assert prof.header["polyprof"]["sampled_threads_dropped"] == 0
