@@ -34,6 +34,7 @@
 #define MAX_THREAD_FDS 4096 /* per process; more threads are read with open/pread/close */
 #define HITS_MAX 4096       /* sampled threads taken from the system sampler at a time */
 #define NSTIDS_MAX 4096     /* per process: host tid -> tid in its pid namespace, cached */
+#define READ_TRIES 3        /* reads of a sampled thread whose stack was not found */
 
 /* Descriptors kept open by all sessions together: a quarter of RLIMIT_NOFILE, so that many
  * Python processes never starve polyprof of descriptors (beyond it: open/pread/close). */
@@ -393,7 +394,15 @@ static void sample_hits(pysampler *s, pyproc *p, const pp_thread_hits *hits, siz
         return;
     qsort(a.want, a.nwant, sizeof(*a.want), cmp_wanted);
     a.left = a.nwant;
-    sample_proc(&a);
+    /* A read of a running thread finds no frame now and then (its frames changed under the
+     * read: about 1 read in 10 of a busy thread); its samples would be lost, so the threads not
+     * found are read again at once (only those: want_tid skips the others). */
+    for (int tries = 0; tries < READ_TRIES && a.left && !p->gone; tries++) {
+        unsigned long long errors = p->errors;
+        sample_proc(&a);
+        if (p->errors != errors)
+            break;
+    }
 }
 
 static int cmp_hits(const void *a, const void *b)
