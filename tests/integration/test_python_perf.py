@@ -6,7 +6,10 @@ read at all (the debug line "python pid N: R stack reads, S samples of its threa
 what was read)."""
 import os
 import re
+import shutil
 from collections import Counter
+
+import pytest
 
 from conftest import APPS, App, assert_share, last_profile, run_polyprof
 
@@ -19,7 +22,11 @@ def name(frame):
     return frame.split(" (", 1)[0]
 
 
-def profile(tmp_path, argvs, seconds, exe="/usr/bin/python3"):
+def child_of(pid):
+    return int(open(f"/proc/{pid}/task/{pid}/children").read().split()[0])
+
+
+def profile(tmp_path, argvs, seconds, pid_of=lambda a: a.pid):
     apps = []
     try:
         for argv in argvs:
@@ -27,7 +34,7 @@ def profile(tmp_path, argvs, seconds, exe="/usr/bin/python3"):
         out = tmp_path / "out"
         r = run_polyprof("-d", seconds, "-f", 99, "-o", out, "--perf-mode", "perf-event",
                          "--python-mode", "builtin", "-v", "--pids",
-                         ",".join(str(a.pid) for a in apps))
+                         ",".join(str(pid_of(a)) for a in apps))
     finally:
         for a in apps:
             a.stop()
@@ -77,3 +84,27 @@ def test_each_thread_its_own_stack(tmp_path):
     assert leaf["compressor"] > 2 * leaf["pure_python"], leaf
     nreads, nsamples, counted = reads[app.pid]
     assert counted > 0.9 * nsamples, reads[app.pid]
+
+
+def test_process_in_its_own_pid_namespace(tmp_path):
+    """A Python process in its own pid namespace: its thread states hold the tids of that
+    namespace, the perf samples polyprof's; the sampler translates them (NSpid) and counts
+    its samples on its stacks."""
+    if not shutil.which("unshare"):
+        pytest.skip("unshare missing")
+    script = tmp_path / "pyhot_ns.py"
+    script.write_bytes((APPS / "pyhot.py").read_bytes())
+    pids = {}
+
+    def inner(a):
+        pids[a.pid] = child_of(a.pid)
+        return pids[a.pid]
+
+    prof, (app,), reads, err = profile(
+        tmp_path, [["unshare", "--pid", "--fork", "--kill-child", "/usr/bin/python3", script]], 5,
+        pid_of=inner)
+    assert app.first_line.split()[1] == "1", app.first_line  # pid 1 in its namespace
+    nreads, nsamples, counted = reads[pids[app.pid]]
+    assert nsamples > 0 and counted > 0.9 * nsamples, reads[pids[app.pid]]
+    assert any(name(x) == "Worker.hot_a" and f"({script}:" in x
+               for f, _ in prof.stacks for x in f)
