@@ -274,6 +274,8 @@ static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double 
     json_object_set_new(o, "rss_kb", json_integer(rss));
     json_object_set_new(o, "discovery_ms", json_real(discovery_ms));
     json_object_set_new(o, "perf_map_entries_dropped", json_integer((json_int_t)perfmap_dropped));
+    /* perf-event mode: samples of tracked threads not counted per thread (table full) */
+    json_object_set_new(o, "sampled_threads_dropped", json_integer((json_int_t)d->threads_full));
     json_t *w = json_object(); /* in-sampler walks by outcome (docs/ARCHITECTURE.md) */
     json_object_set_new(w, "ok", json_integer((json_int_t)d->walk_ok));
     json_object_set_new(w, "no_thread_state", json_integer((json_int_t)d->walk_no_thread));
@@ -302,6 +304,7 @@ static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *bef
     d->drains = now->drains - before->drains;
     d->news = now->news - before->news;
     d->news_lost = now->news_lost - before->news_lost;
+    d->threads_full = now->threads_full - before->threads_full;
     d->walk_ok = now->walk_ok - before->walk_ok;
     d->walk_no_thread = now->walk_no_thread - before->walk_no_thread;
     d->walk_idle = now->walk_idle - before->walk_idle;

@@ -15,6 +15,10 @@ build of a change with the one before it, alternately.)
 (3) BPF time per sample (kernel.bpf_stats_enabled: run_time_ns / run_cnt of pp_sample) with
     and without the Python walk of a 50-frame-deep busy process (target: <= 10 us added);
 (4) the target's own throughput (iterations per CPU second) with and without profiling.
+
+--perf-event runs case (1) only, with --perf-mode perf-event --python-mode builtin (the
+user-space sampler driven by the perf samples; docs/python-sampler.md); --polyprof PATH runs
+another build (e.g. a copy of the previous one, for a before/after).
 """
 import argparse
 import json
@@ -29,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 POLYPROF = ROOT / "build" / "polyprof"
+EXTRA = []  # arguments added to every polyprof command line (--perf-event)
 PYSPY = Path("/var/cache/polyprof/tools/py-spy-0.4.3/py-spy")
 
 IDLE = "import time\ntime.sleep(600)\n"
@@ -65,7 +70,7 @@ def polyprof_cpu(seconds, *args):
     with tempfile.TemporaryDirectory() as out:
         c0 = children_cpu()
         subprocess.run([str(POLYPROF), "-d", str(seconds), "-f", "99", "-o", out,
-                        "--no-flamegraph", *args], check=True, capture_output=True)
+                        "--no-flamegraph", *EXTRA, *args], check=True, capture_output=True)
         cpu = children_cpu() - c0
         text = (Path(out) / "last_profile.col").read_text()
         return cpu, json.loads(text.split("\n", 1)[0][2:])
@@ -76,7 +81,7 @@ def steady_cpu(seconds, *args, sessions=3):
     sessions after the first (which opens every process once) averaged, and the first."""
     with tempfile.TemporaryDirectory() as out:
         p = subprocess.Popen([str(POLYPROF), "-c", "-d", str(seconds), "-f", "99", "-o", out,
-                              "--no-flamegraph", *args], stderr=subprocess.DEVNULL)
+                              "--no-flamegraph", *EXTRA, *args], stderr=subprocess.DEVNULL)
         deadline = time.time() + (sessions + 1) * seconds + 30
         while time.time() < deadline and len(list(Path(out).glob("profile_*.col"))) < sessions:
             time.sleep(0.5)
@@ -137,12 +142,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--python", default="/root/.pyenv/versions/3.11.7/bin/python3.11")
-    ap.add_argument("--cases", default="1234")
-    ap.add_argument("--polyprof", default=str(POLYPROF))
+    ap.add_argument("--cases", default="1234",
+                    help="which of (1) idle (2) busy vs py-spy (3) BPF time (4) throughput")
+    ap.add_argument("--polyprof", default=str(POLYPROF), help="the polyprof to measure")
+    ap.add_argument("--perf-event", action="store_true",
+                    help="--perf-mode perf-event --python-mode builtin (case 1 only)")
     a = ap.parse_args()
     POLYPROF = Path(a.polyprof).resolve()
     py, sec = a.python, a.seconds
-    print(f"{POLYPROF}: python {py}, sessions of {sec} s at 99 Hz")
+    if a.perf_event:
+        EXTRA.extend(["--perf-mode", "perf-event", "--python-mode", "builtin"])
+        a.cases = "1"
+    print(f"{POLYPROF}: python {py}, sessions of {sec} s at 99 Hz {' '.join(EXTRA)}")
     if "1" in a.cases:
         idle_cases(py, sec)
     if "2" in a.cases:

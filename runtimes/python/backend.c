@@ -5,7 +5,8 @@
  *    gets `[Profiling skipped: unsupported Python X.Y]` in builtin mode; in auto mode it is
  *    handed to py-spy when py-spy is installed.
  *  - without it (--perf-mode perf-event or disabled): auto uses py-spy when installed, else, as
- *    builtin does, the user-space sampler (sampler.c).
+ *    builtin does, the user-space sampler (sampler.c; in perf-event mode it reads only the
+ *    threads the perf samples name).
  * See docs/python-bpf.md. */
 #include <limits.h>
 #include <stdio.h>

@@ -336,6 +336,12 @@ static int gone(pp_py_proc *p, char *err, size_t errlen)
 
 int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t errlen)
 {
+    return pp_py_sample_threads(p, NULL, NULL, cb, arg, err, errlen);
+}
+
+int pp_py_sample_threads(pp_py_proc *p, pp_py_tid_filter want, void *want_arg, pp_py_stack_cb cb,
+                         void *arg, char *err, size_t errlen)
+{
     const pp_py_layout *L = &p->L;
     pp_rmem_begin_sample(&p->mem);
     uint64_t interp, gil_ts = 0;
@@ -389,10 +395,12 @@ int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t 
                 (!pp_rmem_valid_ptr(frame, 8) ||
                  pp_rmem_ptr(&p->mem, frame + (uint32_t)L->cframe_current, &frame) != 0))
                 frame = 0;
-            pp_py_stack st = {.tid = 0};
+            pp_py_stack st = {.tid = want ? thread_tid(p, tsb) : 0};
+            if (want && !want(want_arg, st.tid))
+                goto next_thread;
             st.n = walk_frames(p, frame, &st.truncated);
             if (st.n) {
-                st.tid = thread_tid(p, tsb);
+                st.tid = want ? st.tid : thread_tid(p, tsb);
                 st.holds_gil = gil_ts && gil_ts == ts;
                 st.frames = p->frames;
                 if (multi && !tid_first(p, st.tid, nsorted, &nseen))

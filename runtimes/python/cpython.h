@@ -61,6 +61,14 @@ typedef int (*pp_py_stack_cb)(void *arg, const pp_py_stack *stack);
  * the process is gone or its interpreter state cannot be read (err says why). */
 int pp_py_sample(pp_py_proc *p, pp_py_stack_cb cb, void *arg, char *err, size_t errlen);
 
+/* Whether to read the stack of the thread whose native thread id (kernel tid in the process's
+ * own pid namespace; 0 when unknown) is tid. */
+typedef bool (*pp_py_tid_filter)(void *arg, long tid);
+/* pp_py_sample reading only the stacks of the threads want accepts: any other thread costs one
+ * read of its thread state (on 3.8-3.10 also of its tid in glibc's struct pthread, cached). */
+int pp_py_sample_threads(pp_py_proc *p, pp_py_tid_filter want, void *want_arg, pp_py_stack_cb cb,
+                         void *arg, char *err, size_t errlen);
+
 /* true once a read found the process gone (its memory went away: exiting or exited, even while
  * /proc still shows it running). */
 bool pp_py_exited(const pp_py_proc *p);

@@ -1,8 +1,11 @@
-/* The built-in Python sampler (--python-mode builtin): one thread samples every Python process
- * of the session with the CPython reader (cpython.h) at -f Hz (at most PP_PY_MAX_HZ) on
- * absolute monotonic ticks until the deadline. Only threads that are running (kernel state 'R'
- * in /proc/<pid>/task/<tid>/stat, read with pread on a descriptor kept open per thread) are
- * counted: CPU mode. See docs/python-sampler.md. */
+/* The built-in Python sampler (--python-mode builtin without in-sampler walks): one thread reads
+ * Python stacks with the CPython reader (cpython.h) at -f Hz (at most PP_PY_MAX_HZ) on absolute
+ * monotonic ticks until the deadline. CPU mode, two ways (docs/python-sampler.md):
+ *  - with the perf-event system sampler: at each tick, only the threads the system sampler
+ *    sampled since the previous tick are read, each counted with its number of samples; a
+ *    process none of whose threads were sampled is not read (nor opened until it is);
+ *  - without a system sampler: every process is read at each tick, and a thread counts the CPU
+ *    time it used (/proc/<pid>/task/<tid>/schedstat) while it is running (state 'R'). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/child.h"
@@ -24,9 +28,13 @@
 #include "runtimes/python/cpython.h"
 #include "runtimes/python/frametab.h"
 #include "runtimes/python/python_int.h"
+#include "runtimes/system/sampler.h"
 
 #define SAMPLER_NICE (-10)
 #define MAX_THREAD_FDS 4096 /* per process; more threads are read with open/pread/close */
+#define HITS_MAX 4096       /* sampled threads taken from the system sampler at a time */
+#define NSTIDS_MAX 4096     /* per process: host tid -> tid in its pid namespace, cached */
+#define READ_TRIES 3        /* reads of a sampled thread whose stack was not found */
 
 /* Descriptors kept open by all sessions together: a quarter of RLIMIT_NOFILE, so that many
  * Python processes never starve polyprof of descriptors (beyond it: open/pread/close). */
@@ -56,9 +64,29 @@ typedef struct tfd {
     double carry;
 } tfd;
 
+/* A thread's tid in its process's pid namespace (the thread state's native id). */
+typedef struct nstid {
+    int tid, nstid;
+} nstid;
+
+/* A sampled thread of the process read at this tick: its tid as the thread state has it, its
+ * perf samples since the previous tick, whether its stack was found. */
+typedef struct wanted {
+    long tid;
+    uint32_t samples;
+    bool found;
+} wanted;
+
 typedef struct pyproc {
     int pid;
     unsigned long long start_ticks;
+    char src_comm[17]; /* discovery's comm (opened lazily in perf-event mode) */
+    bool opened;
+    bool own_pidns;           /* in another pid namespace than polyprof's: tids are translated */
+    pp_htab nstids;           /* of nstid */
+    unsigned long long reads; /* stack reads (pp_py_sample*) */
+    unsigned long long perf_samples; /* perf-event mode: samples of its threads taken */
+    unsigned long long counted;      /* perf-event mode: of those, counted on a Python stack */
     char comm[64];
     char root[40];  /* /proc/<pid>/root */
     char pyver[32]; /* exact "X.Y.Z" for standard-library annotations */
@@ -77,6 +105,12 @@ typedef struct pysampler {
     pp_profile *prof;
     pyproc *procs;
     size_t n;
+    pp_sampler *sys; /* the perf-event system sampler whose samples drive the reads, or NULL */
+    int *pids;       /* sorted pids of the tracked procs (perf-event mode) */
+    pyproc **bypid;  /* those procs in the order of pids */
+    size_t npids;
+    pp_thread_hits *hits; /* HITS_MAX */
+    wanted *want;         /* HITS_MAX */
     double deadline, period;
     bool annotate;
     uint32_t truncated_id;
@@ -206,16 +240,51 @@ static void fds_close(pyproc *p)
 typedef struct cbarg {
     pysampler *s;
     pyproc *p;
+    wanted *want; /* perf-event mode: the sampled threads, sorted by tid */
+    size_t nwant, left;
 } cbarg;
+
+static int cmp_wanted(const void *a, const void *b)
+{
+    long x = ((const wanted *)a)->tid, y = ((const wanted *)b)->tid;
+    return (x > y) - (x < y);
+}
+
+static wanted *find_wanted(cbarg *a, long tid)
+{
+    wanted key = {.tid = tid};
+    return tid > 0 ? bsearch(&key, a->want, a->nwant, sizeof(*a->want), cmp_wanted) : NULL;
+}
+
+static bool want_tid(void *arg, long tid)
+{
+    wanted *w = find_wanted(arg, tid);
+    return w && !w->found;
+}
+
+/* How many samples the stack st counts for. */
+static unsigned stack_count(cbarg *a, const pp_py_stack *st)
+{
+    if (!st->n)
+        return 0;
+    if (a->want) { /* its thread's perf samples since the previous tick */
+        wanted *w = find_wanted(a, st->tid);
+        if (!w || w->found)
+            return 0;
+        w->found = true;
+        a->left--;
+        a->p->counted += w->samples;
+        return w->samples;
+    }
+    /* Without a kernel tid the reader's GIL holder is the best guess. */
+    return st->tid > 0 ? thread_samples(a->p, st->tid, a->s->period) : st->holds_gil;
+}
 
 static int on_stack(void *arg, const pp_py_stack *st)
 {
     cbarg *a = arg;
     pyproc *p = a->p;
-    /* Without a kernel tid the reader's GIL holder is the best guess. */
-    unsigned count = !st->n        ? 0
-                     : st->tid > 0 ? thread_samples(p, st->tid, a->s->period)
-                                   : st->holds_gil;
+    unsigned count = stack_count(a, st);
     if (!count)
         return 0;
     uint32_t ids[PP_PY_MAX_DEPTH + 1];
@@ -233,10 +302,32 @@ static int on_stack(void *arg, const pp_py_stack *st)
             return 1;
     }
     pp_pid_add(p->pp, ids, n, count);
-    return 0;
+    return a->want && !a->left; /* every sampled thread found: stop the walk */
 }
 
 /* ---- sampling ---- */
+
+/* One read of p's stacks: every thread's (a->want NULL) or the sampled threads'. */
+static void sample_proc(cbarg *a)
+{
+    pyproc *p = a->p;
+    p->gen++;
+    p->reads++;
+    char err[200];
+    int rc = a->want ? pp_py_sample_threads(p->h, want_tid, a, on_stack, a, err, sizeof(err))
+                     : pp_py_sample(p->h, on_stack, a, err, sizeof(err));
+    if (rc >= 0) {
+        p->samples++;
+        return;
+    }
+    if (pp_py_exited(p->h) || !pp_proc_alive(p->pid)) {
+        p->gone = true; /* normal: keep what was gathered */
+        pp_debug("python pid %d exited during the session", p->pid);
+        return;
+    }
+    p->errors++;
+    snprintf(p->last_err, sizeof(p->last_err), "%s", err);
+}
 
 static void sample_all(pysampler *s)
 {
@@ -244,20 +335,112 @@ static void sample_all(pysampler *s)
         pyproc *p = &s->procs[i];
         if (!p->h || p->gone)
             continue;
-        p->gen++;
-        cbarg a = {s, p};
-        char err[200];
-        if (pp_py_sample(p->h, on_stack, &a, err, sizeof(err)) >= 0) {
-            p->samples++;
-            continue;
+        cbarg a = {.s = s, .p = p};
+        sample_proc(&a);
+    }
+}
+
+static void open_proc(pysampler *s, pyproc *p);
+
+/* tid (polyprof's pid namespace) as p's thread states have it: the same unless p lives in
+ * another pid namespace (a container), then the last NSpid of the thread's status, cached; 0
+ * when unknown (the thread exited). */
+static long ns_tid(pyproc *p, int tid)
+{
+    if (!p->own_pidns)
+        return tid;
+    pp_htab_probe pr;
+    for (nstid *e = pp_htab_first(&p->nstids, pp_hash_u64((uint64_t)tid), &pr); e;
+         e = pp_htab_next(&p->nstids, &pr))
+        if (e->tid == tid)
+            return e->nstid;
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/status", p->pid, tid);
+    const char *v =
+        pp_read_small_file(path, buf, sizeof(buf)) > 0 ? pp_status_field(buf, "NSpid") : NULL;
+    long last = 0;
+    for (char *end; v && *v && *v != '\n'; v = end) {
+        long x = strtol(v, &end, 10);
+        if (end == v)
+            break;
+        last = x;
+    }
+    if (last <= 0)
+        return 0;
+    if (pp_htab_count(&p->nstids) >= NSTIDS_MAX)
+        pp_htab_clear(&p->nstids);
+    nstid *e = pp_htab_add(&p->nstids, pp_hash_u64((uint64_t)tid));
+    if (e)
+        *e = (nstid){tid, (int)last};
+    return last;
+}
+
+/* Reads the stacks of p's threads in hits (n > 0), each counted with its samples. */
+static void sample_hits(pysampler *s, pyproc *p, const pp_thread_hits *hits, size_t n)
+{
+    if (!p->opened)
+        open_proc(s, p); /* first sampled: opened now */
+    for (size_t i = 0; i < n; i++)
+        p->perf_samples += hits[i].samples;
+    if (!p->h || p->gone)
+        return;
+    cbarg a = {.s = s, .p = p, .want = s->want};
+    for (size_t i = 0; i < n; i++) {
+        long tid = ns_tid(p, hits[i].tid);
+        if (tid > 0)
+            s->want[a.nwant++] = (wanted){.tid = tid, .samples = hits[i].samples};
+    }
+    if (!a.nwant)
+        return;
+    qsort(a.want, a.nwant, sizeof(*a.want), cmp_wanted);
+    a.left = a.nwant;
+    /* A read of a running thread finds no frame now and then (its frames changed under the
+     * read: about 1 read in 10 of a busy thread); its samples would be lost, so the threads not
+     * found are read again at once (only those: want_tid skips the others). */
+    for (int tries = 0; tries < READ_TRIES && a.left && !p->gone; tries++) {
+        unsigned long long errors = p->errors;
+        sample_proc(&a);
+        if (p->errors != errors)
+            break;
+    }
+}
+
+static int cmp_hits(const void *a, const void *b)
+{
+    const pp_thread_hits *x = a, *y = b;
+    return x->pid != y->pid ? (x->pid > y->pid) - (x->pid < y->pid)
+                            : (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_proc_pid(const void *a, const void *b)
+{
+    int x = (*(pyproc *const *)a)->pid, y = (*(pyproc *const *)b)->pid;
+    return (x > y) - (x < y);
+}
+
+/* Perf-event mode: reads the threads sampled since the previous tick, and only those. */
+static void sample_sampled(pysampler *s)
+{
+    for (int round = 0; round < 8; round++) {
+        size_t n = pp_sampler_sampled_threads(s->sys, s->pids, s->npids, s->hits, HITS_MAX);
+        if (!n)
+            break;
+        qsort(s->hits, n, sizeof(*s->hits), cmp_hits);
+        for (size_t i = 0, j; i < n; i = j) {
+            for (j = i + 1; j < n && s->hits[j].pid == s->hits[i].pid;)
+                j++;
+            int *k = bsearch(&s->hits[i].pid, s->pids, s->npids, sizeof(int), cmp_int);
+            if (k)
+                sample_hits(s, s->bypid[k - s->pids], &s->hits[i], j - i);
         }
-        if (pp_py_exited(p->h) || !pp_proc_alive(p->pid)) {
-            p->gone = true; /* normal: keep what was gathered */
-            pp_debug("python pid %d exited during the session", p->pid);
-            continue;
-        }
-        p->errors++;
-        snprintf(p->last_err, sizeof(p->last_err), "%s", err);
+        if (n < HITS_MAX)
+            break;
     }
 }
 
@@ -285,7 +468,10 @@ static void *sampler_main(void *arg)
         pthread_mutex_unlock(&s->lock);
         struct timespec c0, c1;
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-        sample_all(s);
+        if (s->sys)
+            sample_sampled(s);
+        else
+            sample_all(s);
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
         s->busy += (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
         s->ticks++;
@@ -300,12 +486,20 @@ static void *sampler_main(void *arg)
     return NULL;
 }
 
-static void open_proc(pysampler *s, pyproc *p, const pp_proc *src)
+/* Whether pid lives in another pid namespace than polyprof. */
+static bool other_pidns(int pid)
 {
-    PP_HTAB_INIT(&p->fds, tfd, 50);
-    p->pid = src->pid;
-    p->start_ticks = src->start_ticks;
-    pp_python_comm(p->pid, src->comm, p->comm, sizeof(p->comm));
+    char path[64];
+    struct stat a, b;
+    snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+    return stat(path, &a) == 0 && stat("/proc/self/ns/pid", &b) == 0 &&
+           (a.st_ino != b.st_ino || a.st_dev != b.st_dev);
+}
+
+static void open_proc(pysampler *s, pyproc *p)
+{
+    p->opened = true;
+    pp_python_comm(p->pid, p->src_comm, p->comm, sizeof(p->comm));
     snprintf(p->root, sizeof(p->root), "/proc/%d/root", p->pid);
     p->frames = (pp_pyframes){.annotate = s->annotate, .root = p->root, .pyver = p->pyver};
     pp_py_open_status st;
@@ -320,6 +514,7 @@ static void open_proc(pysampler *s, pyproc *p, const pp_proc *src)
             v = p->pyver;
         if (v != p->pyver)
             snprintf(p->pyver, sizeof(p->pyver), "%s", v);
+        p->own_pidns = s->sys && other_pidns(p->pid);
         pp_debug("python pid %d (%s): CPython %s", p->pid, p->comm, p->pyver);
         return;
     }
@@ -355,10 +550,17 @@ void pp_pysampler_free(void *session)
                      st.reads, st.code_cached);
         }
         fds_close(&s->procs[i]);
+        pp_htab_free(&s->procs[i].nstids);
         pp_pyframes_free(&s->procs[i].frames);
         pp_py_close(s->procs[i].h);
     }
+    for (size_t i = 0; i < s->npids; i++)
+        pp_sampler_track_threads(s->sys, s->pids[i], false);
     free(s->procs);
+    free(s->pids);
+    free(s->bypid);
+    free(s->hits);
+    free(s->want);
     pp_profile_free(s->prof);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
@@ -383,15 +585,45 @@ void *pp_pysampler_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t
     s->deadline = deadline;
     s->annotate = !pp_runtime_opt(ctx, "no-python-versions");
     s->truncated_id = pp_profile_intern(s->prof, "[truncated]");
-    for (size_t i = 0; i < n; i++, s->n++)
-        open_proc(s, &s->procs[i], &procs[i]);
+    if (ctx->sampler && pp_sampler_can_track_threads(ctx->sampler)) {
+        s->sys = ctx->sampler;
+        s->pids = calloc(n ? n : 1, sizeof(*s->pids));
+        s->bypid = calloc(n ? n : 1, sizeof(*s->bypid));
+        s->hits = calloc(HITS_MAX, sizeof(*s->hits));
+        s->want = calloc(HITS_MAX, sizeof(*s->want));
+        if (!s->pids || !s->bypid || !s->hits || !s->want) {
+            pp_pysampler_free(s);
+            return NULL;
+        }
+    }
+    for (size_t i = 0; i < n; i++, s->n++) {
+        pyproc *p = &s->procs[i];
+        PP_HTAB_INIT(&p->fds, tfd, 50);
+        PP_HTAB_INIT(&p->nstids, nstid, 50);
+        p->pid = procs[i].pid;
+        p->start_ticks = procs[i].start_ticks;
+        snprintf(p->src_comm, sizeof(p->src_comm), "%s", procs[i].comm);
+        snprintf(p->comm, sizeof(p->comm), "%s", procs[i].comm);
+        if (!s->sys)
+            open_proc(s, p);
+        else if (pp_sampler_track_threads(s->sys, p->pid, true) == 0)
+            s->bypid[s->npids++] = p; /* opened when first sampled */
+        else
+            snprintf(p->reason, sizeof(p->reason), "[Profiling error: out of memory]");
+    }
+    if (s->npids)
+        qsort(s->bypid, s->npids, sizeof(*s->bypid), cmp_proc_pid);
+    for (size_t i = 0; i < s->npids; i++)
+        s->pids[i] = s->bypid[i]->pid;
     if (pthread_create(&s->thr, NULL, sampler_main, s) != 0) {
         pp_error("cannot start the Python sampler thread: %s", strerror(errno));
         pp_pysampler_free(s);
         return NULL;
     }
     s->thr_started = true;
-    pp_debug("python sampler: %zu processes at %d Hz", n, hz);
+    pp_debug("python sampler: %zu processes at %d Hz, %s", n, hz,
+             s->sys ? "reading the threads the perf-event sampler sampled"
+                    : "reading every process (CPU time from schedstat)");
     return s;
 }
 
@@ -414,6 +646,10 @@ int pp_pysampler_collect(void *session, pp_profile *out)
     for (size_t i = 0; i < s->n; i++) {
         pyproc *p = &s->procs[i];
         bool has = p->pp && pp_pid_nstacks(p->pp) > 0;
+        if (s->sys)
+            pp_debug("python pid %d: %llu stack reads, %llu samples of its threads by the "
+                     "perf-event sampler, %llu of them counted on Python stacks",
+                     p->pid, p->reads, p->perf_samples, p->counted);
         if (!has && !p->reason[0] && p->errors && !p->samples)
             snprintf(p->reason, sizeof(p->reason), "[Profiling error: %s]", p->last_err);
         if (p->errors)

@@ -27,6 +27,13 @@
 #define NEWS_MAX 256   /* announcements waiting for the draining thread */
 #define COMMS_PRUNE 8192
 #define TID_PIDS_MAX 4096 /* processes counted per thread (as the BPF sampler's tid_pids) */
+#define THREADS_MAX 16384 /* threads of tracked processes counted between two takes */
+
+/* A tracked process (pp_perf_sampler_track_threads): how many callers track it. */
+typedef struct tracked_ent {
+    int pid;
+    unsigned refs;
+} tracked_ent;
 
 /* One aggregated raw stack: ips[] holds the kernel part then the user part, leaf first. */
 typedef struct raw_stack {
@@ -74,7 +81,10 @@ struct pp_perf_sampler {
     size_t npids;
     pp_emitter *emit;
     pp_symbolizer *sym;
-    uint64_t samples, lost, map_full, filtered, drains, ustack_errors, nnews, news_lost;
+    pp_htab tracked; /* of tracked_ent: processes whose samples are counted per thread */
+    pp_htab threads; /* of pp_thread_hits: samples per thread of tracked processes, by tid */
+    uint64_t samples, lost, map_full, filtered, drains, ustack_errors, nnews, news_lost,
+        threads_full;
 };
 
 static uint64_t hash_raw(int pid, uint32_t tid, const uint64_t *ips, size_t n, uint16_t nk)
@@ -261,6 +271,37 @@ static void add_raw(pp_perf_sampler *s, int pid, uint32_t tid, const uint64_t *k
     t->n++;
 }
 
+static tracked_ent *tracked_find(pp_perf_sampler *s, int pid)
+{
+    pp_htab_probe p;
+    for (tracked_ent *e = pp_htab_first(&s->tracked, hash_pid(pid), &p); e;
+         e = pp_htab_next(&s->tracked, &p))
+        if (e->pid == pid)
+            return e;
+    return NULL;
+}
+
+/* Counts one sample of thread tid of pid when pid is tracked. Called with s->lock held. */
+static void count_thread(pp_perf_sampler *s, int pid, int tid)
+{
+    if (!pp_htab_count(&s->tracked) || pid <= 0 || !tracked_find(s, pid))
+        return;
+    pp_htab_probe p;
+    for (pp_thread_hits *e = pp_htab_first(&s->threads, hash_pid(tid), &p); e;
+         e = pp_htab_next(&s->threads, &p))
+        if (e->tid == tid && e->pid == pid) {
+            e->samples++;
+            return;
+        }
+    pp_thread_hits *e =
+        pp_htab_count(&s->threads) < THREADS_MAX ? pp_htab_add(&s->threads, hash_pid(tid)) : NULL;
+    if (!e) {
+        s->threads_full++;
+        return;
+    }
+    *e = (pp_thread_hits){.pid = pid, .tid = tid, .samples = 1};
+}
+
 static void handle_sample(pp_perf_sampler *s, const unsigned char *rec, size_t len)
 {
     /* PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN: u32 pid, tid; u64 nr; u64 ips[nr] */
@@ -278,6 +319,7 @@ static void handle_sample(pp_perf_sampler *s, const unsigned char *rec, size_t l
         s->filtered++;
         return;
     }
+    count_thread(s, (int)pid, (int)tid);
     uint64_t kips[MAX_CHAIN], uips[MAX_CHAIN];
     size_t nk = 0, nu = 0;
     enum { NONE, KERNEL, USER } ctx = NONE;
@@ -421,6 +463,8 @@ void pp_perf_sampler_stop(pp_perf_sampler *s)
     table_free(&s->table);
     pp_htab_free(&s->seen);
     pp_htab_free(&s->tid_pids);
+    pp_htab_free(&s->tracked);
+    pp_htab_free(&s->threads);
     for (size_t b = 0; b < 1024; b++) {
         comm_ent *c = s->comms[b];
         while (c) {
@@ -449,6 +493,8 @@ pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *
     s->news_fd = -1;
     PP_HTAB_INIT(&s->seen, int, 75);
     PP_HTAB_INIT(&s->tid_pids, int, 75);
+    PP_HTAB_INIT(&s->tracked, tracked_ent, 50);
+    PP_HTAB_INIT(&s->threads, pp_thread_hits, 50);
     s->sym = sym;
     s->pids = o->pids;
     s->npids = o->npids;
@@ -586,5 +632,67 @@ void pp_perf_sampler_get_stats(pp_perf_sampler *s, pp_sampler_stats *st)
     st->news_lost = s->news_lost;
     st->ustack_errors = s->ustack_errors;
     st->drains = s->drains;
+    st->threads_full = s->threads_full;
     pthread_mutex_unlock(&s->lock);
+}
+
+static bool other_pid(void *ent, void *pid)
+{
+    return ((const pp_thread_hits *)ent)->pid != *(const int *)pid;
+}
+
+int pp_perf_sampler_track_threads(pp_perf_sampler *s, int pid, bool on)
+{
+    int rc = 0;
+    pthread_mutex_lock(&s->lock);
+    tracked_ent *e = tracked_find(s, pid);
+    if (on && e) {
+        e->refs++;
+    } else if (on) {
+        if ((e = pp_htab_add(&s->tracked, hash_pid(pid))))
+            *e = (tracked_ent){.pid = pid, .refs = 1};
+        else
+            rc = -1;
+    } else if (e && --e->refs == 0) {
+        pp_htab_remove(&s->tracked, e);
+        pp_htab_filter(&s->threads, other_pid, &pid); /* its counts nobody takes any more */
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+typedef struct take_arg {
+    const int *pids; /* sorted */
+    size_t npids, n, cap;
+    pp_thread_hits *out;
+} take_arg;
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* pp_htab_filter: moves the entries of the caller's pids to its array (while there is room). */
+static bool take_one(void *ent, void *arg)
+{
+    const pp_thread_hits *e = ent;
+    take_arg *a = arg;
+    if (a->n >= a->cap || !bsearch(&e->pid, a->pids, a->npids, sizeof(int), cmp_int))
+        return true;
+    a->out[a->n++] = *e;
+    return false;
+}
+
+size_t pp_perf_sampler_sampled_threads(pp_perf_sampler *s, const int *pids, size_t npids,
+                                       pp_thread_hits *out, size_t cap)
+{
+    take_arg a = {pids, npids, 0, cap, out};
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < s->ncpus; i++) /* the samples taken since the reader thread last woke */
+        read_ring(s, i);
+    if (pp_htab_count(&s->threads))
+        pp_htab_filter(&s->threads, take_one, &a);
+    pthread_mutex_unlock(&s->lock);
+    return a.n;
 }

@@ -17,5 +17,9 @@ void pp_perf_sampler_count_threads(pp_perf_sampler *s, int pid);
 void pp_perf_sampler_take_news(pp_perf_sampler *s);
 void pp_perf_sampler_get_stats(pp_perf_sampler *s, pp_sampler_stats *st);
 void pp_perf_sampler_stop(pp_perf_sampler *s);
+/* pp_sampler_track_threads and pp_sampler_sampled_threads of sampler.h. */
+int pp_perf_sampler_track_threads(pp_perf_sampler *s, int pid, bool on);
+size_t pp_perf_sampler_sampled_threads(pp_perf_sampler *s, const int *pids, size_t npids,
+                                       pp_thread_hits *out, size_t cap);
 
 #endif

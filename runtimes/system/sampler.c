@@ -126,3 +126,20 @@ size_t pp_sampler_walk_coverage(pp_sampler *s, pp_walk_cov **out)
     *out = NULL;
     return s && s->bpf ? pp_bpf_sampler_walk_coverage(s->bpf, out) : 0;
 }
+
+bool pp_sampler_can_track_threads(const pp_sampler *s)
+{
+    return s && s->perf;
+}
+
+int pp_sampler_track_threads(pp_sampler *s, int pid, bool on)
+{
+    return s && s->perf ? pp_perf_sampler_track_threads(s->perf, pid, on) : -1;
+}
+
+size_t pp_sampler_sampled_threads(pp_sampler *s, const int *pids, size_t npids, pp_thread_hits *out,
+                                  size_t cap)
+{
+    return s && s->perf && npids ? pp_perf_sampler_sampled_threads(s->perf, pids, npids, out, cap)
+                                 : 0;
+}

@@ -39,6 +39,8 @@ typedef struct pp_sampler_stats {
         walk_stale;
     uint64_t walk_inherited;   /* walks of forks with a registered ancestor's data (any outcome) */
     uint64_t walk_frames_lost; /* runtime frames user space could not name (freed, reused) */
+    uint64_t threads_full;     /* perf-event mode: samples of tracked threads not counted (the
+                                  per-thread table was full) */
 } pp_sampler_stats;
 
 typedef struct pp_sampler pp_sampler;
@@ -113,5 +115,27 @@ typedef struct pp_walk_cov {
 /* The coverage of every registered process with samples since the last call (malloc'd array in
  * *out, count returned; the counts are reset). */
 size_t pp_sampler_walk_coverage(pp_sampler *s, pp_walk_cov **out);
+
+/* ---- sampled threads (perf-event mode) ----
+ * A runtime sampler that reads stacks from user space (no in-sampler walk) reads only the
+ * threads the system sampler sampled, right after: it tracks its processes, and at each of its
+ * ticks takes the threads of those processes sampled since its previous take and how many times
+ * (the perf ring buffers are read at the take, so a sample is seen at most one tick after it
+ * was taken). docs/ARCHITECTURE.md, "Sampled threads". */
+typedef struct pp_thread_hits {
+    int pid, tid; /* in the sampler's pid namespace */
+    uint32_t samples;
+} pp_thread_hits;
+
+/* True when the sampler counts samples per thread of tracked processes (perf-event mode). */
+bool pp_sampler_can_track_threads(const pp_sampler *s);
+/* Starts (on) or ends (off) counting the samples of pid's threads; calls nest (each on needs an
+ * off). 0, or -1 when the sampler cannot track or is out of memory. Thread-safe. */
+int pp_sampler_track_threads(pp_sampler *s, int pid, bool on);
+/* Reads the samples taken so far and moves into out (at most cap entries; the rest stay for the
+ * next call) the threads of pids (sorted ascending, tracked by the caller) sampled since the
+ * last call, with their sample counts. Returns the number written. Thread-safe. */
+size_t pp_sampler_sampled_threads(pp_sampler *s, const int *pids, size_t npids, pp_thread_hits *out,
+                                  size_t cap);
 
 #endif

@@ -155,6 +155,11 @@ static int capture(void *arg, const pp_py_stack *st)
     return 0;
 }
 
+static bool only_tid(void *arg, long tid)
+{
+    return tid == *(const long *)arg;
+}
+
 static const cap_stack *by_tid(const cap *c, long tid)
 {
     for (int i = 0; i < c->n; i++)
@@ -316,6 +321,18 @@ static void run_version(const char *python, const char *version_prefix, int mino
     }
     cr_assert(!why, "%s: %s", python, why);
     cr_assert(gil_seen, "%s: the spinning thread never seen holding the GIL", python);
+    /* Only the threads the filter accepts are read (the perf-event mode's sampled threads): by
+     * the kernel tid, which every version gives. */
+    long want = fixture_tid(&f, "gen"), none = -1;
+    c->n = 0;
+    cr_assert_eq(pp_py_sample_threads(p, only_tid, &want, capture, c, err, sizeof(err)), 1, "%s",
+                 err);
+    cr_assert(c->n == 1 && c->s[0].tid == want, "%d stacks, tid %ld", c->n, c->s[0].tid);
+    cr_assert(frame_is(&c->s[0].fr[c->s[0].n - 1], "gen", f.path, marker("gen")), "%s",
+              describe(&c->s[0]));
+    c->n = 0;
+    cr_assert_eq(pp_py_sample_threads(p, only_tid, &none, capture, c, err, sizeof(err)), 0);
+    cr_assert_eq(c->n, 0);
     pp_py_stats stats;
     pp_py_get_stats(p, &stats);
     cr_assert(stats.code_cached > 0 && stats.reads > 0);

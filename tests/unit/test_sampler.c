@@ -262,3 +262,83 @@ Test(sampler, walker_survives_garbage_memory)
     pp_sampler_stop(s);
     pp_symbolizer_free(sym);
 }
+
+/* ---- sampled threads (perf-event mode) ---- */
+
+/* Stops pid and waits until it is stopped (no more samples of it). */
+static void stop_burner(pid_t pid)
+{
+    int status;
+    kill(pid, SIGSTOP);
+    cr_assert_eq(waitpid(pid, &status, WUNTRACED), pid);
+    cr_assert(WIFSTOPPED(status));
+}
+
+/* The perf-event sampler counts the samples of tracked processes per thread and hands each
+ * caller the threads of its pids: an untracked process never appears, the counts are exactly
+ * the samples the drain gets for the pid, a take leaves other callers' pids alone. */
+Test(sampler, perf_event_sampled_threads)
+{
+    pid_t a = spawn_burner(), b = spawn_burner();
+    static int pids[2]; /* the sampler keeps the pointer */
+    pids[0] = a < b ? a : b;
+    pids[1] = a < b ? b : a;
+    stop_burner(a); /* its samples start once it is tracked */
+    pp_symbolizer *sym = pp_symbolizer_new(16);
+    pp_sampler_opts o = {.kind = PP_SAMPLER_PERF_EVENT, .frequency = 997, .pids = pids, .npids = 2};
+    char err[256] = "";
+    pp_sampler *s = pp_sampler_start(&o, sym, err, sizeof(err));
+    cr_assert(s, "%s", err);
+    cr_assert(pp_sampler_can_track_threads(s));
+    cr_assert_eq(pp_sampler_track_threads(s, a, true), 0);
+    cr_assert_eq(pp_sampler_track_threads(s, a, true), 0); /* nested: one off keeps it */
+    cr_assert_eq(pp_sampler_track_threads(s, a, false), 0);
+    pp_thread_hits hits[16];
+    cr_assert_eq(pp_sampler_sampled_threads(s, pids, 2, hits, 16), 0);
+    kill(a, SIGCONT);
+    uint64_t taken = 0;
+    int takes = 0;
+    struct timespec t0, now, nap = {0, 50 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (bool last = false; !last;) {
+        nanosleep(&nap, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((taken >= 200 && takes >= 5) || now.tv_sec - t0.tv_sec >= 20) {
+            stop_burner(a); /* the last take gets every sample of a */
+            last = true;
+        }
+        /* a caller of b only: a's counts stay for a's caller */
+        cr_assert_eq(pp_sampler_sampled_threads(s, &b, 1, hits, 16), 0);
+        size_t n = pp_sampler_sampled_threads(s, pids, 2, hits, 16);
+        cr_assert_leq(n, 1);
+        for (size_t i = 0; i < n; i++) {
+            cr_assert_eq(hits[i].pid, a);
+            cr_assert_eq(hits[i].tid, a); /* the burner's only thread */
+            cr_assert_gt(hits[i].samples, 0);
+            taken += hits[i].samples;
+        }
+        takes++;
+    }
+    pp_profile *p = pp_profile_new();
+    cr_assert_eq(pp_sampler_drain(s, p), 0);
+    uint64_t drained, named;
+    size_t distinct;
+    tally(p, a, &drained, &named, &distinct);
+    cr_assert_geq(taken, 50, "only %lu samples taken", (unsigned long)taken);
+    cr_assert_eq(taken, drained, "taken %lu, drained %lu", (unsigned long)taken,
+                 (unsigned long)drained);
+    kill(a, SIGCONT);
+    cr_assert_eq(pp_sampler_track_threads(s, a, false), 0);
+    nanosleep(&nap, NULL); /* a burns again: untracked, it is not counted */
+    cr_assert_eq(pp_sampler_sampled_threads(s, pids, 2, hits, 16), 0);
+    kill(a, SIGKILL);
+    kill(b, SIGKILL);
+    waitpid(a, NULL, 0);
+    waitpid(b, NULL, 0);
+    pp_sampler_stats st;
+    pp_sampler_get_stats(s, &st);
+    cr_assert_eq(st.threads_full, 0);
+    pp_profile_free(p);
+    pp_sampler_stop(s);
+    pp_symbolizer_free(sym);
+}
