@@ -43,19 +43,27 @@ def java_frames(lines):
     return [x for f, _ in lines for x in f[4:] if x.endswith(("_[j]", "_[i]", "_[0]"))]
 
 
+def jvm_recording(version, classes, launchers, start_app):
+    """A warm JVM (pp_java<version>, Hot on 2 threads) recording JFR continuously on disk since
+    its launch ("userdisk") and in memory since a later jcmd ("usermem"): (app, JFR.check)."""
+    jdk(version)
+    app = start_app(launchers / f"pp_java{version}", QUIET,
+                    "-XX:StartFlightRecording=name=userdisk,disk=true", "-cp", classes, "Hot", 2)
+    jcmd(version, app.pid, "JFR.start", "name=usermem", "disk=false")
+    warm(app.pid)
+    before = recordings(version, app.pid)
+    assert set(before) == {"userdisk", "usermem"}, before
+    assert all("(running)" in x for x in before.values()), before
+    return app, before
+
+
 @pytest.mark.parametrize("version", ["17", "25"])
 def test_beside_the_jvms_own_recordings(version, classes, launchers, start_app, outdir):
     """A JVM that records continuously on disk since its launch and in memory since a later
     jcmd: polyprof's profile has Java frames; afterwards the JVM's recordings run as before and
     none of polyprof's is left."""
-    jdk(version)
     comm = f"pp_java{version}"
-    app = start_app(launchers / comm, QUIET, "-XX:StartFlightRecording=name=userdisk,disk=true",
-                    "-cp", classes, "Hot", 2)
-    jcmd(version, app.pid, "JFR.start", "name=usermem", "disk=false")
-    warm(app.pid)
-    before = recordings(version, app.pid)
-    assert set(before) == {"userdisk", "usermem"}, before
+    app, before = jvm_recording(version, classes, launchers, start_app)
     for session in range(2):
         r = run_polyprof("-d", 4, "-f", 99, "--java-mode", "jfr", "-o", outdir, "-v")
         lines = last_profile(outdir).for_comm(comm)
