@@ -46,16 +46,20 @@ def after(frames, name):
     return frames[i + 1:]
 
 
-def split(lines, a, b, c, what):
-    """The share of `a` among the samples naming a or b, checked to be 75 %; n is the runtime's
-    own samples (scaled counts are not more observations than the runtime took)."""
+def split(lines, a, b, c, what, band=None):
+    """The share of `a` among the samples naming a or b, checked to be 75 % (assert_share; with
+    band, within that many points instead); n is the runtime's own samples (scaled counts are
+    not more observations than the runtime took)."""
     _, na = containing(lines, a)
     _, nb = containing(lines, b)
     pct = 100.0 * na / max(na + nb, 1)
     rt, total = c["runtime_samples"], c["sampler_samples"]
     print(f"\n{what}: {a} {pct:.1f}% of {na + nb} scaled samples; coverage {rt} runtime samples "
           f"of {total} sampler samples ({100.0 * rt / max(total, 1):.0f}%)")
-    assert_share(pct, min(rt, na + nb), 75, what)
+    if band is None:
+        assert_share(pct, min(rt, na + nb), 75, what)
+    else:
+        assert abs(pct - 75) <= band, f"{what}: {pct:.1f}% (75 +- {band} expected)"
 
 
 @pytest.mark.parametrize("version", ["17", "25"])
@@ -78,19 +82,20 @@ def test_nanotime_split_ap(version, classes, launchers, start_app, outdir):
 # (CPUTimeSample; 81.7 % with --java-jfr-sampler execution): JFR's samplers lose much of hotB's
 # time (a JNI call of ~1 us, with JNI transitions and calls back into the VM, per 256 bytes).
 # async-profiler gave 77.5 % and 73.9 %. docs/java.md, "Accuracy per mode".
-JFR_JNI_BIAS = pytest.mark.xfail(reason="JFR's samplers undercount the short JNI calls of hotB "
-                                 "(docs/java.md, Accuracy per mode)", strict=False)
+# So in jfr mode the test holds JFR to what it gives here: hotA the larger share, within 20 points
+# of the true 75 % (measured 70.6-84.4 %), the bias documented rather than hidden.
+JFR_JNI_BAND = 20
 
 
-@pytest.mark.parametrize("version,mode", [("17", "ap"), ("25", "ap"),
-                                          pytest.param("17", "jfr", marks=JFR_JNI_BIAS),
-                                          pytest.param("25", "jfr", marks=JFR_JNI_BIAS)])
+@pytest.mark.parametrize("version,mode", [("17", "ap"), ("25", "ap"), ("17", "jfr"),
+                                          ("25", "jfr")])
 def test_jni_split(version, mode, classes, launchers, start_app, outdir):
     """JniHot: hotA's time goes to zlib (Deflater.deflateBytesBytes, JNI), hotB's to write(2) on
     /dev/null (RandomAccessFile.writeBytes, JNI; writeBytes0 on JDK 25), 3:1. Most samples of
     each method show its Java caller above the JNI method; async-profiler also shows the C code
     below it (the JNI function, zlib's deflate, the kernel's write). The split within
-    assert_share's band: async-profiler meets it, JFR does not (xfail)."""
+    assert_share's band for async-profiler; JFR within JFR_JNI_BAND points (it undercounts short
+    JNI calls: docs/java.md, "Accuracy per mode")."""
     jdk(version)
     comm = f"pp_java{version}"
     app = start_app(launchers / comm, "-cp", classes, "JniHot")
@@ -116,7 +121,8 @@ def test_jni_split(version, mode, classes, launchers, start_app, outdir):
                      after(f, jni)[0].startswith(native[0]))
             assert nc >= nbelow / 2, (f"{caller}: {nc} of {nbelow} in {native[0]}", below[:3])
             assert any(native[1] in x for f, _ in below for x in after(f, jni)[1:]), below[:3]
-    split(lines, "JniHot.hotA", "JniHot.hotB", c, f"JDK {version} {mode} JniHot")
+    split(lines, "JniHot.hotA", "JniHot.hotB", c, f"JDK {version} {mode} JniHot",
+          band=JFR_JNI_BAND if mode == "jfr" else None)
 
 
 @pytest.mark.parametrize("version", ["17", "25"])
