@@ -186,7 +186,8 @@ static json_t *runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *p
                                               "profiler", profiler, "runtime_samples",
                                               (json_int_t)rt_samples, "sampler_samples",
                                               (json_int_t)sampler));
-        if (sampler >= MIN_COVERAGE_SAMPLES && rt_samples * 2 < sampler)
+        /* (a process with no runtime sample at all got an error or skip message instead) */
+        if (sampler >= MIN_COVERAGE_SAMPLES && rt_samples > 0 && rt_samples * 2 < sampler)
             pp_warn_proc(p->pid, p->start_ticks,
                          "%s pid %d (%s): %s gave runtime frames for %llu of its %llu samples "
                          "(below 50 %%): the rest keeps native frames or is scaled from few "
