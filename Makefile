@@ -176,7 +176,7 @@ $(BUILD)/fuzz/%: $(BUILD)/fuzzobj/tests/fuzz/%.o $(FUZZ_LIB)
 # "<stage>: N passed, N failed, N skipped"; `summary` adds the totals. STRICT=1 (set when
 # CI=true) fails a stage on any skip not listed in tests/expected-skips.
 STAGES   := python3 tests/stages.py
-FUZZ_SECONDS ?= 15
+FUZZ_SECONDS ?= 8
 
 unit: $(UNIT_BIN)
 	@$(STAGES) unit $(UNIT_BIN)

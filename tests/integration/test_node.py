@@ -264,6 +264,9 @@ def test_sigkilled_polyprof_left_map_is_taken_over(tmp_path, outdir, node):
     try:
         wait_for(lambda: pmap.exists() and pmap.stat().st_size > 0, 30, "the perf map")
         wait_for(lambda: not listeners(app.pid), 10, "the inspector closed after the attach")
+        # the attach is over once its copy of the addon is removed too (a SIGKILL between the
+        # two leaves that copy in polyprof's private directory: docs/node.md, limits)
+        wait_for(lambda: not addon_copies(), 10, "the attach's copy of the addon removed")
     finally:
         p.kill()
         p.wait()
