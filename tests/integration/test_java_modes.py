@@ -65,7 +65,7 @@ def split(lines, a, b, c, what, band=None):
 @pytest.mark.parametrize("version", ["17", "25"])
 def test_nanotime_split_ap(version, classes, launchers, start_app, outdir):
     """NanoHot (3:1 in two methods spinning on System.nanoTime(), a vDSO call on every
-    iteration) with async-profiler: the split within assert_share's band (jfr mode:
+    iteration) with async-profiler: the split is printed (jfr mode:
     test_java_jfr.test_nanotime_split)."""
     jdk(version)
     comm = f"pp_java{version}"
