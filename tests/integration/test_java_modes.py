@@ -65,8 +65,7 @@ def split(lines, a, b, c, what, band=None):
 @pytest.mark.parametrize("version", ["17", "25"])
 def test_nanotime_split_ap(version, classes, launchers, start_app, outdir):
     """NanoHot (3:1 in two methods spinning on System.nanoTime(), a vDSO call on every
-    iteration) with async-profiler: the split is printed (jfr mode:
-    test_java_jfr.test_nanotime_split)."""
+    iteration) with async-profiler: 75 % (jfr mode: test_java_jfr.test_nanotime_split)."""
     jdk(version)
     comm = f"pp_java{version}"
     app = start_app(launchers / comm, "-cp", classes, "NanoHot")
@@ -74,16 +73,16 @@ def test_nanotime_split_ap(version, classes, launchers, start_app, outdir):
     err, c = profile("ap", app.pid, 5, 499, outdir)
     lines = last_profile(outdir).for_comm(comm)
     assert not {x for f, _ in lines for x in f[4:] if x.startswith("[Profiling")}, err[-2000:]
-    # printed, not asserted: within the full suite (after test_java_jfr) both ap cases failed the
-    # +-5 check twice, while every run of this file alone gave 75 +- 3 (issue 16, open)
-    split(lines, "NanoHot.hotA", "NanoHot.hotB", c, f"JDK {version} ap NanoHot", band=100)
+    split(lines, "NanoHot.hotA", "NanoHot.hotB", c, f"JDK {version} ap NanoHot")
 
 
-# Measured through polyprof (8 s at -f 499, 2 shared cores): JFR's share of hotA is 70.6 % and
-# 80.0 % on JDK 17 (ExecutionSample + NativeMethodSample), 82.9 % and 84.4 % on JDK 25
-# (CPUTimeSample; 81.7 % with --java-jfr-sampler execution): JFR's samplers lose much of hotB's
-# time (a JNI call of ~1 us, with JNI transitions and calls back into the VM, per 256 bytes).
-# async-profiler gave 77.5 % and 73.9 %. docs/java.md, "Accuracy per mode".
+# JFR's share of hotA, through polyprof (5 s at -f 499, 2 shared cores): 78-82 % on JDK 17
+# (ExecutionSample + NativeMethodSample) and 79-82 % on JDK 25 (CPUTimeSample: 99 % of its events
+# are `biased`, walked at the next safepoint poll, not where the CPU time went), in every run:
+# JFR's samplers undercount hotB's short JNI calls (86 % on JDK 17 with a busy loop sharing the
+# JVM's CPU). async-profiler: 75 +- 1, loaded or not. docs/java.md,
+# "Accuracy and cost per mode".
+JFR_JNI_BAND = 12
 
 
 @pytest.mark.parametrize("version,mode", [("17", "ap"), ("25", "ap"), ("17", "jfr"),
@@ -92,8 +91,8 @@ def test_jni_split(version, mode, classes, launchers, start_app, outdir):
     """JniHot: hotA's time goes to zlib (Deflater.deflateBytesBytes, JNI), hotB's to write(2) on
     /dev/null (RandomAccessFile.writeBytes, JNI; writeBytes0 on JDK 25), 3:1. Most samples of
     each method show its Java caller above the JNI method; async-profiler also shows the C code
-    below it (the JNI function, zlib's deflate, the kernel's write). The split is printed (JFR
-    undercounts short JNI calls: docs/java.md, "Accuracy per mode")."""
+    below it (the JNI function, zlib's deflate, the kernel's write). The split: 75 % with
+    async-profiler; within JFR_JNI_BAND points with JFR (which undercounts short JNI calls)."""
     jdk(version)
     comm = f"pp_java{version}"
     app = start_app(launchers / comm, "-cp", classes, "JniHot")
@@ -119,9 +118,8 @@ def test_jni_split(version, mode, classes, launchers, start_app, outdir):
                      after(f, jni)[0].startswith(native[0]))
             assert nc >= nbelow / 2, (f"{caller}: {nc} of {nbelow} in {native[0]}", below[:3])
             assert any(native[1] in x for f, _ in below for x in after(f, jni)[1:]), below[:3]
-    # The split is printed, not asserted: in one full-suite run both ap cases came out at 68.7 %
-    # and 50.1 % (75 +- 3 in every run alone, loaded or quiet); not understood yet (issue 16).
-    split(lines, "JniHot.hotA", "JniHot.hotB", c, f"JDK {version} {mode} JniHot", band=100)
+    split(lines, "JniHot.hotA", "JniHot.hotB", c, f"JDK {version} {mode} JniHot",
+          band=JFR_JNI_BAND if mode == "jfr" else None)
 
 
 @pytest.mark.parametrize("version", ["17", "25"])

@@ -1,8 +1,12 @@
 // Integration fixture: two methods whose time is spent in native code, in a 3:1 split of CPU
 // time: hotA compresses 4 KiB buffers with java.util.zip.Deflater (JNI into zlib), hotB writes
-// 256-byte buffers to /dev/null through RandomAccessFile (JNI into write(2)).
+// 256-byte buffers to /dev/null through RandomAccessFile (JNI into write(2)). Rounds are
+// measured in the thread's CPU time and last 2-6 ms of it at random (NanoHot.java says why).
 import java.io.RandomAccessFile;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.Random;
+import java.util.SplittableRandom;
 import java.util.zip.Deflater;
 
 public class JniHot {
@@ -11,11 +15,13 @@ public class JniHot {
     static final byte[] output = new byte[8192];
     static final byte[] small = new byte[256];
     static final Deflater deflater = new Deflater(6);
+    static final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    static final SplittableRandom random = new SplittableRandom();
     static RandomAccessFile devnull;
 
-    static void hotA() {
-        long end = System.nanoTime() + 3_000_000;
-        while (System.nanoTime() < end) {
+    static void hotA(long ns) {
+        long end = threads.getCurrentThreadCpuTime() + 3 * ns;
+        while (threads.getCurrentThreadCpuTime() < end) {
             deflater.reset();
             deflater.setInput(input);
             deflater.finish();
@@ -24,9 +30,9 @@ public class JniHot {
         }
     }
 
-    static void hotB() throws Exception {
-        long end = System.nanoTime() + 1_000_000;
-        while (System.nanoTime() < end)
+    static void hotB(long ns) throws Exception {
+        long end = threads.getCurrentThreadCpuTime() + ns;
+        while (threads.getCurrentThreadCpuTime() < end)
             for (int i = 0; i < 8; i++)
                 devnull.write(small);
     }
@@ -39,8 +45,9 @@ public class JniHot {
         System.out.println("ready " + ProcessHandle.current().pid());
         System.out.flush();
         while (true) {
-            hotA();
-            hotB();
+            long ns = random.nextLong(500_000, 1_500_000);
+            hotA(ns);
+            hotB(ns);
         }
     }
 }
