@@ -14,6 +14,7 @@
 
 #include "base/elfinfo.h"
 #include "base/inroot.h"
+#include "base/procfiles.h"
 #include "runtimes/modules.h"
 #include "runtimes/php/php_int.h"
 
@@ -189,6 +190,10 @@ pp_php_st pp_php_find(int pid, pp_php_target *t, char *err, size_t errlen)
             t->vm_hi = t->vm_lo + size[SYM_EXEC];
         }
         return PP_PHP_FOUND;
+    }
+    if (!pp_proc_alive(pid)) { /* exited while its files were read (a replaced worker) */
+        snprintf(err, errlen, "process exited (pid %d)", pid);
+        return PP_PHP_GONE;
     }
     snprintf(err, errlen, "no PHP engine (executor_globals symbol) in pid %d", pid);
     return PP_PHP_NOT_PHP;
