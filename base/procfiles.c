@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -84,6 +85,43 @@ const char *pp_status_field(const char *status, const char *key)
             p++;
     }
     return NULL;
+}
+
+int pp_status_nspid(const char *status, int *levels)
+{
+    const char *p = pp_status_field(status, "NSpid");
+    int n = 0, last = -1;
+    for (; p; n++) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p < '0' || *p > '9')
+            break;
+        long long v = 0;
+        for (; *p >= '0' && *p <= '9' && v <= INT_MAX; p++)
+            v = v * 10 + (*p - '0');
+        if (v <= 0 || v > INT_MAX) {
+            n = 0;
+            break;
+        }
+        last = (int)v;
+    }
+    if (levels)
+        *levels = n;
+    return n ? last : -1;
+}
+
+int pp_read_nspid(int pid, int tid, int *levels)
+{
+    char path[64], status[4096];
+    if (tid > 0)
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+    else
+        snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    if (pp_read_small_file(path, status, sizeof(status)) > 0)
+        return pp_status_nspid(status, levels);
+    if (levels)
+        *levels = 0;
+    return -1;
 }
 
 bool pp_pid_gone(int pid)

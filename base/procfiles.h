@@ -23,6 +23,17 @@ char *pp_read_fd(int fd, size_t max, int flags, size_t *len);
  * included), or NULL. */
 const char *pp_status_field(const char *status, const char *key);
 
+/* The innermost id of the "NSpid:" line of a /proc/<pid>/status or /proc/<pid>/task/<tid>/status
+ * text: its last, the id in the task's own pid namespace (the first is the id in the namespace
+ * of the /proc read). *levels (unless NULL) gets how many ids the line has: 1 when the task
+ * lives in that same namespace. The ids end at the end of the line or at the first character
+ * that is neither a blank nor a digit. -1 (*levels 0) when the line is absent, holds no id, or
+ * one of its ids is not in 1..INT_MAX. */
+int pp_status_nspid(const char *status, int *levels);
+/* pp_status_nspid of /proc/<pid>/status, or of /proc/<pid>/task/<tid>/status when tid > 0 (its
+ * first 4 KiB); -1 (*levels 0) when it cannot be read. */
+int pp_read_nspid(int pid, int tid, int *levels);
+
 /* True when no process pid exists (kill(pid, 0) fails with ESRCH): one syscall, no /proc read;
  * a zombie is not gone. */
 bool pp_pid_gone(int pid);

@@ -102,16 +102,7 @@ int pp_jattach_parse_status(const char *text, pp_jattach_status *st)
     while (state && (*state == ' ' || *state == '\t'))
         state++;
     st->stopped = state && (*state == 'T' || *state == 't');
-    /* NSpid: host pid first, the innermost namespace's pid last. */
-    long last = -1;
-    for (const char *p = ns; *p && *p != '\n';) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        last = v;
-        p = end;
-    }
+    int last = pp_status_nspid(text, NULL); /* the innermost namespace's pid */
     unsigned long ruid, euid, rgid, egid;
     if (last <= 0 || sscanf(uid, "%lu %lu", &ruid, &euid) != 2 ||
         sscanf(gid, "%lu %lu", &rgid, &egid) != 2)
@@ -120,7 +111,7 @@ int pp_jattach_parse_status(const char *text, pp_jattach_status *st)
     unsigned long long mask = strtoull(sig, &end, 16);
     if (end == sig)
         return -1;
-    st->nspid = (int)last;
+    st->nspid = last;
     st->euid = (uid_t)euid;
     st->egid = (gid_t)egid;
     st->sigquit_caught = (mask >> (SIGQUIT - 1)) & 1;

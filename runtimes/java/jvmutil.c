@@ -171,30 +171,6 @@ bool pp_java_jfr_initialized(int pid)
     return found;
 }
 
-/* The last number of the "NSpid:" line of a status text (the id in the innermost pid
- * namespace), and how many it has; -1 when absent. */
-static long innermost_nspid(const char *status, int *levels)
-{
-    const char *l = strstr(status, "\nNSpid:");
-    *levels = 0;
-    if (!l)
-        return -1;
-    l += 7;
-    long last = -1;
-    for (;;) {
-        char *end;
-        long v = strtol(l, &end, 10);
-        if (end == l || v <= 0)
-            break;
-        last = v;
-        ++*levels;
-        l = end;
-        if (*l == '\n' || !*l)
-            break;
-    }
-    return last;
-}
-
 void pp_java_each_thread(int pid, int (*fn)(void *arg, int pid, long tid), void *arg)
 {
     char path[64];
@@ -215,12 +191,7 @@ void pp_java_each_thread(int pid, int (*fn)(void *arg, int pid, long tid), void 
 /* pp_java_each_thread: adds the thread's innermost id -> ours. */
 static int add_ns_id(void *arg, int pid, long tid)
 {
-    char path[96], status[4096];
-    snprintf(path, sizeof(path), "/proc/%d/task/%ld/status", pid, tid);
-    int levels;
-    long inner = pp_read_small_file(path, status, sizeof(status)) > 0
-                     ? innermost_nspid(status, &levels)
-                     : -1;
+    int inner = pp_read_nspid(pid, (int)tid, NULL);
     return inner > 0 &&
            pp_u64map_put(&((pp_java_tids *)arg)->ids, (uint64_t)inner, (uint64_t)tid) < 0;
 }
@@ -228,11 +199,8 @@ static int add_ns_id(void *arg, int pid, long tid)
 void pp_java_tids_init(pp_java_tids *t, int pid)
 {
     memset(t, 0, sizeof(*t));
-    char path[64], status[4096];
-    snprintf(path, sizeof(path), "/proc/%d/status", pid);
     int levels;
-    if (pp_read_small_file(path, status, sizeof(status)) <= 0 ||
-        innermost_nspid(status, &levels) <= 0 || levels < 2)
+    if (pp_read_nspid(pid, 0, &levels) <= 0 || levels < 2)
         return;
     t->other_ns = true;
     pp_java_each_thread(pid, add_ns_id, t);

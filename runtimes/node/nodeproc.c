@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,23 +67,12 @@ int pp_node_sig_caught(const char *status, int sig)
 
 int pp_node_nspid(const char *status)
 {
-    const char *v = pp_status_field(status, "NSpid");
-    if (!v)
-        v = pp_status_field(status, "Pid");
-    if (!v)
-        return -1;
-    long last = -1;
-    for (;;) {
-        while (*v == ' ' || *v == '\t')
-            v++;
-        char *end;
-        long x = strtol(v, &end, 10);
-        if (end == v)
-            break;
-        last = x;
-        v = end;
-    }
-    return last > 0 && last <= 0x7fffffff ? (int)last : -1;
+    if (pp_status_field(status, "NSpid"))
+        return pp_status_nspid(status, NULL);
+    const char *v = pp_status_field(status, "Pid"); /* kernels before 4.1: no NSpid */
+    char *end;
+    long pid = v ? strtol(v, &end, 10) : -1;
+    return pid > 0 && pid <= INT_MAX ? (int)pid : -1;
 }
 
 size_t pp_node_parse_listeners(const char *text, bool v6, pp_node_listener *out, size_t max)

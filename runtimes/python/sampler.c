@@ -354,24 +354,14 @@ static long ns_tid(pyproc *p, int tid)
          e = pp_htab_next(&p->nstids, &pr))
         if (e->tid == tid)
             return e->nstid;
-    char path[64], buf[4096];
-    snprintf(path, sizeof(path), "/proc/%d/task/%d/status", p->pid, tid);
-    const char *v =
-        pp_read_small_file(path, buf, sizeof(buf)) > 0 ? pp_status_field(buf, "NSpid") : NULL;
-    long last = 0;
-    for (char *end; v && *v && *v != '\n'; v = end) {
-        long x = strtol(v, &end, 10);
-        if (end == v)
-            break;
-        last = x;
-    }
+    int last = pp_read_nspid(p->pid, tid, NULL);
     if (last <= 0)
         return 0;
     if (pp_htab_count(&p->nstids) >= NSTIDS_MAX)
         pp_htab_clear(&p->nstids);
     nstid *e = pp_htab_add(&p->nstids, pp_hash_u64((uint64_t)tid));
     if (e)
-        *e = (nstid){tid, (int)last};
+        *e = (nstid){tid, last};
     return last;
 }
 

@@ -307,18 +307,12 @@ static int read_nspid(int pid)
         return pid;
     char line[256];
     int ns = pid;
-    while (fgets(line, sizeof(line), f)) {
+    while (fgets(line, sizeof(line), f)) { /* by line: a long Groups line does not hide it */
         if (strncmp(line, "NSpid:", 6) != 0)
             continue;
-        char *p = line + 6, *end;
-        for (int guard = 0; guard < 64; guard++) {
-            long v = strtol(p, &end, 10);
-            if (end == p)
-                break;
-            if (v > 0 && v <= INT_MAX)
-                ns = (int)v;
-            p = end;
-        }
+        int v = pp_status_nspid(line, NULL);
+        if (v > 0)
+            ns = v;
         break;
     }
     fclose(f);

@@ -29,11 +29,18 @@
 #define TID_PIDS_MAX 4096 /* processes counted per thread (as the BPF sampler's tid_pids) */
 #define THREADS_MAX 16384 /* threads of tracked processes counted between two takes */
 
-/* A tracked process (pp_perf_sampler_track_threads): how many callers track it. */
-typedef struct tracked_ent {
+/* A process whose samples are counted per thread, for one use or both (an entry without a use
+ * is removed):
+ * - USE_TIDS (pp_perf_sampler_count_threads, the per-thread merge): its samples' keys carry the
+ *   tid. Sticky; at most TID_PIDS_MAX processes, the gone ones pruned when that many are;
+ * - USE_TRACK (pp_perf_sampler_track_threads, the sampled threads): its samples are counted per
+ *   thread in `threads`; refs callers track it. */
+enum { USE_TIDS = 1, USE_TRACK = 2 };
+typedef struct pid_ent {
     int pid;
-    unsigned refs;
-} tracked_ent;
+    unsigned uses : 2;
+    unsigned refs : 30;
+} pid_ent;
 
 /* One aggregated raw stack: ips[] holds the kernel part then the user part, leaf first. */
 typedef struct raw_stack {
@@ -71,9 +78,11 @@ struct pp_perf_sampler {
     raw_table table;       /* filled by the reader thread, swapped out by drain */
     comm_ent *comms[1024]; /* by pid % 1024, chained: read once per drained stack */
     size_t ncomms;
-    pp_htab seen;     /* of int pids announced, room for SEEN_MAX made at the start */
-    pp_htab tid_pids; /* of int pids counted per thread, room for TID_PIDS_MAX made */
-    bool swept;       /* swept since the last drain */
+    pp_htab seen; /* of int pids announced, room for SEEN_MAX made at the start */
+    /* of pid_ent, room made for TID_PIDS_MAX + ntracked: adding to it never grows it */
+    pp_htab procs;
+    size_t ntids, ntracked; /* entries with USE_TIDS, with USE_TRACK */
+    bool swept;             /* swept since the last drain */
     int news[NEWS_MAX];
     size_t nnews_queued;
     int news_fd; /* eventfd: news queued */
@@ -81,7 +90,6 @@ struct pp_perf_sampler {
     size_t npids;
     pp_emitter *emit;
     pp_symbolizer *sym;
-    pp_htab tracked; /* of tracked_ent: processes whose samples are counted per thread */
     pp_htab threads; /* of pp_thread_hits: samples per thread of tracked processes, by tid */
     uint64_t samples, lost, map_full, filtered, drains, ustack_errors, nnews, news_lost,
         threads_full;
@@ -147,7 +155,7 @@ static uint64_t hash_pid(int pid)
     return pp_hash_u64((uint64_t)(unsigned)pid);
 }
 
-/* pid's entry in a set of int pids (seen, tid_pids), or NULL. */
+/* pid's entry in a set of int pids (seen), or NULL. */
 static int *pid_find(const pp_htab *set, int pid)
 {
     pp_htab_probe p;
@@ -271,21 +279,59 @@ static void add_raw(pp_perf_sampler *s, int pid, uint32_t tid, const uint64_t *k
     t->n++;
 }
 
-static tracked_ent *tracked_find(pp_perf_sampler *s, int pid)
+/* ---- the processes counted per thread (pid_ent). Called with s->lock held. ---- */
+
+static pid_ent *proc_find(const pp_perf_sampler *s, int pid)
 {
     pp_htab_probe p;
-    for (tracked_ent *e = pp_htab_first(&s->tracked, hash_pid(pid), &p); e;
-         e = pp_htab_next(&s->tracked, &p))
+    for (pid_ent *e = pp_htab_first(&s->procs, hash_pid(pid), &p); e;
+         e = pp_htab_next(&s->procs, &p))
         if (e->pid == pid)
             return e;
     return NULL;
 }
 
-/* Counts one sample of thread tid of pid when pid is tracked. Called with s->lock held. */
+/* pid's uses (0: none). */
+static unsigned proc_uses(const pp_perf_sampler *s, int pid)
+{
+    const pid_ent *e = proc_find(s, pid);
+    return e ? e->uses : 0;
+}
+
+/* pid's entry, added without a use when absent (the caller has made room); NULL on OOM. */
+static pid_ent *proc_add(pp_perf_sampler *s, int pid)
+{
+    pid_ent *e = proc_find(s, pid);
+    if (!e && (e = pp_htab_add(&s->procs, hash_pid(pid))))
+        e->pid = pid;
+    return e;
+}
+
+/* Gives e the use (one it has not). */
+static void proc_set(pp_perf_sampler *s, pid_ent *e, unsigned use)
+{
+    e->uses |= use;
+    ++*(use == USE_TIDS ? &s->ntids : &s->ntracked);
+}
+
+/* Takes the use (one it has) from e; false when e has no use left (the caller removes it). */
+static bool proc_drop(pp_perf_sampler *s, pid_ent *e, unsigned use)
+{
+    e->uses &= ~use;
+    --*(use == USE_TIDS ? &s->ntids : &s->ntracked);
+    return e->uses != 0;
+}
+
+/* pp_htab_filter: takes USE_TIDS from the processes that are gone. */
+static bool keep_running_tids(void *ent, void *arg)
+{
+    pid_ent *e = ent;
+    return !(e->uses & USE_TIDS) || !pp_pid_gone(e->pid) || proc_drop(arg, e, USE_TIDS);
+}
+
+/* Counts one sample of thread tid of pid (tracked). Called with s->lock held. */
 static void count_thread(pp_perf_sampler *s, int pid, int tid)
 {
-    if (!pp_htab_count(&s->tracked) || pid <= 0 || !tracked_find(s, pid))
-        return;
     pp_htab_probe p;
     for (pp_thread_hits *e = pp_htab_first(&s->threads, hash_pid(tid), &p); e;
          e = pp_htab_next(&s->threads, &p))
@@ -319,7 +365,9 @@ static void handle_sample(pp_perf_sampler *s, const unsigned char *rec, size_t l
         s->filtered++;
         return;
     }
-    count_thread(s, (int)pid, (int)tid);
+    unsigned uses = (int)pid > 0 ? proc_uses(s, (int)pid) : 0;
+    if (uses & USE_TRACK)
+        count_thread(s, (int)pid, (int)tid);
     uint64_t kips[MAX_CHAIN], uips[MAX_CHAIN];
     size_t nk = 0, nu = 0;
     enum { NONE, KERNEL, USER } ctx = NONE;
@@ -344,7 +392,7 @@ static void handle_sample(pp_perf_sampler *s, const unsigned char *rec, size_t l
         s->ustack_errors++;
     if (nu > 0)
         announce(s, (int)pid);
-    add_raw(s, (int)pid, pid && pid_find(&s->tid_pids, (int)pid) ? tid : 0, kips, nk, uips, nu);
+    add_raw(s, (int)pid, uses & USE_TIDS ? tid : 0, kips, nk, uips, nu);
 }
 
 /* Consumes one CPU's ring buffer. Called with s->lock held. */
@@ -462,8 +510,7 @@ void pp_perf_sampler_stop(pp_perf_sampler *s)
         close(s->news_fd);
     table_free(&s->table);
     pp_htab_free(&s->seen);
-    pp_htab_free(&s->tid_pids);
-    pp_htab_free(&s->tracked);
+    pp_htab_free(&s->procs);
     pp_htab_free(&s->threads);
     for (size_t b = 0; b < 1024; b++) {
         comm_ent *c = s->comms[b];
@@ -492,8 +539,7 @@ pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *
     s->wake_fd = -1;
     s->news_fd = -1;
     PP_HTAB_INIT(&s->seen, int, 75);
-    PP_HTAB_INIT(&s->tid_pids, int, 75);
-    PP_HTAB_INIT(&s->tracked, tracked_ent, 50);
+    PP_HTAB_INIT(&s->procs, pid_ent, 75);
     PP_HTAB_INIT(&s->threads, pp_thread_hits, 50);
     s->sym = sym;
     s->pids = o->pids;
@@ -513,7 +559,7 @@ pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *
     s->news_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (!s->fds || !s->rings || !s->emit || s->wake_fd < 0 || s->news_fd < 0 ||
         table_init(&s->table) < 0 || pp_htab_reserve(&s->seen, SEEN_MAX) < 0 ||
-        pp_htab_reserve(&s->tid_pids, TID_PIDS_MAX) < 0) {
+        pp_htab_reserve(&s->procs, TID_PIDS_MAX) < 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -586,14 +632,13 @@ int pp_perf_sampler_drain(pp_perf_sampler *s, pp_profile *out)
 void pp_perf_sampler_count_threads(pp_perf_sampler *s, int pid)
 {
     pthread_mutex_lock(&s->lock);
-    if (pid > 0 && !pid_find(&s->tid_pids, pid)) {
-        if (pp_htab_count(&s->tid_pids) >= TID_PIDS_MAX)
-            pp_htab_filter(&s->tid_pids, still_running, NULL);
-        int *slot = pp_htab_count(&s->tid_pids) < TID_PIDS_MAX
-                        ? pp_htab_add(&s->tid_pids, hash_pid(pid)) /* never grows */
-                        : NULL;
-        if (slot)
-            *slot = pid;
+    if (pid > 0 && !(proc_uses(s, pid) & USE_TIDS)) {
+        if (s->ntids >= TID_PIDS_MAX)
+            pp_htab_filter(&s->procs, keep_running_tids, s);
+        pid_ent *e = s->ntids < TID_PIDS_MAX ? proc_add(s, pid) /* never grows: room was made */
+                                             : NULL;
+        if (e)
+            proc_set(s, e, USE_TIDS);
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -645,16 +690,20 @@ int pp_perf_sampler_track_threads(pp_perf_sampler *s, int pid, bool on)
 {
     int rc = 0;
     pthread_mutex_lock(&s->lock);
-    tracked_ent *e = tracked_find(s, pid);
-    if (on && e) {
+    pid_ent *e = proc_find(s, pid);
+    if (on && e && (e->uses & USE_TRACK)) {
         e->refs++;
     } else if (on) {
-        if ((e = pp_htab_add(&s->tracked, hash_pid(pid))))
-            *e = (tracked_ent){.pid = pid, .refs = 1};
-        else
+        if (pp_htab_reserve(&s->procs, TID_PIDS_MAX + s->ntracked + 1) == 0 &&
+            (e = proc_add(s, pid))) {
+            proc_set(s, e, USE_TRACK);
+            e->refs = 1;
+        } else {
             rc = -1;
-    } else if (e && --e->refs == 0) {
-        pp_htab_remove(&s->tracked, e);
+        }
+    } else if (e && (e->uses & USE_TRACK) && --e->refs == 0) {
+        if (!proc_drop(s, e, USE_TRACK))
+            pp_htab_remove(&s->procs, e);
         pp_htab_filter(&s->threads, other_pid, &pid); /* its counts nobody takes any more */
     }
     pthread_mutex_unlock(&s->lock);

@@ -2,6 +2,7 @@
  * with the cache rotating at every drain. */
 #include "tests/unit/testutil.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -339,6 +340,128 @@ Test(sampler, perf_event_sampled_threads)
     pp_sampler_get_stats(s, &st);
     cr_assert_eq(st.threads_full, 0);
     pp_profile_free(p);
+    pp_sampler_stop(s);
+    pp_symbolizer_free(sym);
+}
+
+/* True when pid's stacks in p carry its thread id (the burners' only thread), false when none
+ * does; fails on a mix or another id. */
+static bool stacks_by_tid(pp_profile *p, int pid)
+{
+    pp_pid_profile *pp = pp_profile_get(p, pid, false);
+    cr_assert(pp && pp_pid_nstacks(pp) > 0, "no samples of %d", pid);
+    size_t with = 0;
+    for (size_t i = 0; i < pp_pid_nstacks(pp); i++) {
+        uint32_t tid = pp_pid_stack_tid(pp, i);
+        cr_assert(tid == 0 || tid == (uint32_t)pid, "pid %d: tid %u", pid, tid);
+        with += tid != 0;
+    }
+    cr_assert(with == 0 || with == pp_pid_nstacks(pp), "pid %d: %zu of %zu stacks by tid", pid,
+              with, pp_pid_nstacks(pp));
+    return with > 0;
+}
+
+static int cmp_pid(const void *x, const void *y)
+{
+    return *(const int *)x - *(const int *)y;
+}
+
+/* Drains s into a fresh profile until each of the n pids has samples (at most 20 s). */
+static pp_profile *drain_until_sampled(pp_sampler *s, const int *pids, size_t n)
+{
+    pp_profile *p = pp_profile_new();
+    struct timespec t0, now, nap = {0, 50 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        nanosleep(&nap, NULL);
+        cr_assert_eq(pp_sampler_drain(s, p), 0);
+        size_t have = 0;
+        for (size_t i = 0; i < n; i++)
+            have += pp_profile_get(p, pids[i], false) != NULL;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (have == n || now.tv_sec - t0.tv_sec >= 20)
+            return p;
+    }
+}
+
+/* The perf-event sampler's two per-thread uses of one process set, together: processes counted
+ * per thread for the per-thread merge (pp_sampler_count_threads: sticky, their stacks carry the
+ * tid; at most 4096, the gone ones pruned when full) and processes tracked for the sampled
+ * threads (pp_sampler_track_threads: nested, their threads handed to the caller). A process
+ * may have either use, both, or none; taking one leaves the other. */
+Test(sampler, perf_event_tids_and_tracking)
+{
+    pid_t a = spawn_burner(), b = spawn_burner(), c = spawn_burner();
+    static int pids[3]; /* the sampler keeps the pointer */
+    pids[0] = a, pids[1] = b, pids[2] = c;
+    qsort(pids, 3, sizeof(int), cmp_pid);
+    for (int i = 0; i < 3; i++)
+        stop_burner(pids[i]); /* no samples before the uses are set */
+    pp_symbolizer *sym = pp_symbolizer_new(16);
+    pp_sampler_opts o = {.kind = PP_SAMPLER_PERF_EVENT, .frequency = 997, .pids = pids, .npids = 3};
+    char err[256] = "";
+    pp_sampler *s = pp_sampler_start(&o, sym, err, sizeof(err));
+    cr_assert(s, "%s", err);
+    /* a: both uses; 4095 pids past pid_max (never running) fill the per-thread set */
+    long pid_max = 0;
+    FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+    cr_assert(f && fscanf(f, "%ld", &pid_max) == 1);
+    fclose(f);
+    cr_assert_lt(pid_max + 4096, INT_MAX);
+    cr_assert_eq(pp_sampler_track_threads(s, a, true), 0);
+    pp_sampler_count_threads(s, a);
+    for (int i = 1; i < 4096; i++)
+        pp_sampler_count_threads(s, (int)pid_max + i);
+    /* b: tracked, then counted per thread, which prunes the gone pids to make room */
+    cr_assert_eq(pp_sampler_track_threads(s, b, true), 0);
+    pp_sampler_count_threads(s, b);
+    pp_sampler_count_threads(s, b); /* sticky: once is enough, twice changes nothing */
+    for (int i = 0; i < 3; i++)
+        kill(pids[i], SIGCONT);
+    pp_thread_hits hits[16];
+    bool seen_a = false, seen_b = false;
+    struct timespec t0, now, nap = {0, 50 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (!(seen_a && seen_b)) {
+        nanosleep(&nap, NULL);
+        size_t n = pp_sampler_sampled_threads(s, pids, 3, hits, 16);
+        for (size_t i = 0; i < n; i++) {
+            cr_assert(hits[i].pid == a || hits[i].pid == b, "untracked %d sampled", hits[i].pid);
+            cr_assert_eq(hits[i].tid, hits[i].pid);
+            seen_a |= hits[i].pid == a;
+            seen_b |= hits[i].pid == b;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        cr_assert_lt(now.tv_sec - t0.tv_sec, 20, "tracked threads not sampled: a %d, b %d", seen_a,
+                     seen_b);
+    }
+    pp_profile *p = drain_until_sampled(s, pids, 3);
+    cr_assert(stacks_by_tid(p, a));
+    cr_assert(stacks_by_tid(p, b));
+    cr_assert_not(stacks_by_tid(p, c), "c is counted per process");
+    pp_profile_free(p);
+
+    /* untracked, a and b stay counted per thread; c, tracked only, is not */
+    cr_assert_eq(pp_sampler_track_threads(s, a, false), 0);
+    cr_assert_eq(pp_sampler_track_threads(s, b, false), 0);
+    cr_assert_eq(pp_sampler_track_threads(s, c, true), 0);
+    pp_sampler_sampled_threads(s, pids, 3, hits, 16); /* c's samples so far */
+    p = drain_until_sampled(s, pids, 3);
+    cr_assert(stacks_by_tid(p, a));
+    cr_assert(stacks_by_tid(p, b));
+    cr_assert_not(stacks_by_tid(p, c));
+    pp_profile_free(p);
+    size_t n = pp_sampler_sampled_threads(s, pids, 3, hits, 16);
+    cr_assert_gt(n, 0);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(hits[i].pid, c, "only c is tracked now, not %d", hits[i].pid);
+    cr_assert_eq(pp_sampler_track_threads(s, c, false), 0);
+    kill(a, SIGKILL);
+    kill(b, SIGKILL);
+    kill(c, SIGKILL);
+    waitpid(a, NULL, 0);
+    waitpid(b, NULL, 0);
+    waitpid(c, NULL, 0);
     pp_sampler_stop(s);
     pp_symbolizer_free(sym);
 }
