@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -191,7 +192,8 @@ def test_sigusr1_never_sent_to_a_program_that_does_not_handle_it(tmp_path, outdi
     shutil.copy("/bin/sleep", exporter)
     p = subprocess.Popen([str(exporter), "60"])
     disabled = tmp_path / "node_22"
-    shutil.copy(shutil.which("python3"), disabled)
+    # the interpreter's own binary (shutil.which may find a pyenv shim, a script)
+    shutil.copy(os.path.realpath(sys.executable), disabled)
     code = ("import time\nprint('ready', flush=True)\nend = time.time() + 60\n"
             "while time.time() < end: sum(range(1000))\n")
     q = subprocess.Popen([str(disabled), "-c", code], stdout=subprocess.PIPE, text=True,
