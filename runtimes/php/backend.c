@@ -317,4 +317,7 @@ const pp_backend pp_php_builtin_backend = {
     .collect = builtin_collect,
     .stop = builtin_stop,
     .free = builtin_free,
+    .walks_new_processes = true, /* PHP scripts started during the session (the agent's
+                                  * adoption); the watcher above registers php-fpm's new workers
+                                  * sooner, with their own state */
 };

@@ -491,7 +491,21 @@ static int fill_info(const phpwalk *w, struct pp_php_info *in)
 static void *pw_prepare(const pp_runtime_ctx *ctx, int pid, void *info, size_t len,
                         pp_inwalk_status *status, char *err, size_t errlen)
 {
-    (void)ctx;
+    /* (the backend filters the processes it registers; processes started during the session
+     * reach here through the agent's adoption: the same rule) */
+    const char *filter = pp_runtime_opt(ctx, "php-proc-filter");
+    if (filter && *filter) {
+        char path[48], comm[32] = "";
+        snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+        ssize_t cl = pp_read_small_file(path, comm, sizeof(comm));
+        if (cl > 0 && comm[cl - 1] == '\n')
+            comm[cl - 1] = '\0';
+        if (cl <= 0 || !pp_php_filter_match(filter, comm)) {
+            *status = cl <= 0 ? PP_INWALK_GONE : PP_INWALK_UNSUPPORTED;
+            snprintf(err, errlen, "not matched by --php-proc-filter");
+            return NULL;
+        }
+    }
     phpwalk *w = calloc(1, sizeof(*w));
     if (!w || len < sizeof(struct pp_php_info)) {
         free(w);

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import APPS, App, assert_share, last_profile, run_polyprof
+from conftest import APPS, POLYPROF, App, LineReader, assert_share, last_profile, run_polyprof
 
 PHP = shutil.which("php8.2") or shutil.which("php")
 pytestmark = pytest.mark.skipif(PHP is None, reason="php (Debian's php8.2-cli) is not installed")
@@ -121,3 +121,42 @@ def test_php_version_metadata(hot_profile):
     md = prof.header["application_metadata"][int(idx.pop())]
     assert md["php_version"] == want and md["exe"].startswith("/usr/bin/php"), md
     assert not [f for f, _ in prof.stacks if f[2] == COMM and f[3].startswith("appid:")]
+
+
+@pytest.mark.parametrize("php_filter", [None, "^nomatch$"], ids=["all", "filtered-out"])
+def test_script_started_during_the_session(tmp_path, php_filter):
+    """A PHP script started after the session began is registered at its first samples (the
+    agent's adoption) and carries PHP frames for the rest of its life; a --php-proc-filter it
+    does not match keeps it out, as it keeps out the processes of the session's start."""
+    for f in ("hot.php", "inc.php"):
+        shutil.copy(PHPAPPS / f, tmp_path / f)
+    out = tmp_path / "out"
+    extra = ["--php-proc-filter", php_filter] if php_filter else []
+    p = subprocess.Popen([str(POLYPROF), "-v", "-d", "6", "-f", "199", "-o", str(out),
+                          "--php-mode", "builtin", *extra], stderr=subprocess.PIPE, text=True)
+    log = LineReader(p.stderr)
+    try:
+        log.wait_line(lambda x: "profiling session started" in x, 30, "session start")
+        php = subprocess.Popen([PHP, str(tmp_path / "hot.php"), "2.5"], stdout=subprocess.PIPE)
+        assert php.stdout.readline() == b"ready\n"
+        assert php.wait(timeout=30) == 0
+        p.wait(timeout=60)
+    finally:
+        for x in (p, php) if "php" in locals() else (p,):
+            if x.poll() is None:
+                x.kill()
+                x.wait()
+    assert p.returncode == 0, log.text()[-3000:]
+    prof = last_profile(out)
+    mine = [(f, n) for f, n in prof.stacks if f[2] == COMM]
+    assert sum(n for _, n in mine) > 200, mine[:3]
+    if php_filter:  # sampled, not walked
+        assert not any(php_frames(f) for f, _ in mine), log.text()[-2000:]
+        cov = {c["pid"]: c for c in prof.header["polyprof"]["runtime_samples"]}
+        assert cov.get(php.pid, {}).get("runtime_samples", 0) == 0, cov.get(php.pid)
+        return
+    c = coverage(prof, php.pid)
+    # all but its first moments (0.2 s before the registration, and the interpreter's start)
+    assert c["runtime_samples"] >= 0.75 * c["sampler_samples"], c
+    names = {parse(x)[0] for f, _ in prof.stacks if f[2] == COMM for x in php_frames(f)}
+    assert {"hot_a", "hot_b", "Worker::run"} <= names, names
