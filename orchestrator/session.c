@@ -430,12 +430,20 @@ static void run_teardown(run_state *rs)
     free(rs->pids);
     if (rs->tmpdir[0])
         pp_rmtree(rs->tmpdir);
-    pp_sampler_stop(rs->sampler);
+    /* An abandoned runtime profiler (stuck in a target) may still use the sampler and the
+     * symbolizer: they are left to the process's exit, which follows. */
+    size_t stuck = pp_runner_abandoned();
+    if (stuck)
+        pp_debug("%zu runtime profiler(s) still stuck at exit: the sampler is left to the exit",
+                 stuck);
+    else
+        pp_sampler_stop(rs->sampler);
     pp_adopter_free(rs->adopt);
     pp_uploader_stop(rs->up);
     pp_identity_free(rs->ident);
     pp_discovery_free(rs->disc);
-    pp_symbolizer_free(rs->sym);
+    if (!stuck)
+        pp_symbolizer_free(rs->sym);
     if (rs->sfd >= 0)
         close(rs->sfd);
 }

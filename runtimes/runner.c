@@ -37,6 +37,7 @@ struct pp_runner {
 /* Process-wide, so that an abandoned job's thread can still signal after its runner is gone. */
 static pthread_mutex_t runner_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t runner_cond = PTHREAD_COND_INITIALIZER;
+static size_t abandoned_running; /* abandoned jobs whose thread has not returned (runner_lock) */
 
 static void job_free(job *j)
 {
@@ -60,6 +61,8 @@ static void *job_main(void *arg)
     j->rc = session ? j->drv->collect(session, j->out) : -1;
     pthread_mutex_lock(j->lock);
     bool abandoned = j->abandoned;
+    if (abandoned)
+        abandoned_running--;
     j->done = true;
     pthread_cond_broadcast(j->cond);
     pthread_mutex_unlock(j->lock);
@@ -203,6 +206,7 @@ size_t pp_runner_finish(pp_runner *r, double grace, pp_profile ***profiles)
         } else {
             /* Abandon it: the thread frees the job if it ever returns. */
             j->abandoned = true;
+            abandoned_running++;
             r->jobs[i] = NULL;
             pp_error("%s profiler did not stop; its processes get an error stack", j->drv->name);
             res = pp_profile_new();
@@ -227,8 +231,10 @@ void pp_runner_free(pp_runner *r)
             continue;
         pthread_mutex_lock(&runner_lock);
         bool done = j->done;
-        if (!done)
+        if (!done && !j->abandoned) {
             j->abandoned = true;
+            abandoned_running++;
+        }
         pthread_mutex_unlock(&runner_lock);
         if (done)
             job_free(j);
@@ -295,4 +301,12 @@ size_t pp_walk_or_hand_over(const pp_runtime_ctx *ctx, const pp_proc *procs, siz
     pp_debug("%s: %zu processes walked in the sampler, %zu handed to %s, %zu skipped", rt, walked,
              *nfall, tool ? tool : "no other profiler", *nskips);
     return walked;
+}
+
+size_t pp_runner_abandoned(void)
+{
+    pthread_mutex_lock(&runner_lock);
+    size_t n = abandoned_running;
+    pthread_mutex_unlock(&runner_lock);
+    return n;
 }

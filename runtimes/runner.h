@@ -29,6 +29,9 @@ pp_runner *pp_runner_start(const pp_runner_task *tasks, size_t n, const pp_proc 
  * (owned by the runner until pp_runner_free), one per started driver. */
 size_t pp_runner_finish(pp_runner *r, double grace, pp_profile ***profiles);
 void pp_runner_free(pp_runner *r);
+/* Abandoned runtime profilers whose thread is still running (any runner): while there are, what
+ * they may use (the sampler, the symbolizer, their runtime's context) must not be freed. */
+size_t pp_runner_abandoned(void);
 
 /* The single stack of a process that has no profile: "[Profiling <what>: <reason>]" (what:
  * "error" or "skipped", gProfiler's words), replacing whatever the pid had. comm and runtime

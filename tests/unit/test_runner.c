@@ -172,7 +172,9 @@ Test(runner, stuck_driver_is_abandoned_with_error_stacks)
     size_t n = pp_runner_finish(r, 0.1, &res);
     cr_assert_eq(n, 1);
     assert_abandoned(res[0], 300);
+    cr_assert_eq(pp_runner_abandoned(), 1, "counted while its thread runs");
     pp_runner_free(r);
+    cr_assert_eq(pp_runner_abandoned(), 1, "still running after its runner is freed");
     free(l.procs);
 }
 
@@ -217,4 +219,47 @@ Test(runner, early_end_waits_from_now_not_until_the_deadline)
     assert_abandoned(res[0], 300);
     pp_runner_free(r);
     free(l.procs);
+}
+
+/* An abandoned driver that returns later is no longer counted once it has (the agent then
+ * frees what it could have used). */
+static atomic_bool released;
+
+static int collect_at_release(void *s, pp_profile *out)
+{
+    while (!atomic_load(&released)) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    return collect(s, out);
+}
+
+static const pp_backend slow_drv = {.name = "slowrt",
+                                    .start = start_late,
+                                    .collect = collect_at_release,
+                                    .stop = stop,
+                                    .free = fake_free};
+
+Test(runner, abandoned_driver_that_returns_is_not_counted_any_more)
+{
+    pp_proc_list l = procs();
+    pp_runtime_ctx ctx = {.rt = pp_runtime_get(PP_KIND_JAVA)};
+    const pp_runner_task d[] = {{PP_KIND_JAVA, &slow_drv, &ctx}};
+    double t0 = now_s();
+    /* it returns only once released: past the runner's wait (deadline + grace, then 2 s after
+     * stop()) */
+    pp_runner *r = pp_runner_start(d, 1, l.procs, l.n, t0 + 0.1);
+    pp_profile **res;
+    cr_assert_eq(pp_runner_finish(r, 0.1, &res), 1);
+    assert_abandoned(res[0], 300);
+    cr_assert_eq(pp_runner_abandoned(), 1);
+    pp_runner_free(r);
+    free(l.procs);
+    atomic_store(&released, true); /* now it returns */
+    double until = now_s() + 20;
+    while (pp_runner_abandoned() && now_s() < until) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_eq(pp_runner_abandoned(), 0, "not counted once returned");
 }
