@@ -215,7 +215,8 @@ test: deps
 run: deps
 	@$(MAKE) --no-print-directory all
 	@mkdir -p out
-	./$(BUILD)/polyprof -d 10 -o out
+	@# as installed: with the async-profiler jar `make deps` fetched (Java's auto mode takes it)
+	$(if $(wildcard $(PP_TOOLS)/async-profiler-$(ASPROF_VERSION)/java/async-profiler.jar),POLYPROF_RESOURCES=$(PP_TOOLS)/async-profiler-$(ASPROF_VERSION) )./$(BUILD)/polyprof -d 10 -o out
 	@echo "profile written: $$(readlink -f out/last_profile.col)"
 
 # ---- benchmarks (programs linked with the library) ----
