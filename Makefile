@@ -216,7 +216,10 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	@mkdir -p out
 	@# as installed: with the async-profiler jar `make deps` fetched (Java's auto mode takes it)
-	$(if $(wildcard $(PP_TOOLS)/async-profiler-$(ASPROF_VERSION)/java/async-profiler.jar),POLYPROF_RESOURCES=$(PP_TOOLS)/async-profiler-$(ASPROF_VERSION) )./$(BUILD)/polyprof -d 10 -o out
+	@ap="$(PP_TOOLS)/async-profiler-$(ASPROF_VERSION)"; \
+	if [ -z "$$POLYPROF_RESOURCES" ] && [ -f "$$ap/java/async-profiler.jar" ]; then export POLYPROF_RESOURCES="$$ap"; fi; \
+	echo "$${POLYPROF_RESOURCES:+POLYPROF_RESOURCES=$$POLYPROF_RESOURCES }./$(BUILD)/polyprof -d 10 -o out"; \
+	./$(BUILD)/polyprof -d 10 -o out
 	@echo "profile written: $$(readlink -f out/last_profile.col)"
 
 # ---- benchmarks (programs linked with the library) ----
