@@ -112,12 +112,15 @@ int pp_status_nspid(const char *status, int *levels)
 
 int pp_read_nspid(int pid, int tid, int *levels)
 {
-    char path[64], status[4096];
+    char path[64], status[8192];
     if (tid > 0)
         snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
     else
         snprintf(path, sizeof(path), "/proc/%d/status", pid);
-    if (pp_read_small_file(path, status, sizeof(status)) > 0)
+    ssize_t n = pp_read_small_file(path, status, sizeof(status));
+    const char *f = n > 0 ? pp_status_field(status, "NSpid") : NULL;
+    /* a file longer than the buffer (a long Groups: line) may cut the line: it must end here */
+    if (f && ((size_t)n < sizeof(status) - 1 || strchr(f, '\n')))
         return pp_status_nspid(status, levels);
     if (levels)
         *levels = 0;

@@ -31,7 +31,7 @@ const char *pp_status_field(const char *status, const char *key);
  * one of its ids is not in 1..INT_MAX. */
 int pp_status_nspid(const char *status, int *levels);
 /* pp_status_nspid of /proc/<pid>/status, or of /proc/<pid>/task/<tid>/status when tid > 0 (its
- * first 4 KiB); -1 (*levels 0) when it cannot be read. */
+ * first 8 KiB, the line whole); -1 (*levels 0) when it cannot be read or is cut there. */
 int pp_read_nspid(int pid, int tid, int *levels);
 
 /* True when no process pid exists (kill(pid, 0) fails with ESRCH): one syscall, no /proc read;

@@ -15,6 +15,7 @@
 #include "orchestrator/precond.h"
 #include "orchestrator/session.h"
 #include "orchestrator/upload.h"
+#include "runtimes/runner.h"
 #include "runtimes/runtime.h"
 
 extern char **environ;
@@ -130,6 +131,7 @@ int main(int argc, char **argv)
     pp_remove_pid_file(&cfg);
 out:
     pp_log_close();
-    pp_config_free(&cfg);
+    if (!pp_runner_abandoned()) /* a stuck runtime profiler may still read its options */
+        pp_config_free(&cfg);
     return exit_code;
 }

@@ -427,17 +427,19 @@ static void run_teardown(run_state *rs)
         if (pp_runtime_get((pp_proc_kind)k)->at_exit)
             pp_runtime_get((pp_proc_kind)k)->at_exit(&rs->ctx[k]);
     json_decref(rs->static_md);
-    free(rs->pids);
     if (rs->tmpdir[0])
         pp_rmtree(rs->tmpdir);
-    /* An abandoned runtime profiler (stuck in a target) may still use the sampler and the
-     * symbolizer: they are left to the process's exit, which follows. */
+    /* An abandoned runtime profiler (stuck in a target) may still use the sampler (which reads
+     * the --pids array), the symbolizer and its runtime's context (rs is static, main keeps the
+     * configuration): they are left to the process's exit (main). */
     size_t stuck = pp_runner_abandoned();
     if (stuck)
         pp_debug("%zu runtime profiler(s) still stuck at exit: the sampler is left to the exit",
                  stuck);
-    else
+    else {
         pp_sampler_stop(rs->sampler);
+        free(rs->pids);
+    }
     pp_adopter_free(rs->adopt);
     pp_uploader_stop(rs->up);
     pp_identity_free(rs->ident);
@@ -779,7 +781,7 @@ static int run_session(run_state *rs, bool *stop)
 
 int pp_run_sessions(const pp_config *cfg)
 {
-    run_state rs;
+    static run_state rs; /* an abandoned runtime profiler may read rs.ctx after the return */
     if (run_init(&rs, cfg) < 0) {
         run_teardown(&rs);
         return 1;

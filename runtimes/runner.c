@@ -61,13 +61,15 @@ static void *job_main(void *arg)
     j->rc = session ? j->drv->collect(session, j->out) : -1;
     pthread_mutex_lock(j->lock);
     bool abandoned = j->abandoned;
-    if (abandoned)
-        abandoned_running--;
     j->done = true;
     pthread_cond_broadcast(j->cond);
     pthread_mutex_unlock(j->lock);
-    if (abandoned)
-        job_free(j); /* nobody waits for it any more */
+    if (abandoned) {
+        job_free(j); /* nobody waits for it any more; its driver's free may use the sampler */
+        pthread_mutex_lock(&runner_lock);
+        abandoned_running--; /* only now is nothing of it running */
+        pthread_mutex_unlock(&runner_lock);
+    }
     return NULL;
 }
 

@@ -502,7 +502,10 @@ static void *pw_prepare(const pp_runtime_ctx *ctx, int pid, void *info, size_t l
             comm[cl - 1] = '\0';
         if (cl <= 0 || !pp_php_filter_match(filter, comm)) {
             *status = cl <= 0 ? PP_INWALK_GONE : PP_INWALK_UNSUPPORTED;
-            snprintf(err, errlen, "not matched by --php-proc-filter");
+            if (cl <= 0)
+                snprintf(err, errlen, "process exited (pid %d)", pid);
+            else
+                snprintf(err, errlen, "not matched by --php-proc-filter");
             return NULL;
         }
     }

@@ -305,12 +305,12 @@ static int read_nspid(int pid)
     FILE *f = fopen(path, "re");
     if (!f)
         return pid;
-    char line[256];
+    char line[512]; /* NSpid: at most 32 levels of 10 digits */
     int ns = pid;
     while (fgets(line, sizeof(line), f)) { /* by line: a long Groups line does not hide it */
         if (strncmp(line, "NSpid:", 6) != 0)
             continue;
-        int v = pp_status_nspid(line, NULL);
+        int v = strchr(line, '\n') ? pp_status_nspid(line, NULL) : -1; /* whole, not cut */
         if (v > 0)
             ns = v;
         break;

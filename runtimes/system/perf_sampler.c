@@ -692,7 +692,10 @@ int pp_perf_sampler_track_threads(pp_perf_sampler *s, int pid, bool on)
     pthread_mutex_lock(&s->lock);
     pid_ent *e = proc_find(s, pid);
     if (on && e && (e->uses & USE_TRACK)) {
-        e->refs++;
+        if (e->refs < (1u << 30) - 1)
+            e->refs++;
+        else
+            rc = -1; /* (never: one per caller) */
     } else if (on) {
         if (pp_htab_reserve(&s->procs, TID_PIDS_MAX + s->ntracked + 1) == 0 &&
             (e = proc_add(s, pid))) {

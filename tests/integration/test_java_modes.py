@@ -46,9 +46,9 @@ def after(frames, name):
     return frames[i + 1:]
 
 
-def split(lines, a, b, c, what, band=None):
+def split(lines, a, b, c, what, bounds=None):
     """The share of `a` among the samples naming a or b, checked to be 75 % (assert_share; with
-    band, within that many points instead); n is the runtime's own samples (scaled counts are
+    bounds (lo, hi), within them instead); n is the runtime's own samples (scaled counts are
     not more observations than the runtime took)."""
     _, na = containing(lines, a)
     _, nb = containing(lines, b)
@@ -56,10 +56,10 @@ def split(lines, a, b, c, what, band=None):
     rt, total = c["runtime_samples"], c["sampler_samples"]
     print(f"\n{what}: {a} {pct:.1f}% of {na + nb} scaled samples; coverage {rt} runtime samples "
           f"of {total} sampler samples ({100.0 * rt / max(total, 1):.0f}%)")
-    if band is None:
+    if bounds is None:
         assert_share(pct, min(rt, na + nb), 75, what)
     else:
-        assert abs(pct - 75) <= band, f"{what}: {pct:.1f}% (75 +- {band} expected)"
+        assert bounds[0] <= pct <= bounds[1], f"{what}: {pct:.1f}% ({bounds} expected)"
 
 
 @pytest.mark.parametrize("version", ["17", "25"])
@@ -76,13 +76,13 @@ def test_nanotime_split_ap(version, classes, launchers, start_app, outdir):
     split(lines, "NanoHot.hotA", "NanoHot.hotB", c, f"JDK {version} ap NanoHot")
 
 
-# JFR's share of hotA, through polyprof (5 s at -f 499, 2 shared cores): 78-84 % on JDK 17
-# (ExecutionSample + NativeMethodSample) and 79-82 % on JDK 25 (CPUTimeSample: 99 % of its events
-# are `biased`, walked at the next safepoint poll, not where the CPU time went), in every run:
-# JFR's samplers undercount hotB's short JNI calls (86 % on JDK 17 with a busy loop sharing the
-# JVM's CPU). async-profiler: 75 +- 1, loaded or not. docs/java.md,
-# "Accuracy and cost per mode".
-JFR_JNI_BAND = 12
+# JFR's share of hotA through polyprof (5 s at -f 499, 2 shared cores), true 75 %: 77.9-84.2 %
+# on JDK 17 (ExecutionSample + NativeMethodSample; 85.8 % with a busy loop sharing the JVM's CPU)
+# and 75.6-81.7 % on JDK 25 (CPUTimeSample: 99 % of its events are `biased`, walked at the next
+# safepoint poll, not where the CPU time went); the same at -f 99. JFR's samplers undercount
+# hotB's short JNI calls, towards hotA: the bounds lean that way. async-profiler: 75 +- 3.1,
+# loaded or not. docs/java.md, "Accuracy and cost per mode".
+JFR_JNI_BOUNDS = (70, 90)
 
 
 @pytest.mark.parametrize("version,mode", [("17", "ap"), ("25", "ap"), ("17", "jfr"),
@@ -92,7 +92,7 @@ def test_jni_split(version, mode, classes, launchers, start_app, outdir):
     /dev/null (RandomAccessFile.writeBytes, JNI; writeBytes0 on JDK 25), 3:1. Most samples of
     each method show its Java caller above the JNI method; async-profiler also shows the C code
     below it (the JNI function, zlib's deflate, the kernel's write). The split: 75 % with
-    async-profiler; within JFR_JNI_BAND points with JFR (which undercounts short JNI calls)."""
+    async-profiler; within JFR_JNI_BOUNDS with JFR (which undercounts short JNI calls)."""
     jdk(version)
     comm = f"pp_java{version}"
     app = start_app(launchers / comm, "-cp", classes, "JniHot")
@@ -119,7 +119,7 @@ def test_jni_split(version, mode, classes, launchers, start_app, outdir):
             assert nc >= nbelow / 2, (f"{caller}: {nc} of {nbelow} in {native[0]}", below[:3])
             assert any(native[1] in x for f, _ in below for x in after(f, jni)[1:]), below[:3]
     split(lines, "JniHot.hotA", "JniHot.hotB", c, f"JDK {version} {mode} JniHot",
-          band=JFR_JNI_BAND if mode == "jfr" else None)
+          bounds=JFR_JNI_BOUNDS if mode == "jfr" else None)
 
 
 @pytest.mark.parametrize("version", ["17", "25"])

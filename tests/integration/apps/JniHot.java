@@ -42,6 +42,10 @@ public class JniHot {
         for (int i = 0; i < input.length; i++)
             input[i] = (byte) (r.nextInt(16) + 'a'); // compressible, not trivially
         devnull = new RandomAccessFile("/dev/null", "rw");
+        if (!threads.isCurrentThreadCpuTimeSupported() || !threads.isThreadCpuTimeEnabled()) {
+            System.err.println("thread CPU time is not measured by this JVM");
+            System.exit(2);
+        }
         System.out.println("ready " + ProcessHandle.current().pid());
         System.out.flush();
         while (true) {

@@ -29,6 +29,10 @@ public class NanoHot {
     }
 
     public static void main(String[] args) {
+        if (!threads.isCurrentThreadCpuTimeSupported() || !threads.isThreadCpuTimeEnabled()) {
+            System.err.println("thread CPU time is not measured by this JVM");
+            System.exit(2);
+        }
         System.out.println("ready " + ProcessHandle.current().pid());
         System.out.flush();
         while (true) {
