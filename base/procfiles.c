@@ -132,6 +132,41 @@ bool pp_pid_gone(int pid)
     return kill(pid, 0) != 0 && errno == ESRCH;
 }
 
+/* Fields `field` and `field + 1` (field >= 3) of /proc/<pid>/stat as numbers; false when the
+ * process is gone. */
+static bool stat_fields(int pid, int field, unsigned long long v[2])
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    if (pp_read_small_file(path, buf, sizeof(buf)) <= 0)
+        return false;
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return false;
+    /* fields 3.. follow ") " */
+    p++;
+    for (int f = 2; f < field - 1 && p; f++)
+        p = strchr(p + 1, ' ');
+    if (!p)
+        return false;
+    char *end;
+    v[0] = strtoull(p + 1, &end, 10);
+    v[1] = *end == ' ' ? strtoull(end + 1, NULL, 10) : 0;
+    return true;
+}
+
+unsigned long long pp_proc_start_ticks(int pid)
+{
+    unsigned long long v[2];
+    return stat_fields(pid, 22, v) ? v[0] : 0;
+}
+
+unsigned long long pp_proc_cpu_ticks(int pid)
+{
+    unsigned long long v[2];
+    return stat_fields(pid, 14, v) ? v[0] + v[1] : 0;
+}
+
 bool pp_proc_alive(int pid)
 {
     char path[64], buf[512];

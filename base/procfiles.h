@@ -40,6 +40,11 @@ bool pp_pid_gone(int pid);
 
 /* True when pid exists and is not a zombie (state of /proc/<pid>/stat). */
 bool pp_proc_alive(int pid);
+/* Field 22 of /proc/<pid>/stat (start time in clock ticks), 0 when the process is gone. */
+unsigned long long pp_proc_start_ticks(int pid);
+/* Fields 14 and 15 of /proc/<pid>/stat (user + system time of the whole process, clock ticks),
+ * 0 when the process is gone. */
+unsigned long long pp_proc_cpu_ticks(int pid);
 
 /* Path (as in /proc/<pid>/maps) of the first mapping whose path contains needle. */
 int pp_find_mapping(int pid, const char *needle, char *out, size_t len);

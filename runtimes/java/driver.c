@@ -459,7 +459,7 @@ static int java_collect(void *session, pp_profile *out)
         finish_all(s);
     for (size_t i = 0; i < s->n; i++) {
         jvm *j = &s->jvms[i];
-        if (!j->err[0] && pp_java_start_ticks(j->proc.pid) != j->proc.start_ticks)
+        if (!j->err[0] && pp_proc_start_ticks(j->proc.pid) != j->proc.start_ticks)
             jvm_gone(j);
         if (j->err[0]) {
             frame_stack(out, j);
@@ -475,7 +475,7 @@ static int java_collect(void *session, pp_profile *out)
         int rc = s->ap_mode ? pp_asprof_collect(j->ap, out, pp, err, sizeof(err))
                             : jfr_result(out, pp, j, err, sizeof(err));
         if (rc < 0) {
-            if (pp_java_start_ticks(j->proc.pid) != j->proc.start_ticks)
+            if (pp_proc_start_ticks(j->proc.pid) != j->proc.start_ticks)
                 jvm_gone(j);
             else
                 set_error(j, "error", err);

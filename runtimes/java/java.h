@@ -47,12 +47,6 @@ int pp_java_perfmaps_cleanup_stale(void);
 bool pp_java_safemode_reason(char *reason, size_t len);
 void pp_java_safemode_trigger(const char *reason);
 
-/* Field 22 of /proc/<pid>/stat (start time in clock ticks), 0 when the process is gone. */
-unsigned long long pp_java_start_ticks(int pid);
-/* Fields 14 and 15 of /proc/<pid>/stat (user + system time of the whole process, clock ticks),
- * 0 when the process is gone. */
-unsigned long long pp_java_cpu_ticks(int pid);
-
 /* Whether polyprof may attach to JVM pid: false with a reason for JVMs it does not support
  * (OpenJ9/J9, whose SIGQUIT writes a javacore; HotSpot major <= 6 per its release file). */
 bool pp_java_supported(int pid, char *why, size_t len);

@@ -56,7 +56,7 @@ static void self_init(void)
 {
     struct stat sb;
     self_ns = stat("/proc/self/ns/pid", &sb) == 0 ? (unsigned long long)sb.st_ino : 0;
-    self_ticks = pp_java_start_ticks((int)getpid());
+    self_ticks = pp_proc_start_ticks((int)getpid());
 }
 
 bool pp_jfr_polyprof_name(const char *name, unsigned long long *ns, long *pid,
@@ -147,7 +147,7 @@ bool pp_jfr_orphan_name(const char *name)
         return false;
     if (pid == (long)getpid())
         return ticks != self_ticks;
-    return !polyprof_alive(pid) || pp_java_start_ticks((int)pid) != ticks;
+    return !polyprof_alive(pid) || pp_proc_start_ticks((int)pid) != ticks;
 }
 
 /* -XX:ErrorFile=<path> from the command line, %p expanded to the namespace pid. */
@@ -208,7 +208,7 @@ int pp_jfr_rec_init(pp_jfr_rec *r, int pid, char *err, size_t errlen)
     r->nspid = st.nspid;
     r->uid = st.euid;
     r->gid = st.egid;
-    r->start_ticks = pp_java_start_ticks(pid);
+    r->start_ticks = pp_proc_start_ticks(pid);
     /* the JVM's /tmp resolved inside its root: a symlinked /tmp stays in the container */
     r->tmp_fd = pp_open_in_proc_root(pid, "/tmp", O_PATH | O_DIRECTORY);
     int tmp_errno = errno;
@@ -522,7 +522,7 @@ int pp_jfr_rec_finish(pp_jfr_rec *r, pp_profile *prof, pp_pid_profile *pp, doubl
 
 void pp_jfr_rec_discard(pp_jfr_rec *r, double timeout_s)
 {
-    if ((r->running || r->maybe_running) && pp_java_start_ticks(r->pid) == r->start_ticks) {
+    if ((r->running || r->maybe_running) && pp_proc_start_ticks(r->pid) == r->start_ticks) {
         char cmd[128], err[256];
         snprintf(cmd, sizeof(cmd), "JFR.stop name=%s", r->name);
         if (jcmd(r, cmd, timeout_s, err, sizeof(err)) < 0)

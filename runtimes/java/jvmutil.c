@@ -47,41 +47,6 @@ void pp_java_safemode_reset(void)
     pthread_mutex_unlock(&safemode_lock);
 }
 
-/* Fields `field` and `field + 1` (field >= 3) of /proc/<pid>/stat as numbers; false when the
- * process is gone. */
-static bool stat_fields(int pid, int field, unsigned long long v[2])
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    if (pp_read_small_file(path, buf, sizeof(buf)) <= 0)
-        return false;
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return false;
-    /* fields 3.. follow ") " */
-    p++;
-    for (int f = 2; f < field - 1 && p; f++)
-        p = strchr(p + 1, ' ');
-    if (!p)
-        return false;
-    char *end;
-    v[0] = strtoull(p + 1, &end, 10);
-    v[1] = *end == ' ' ? strtoull(end + 1, NULL, 10) : 0;
-    return true;
-}
-
-unsigned long long pp_java_start_ticks(int pid)
-{
-    unsigned long long v[2];
-    return stat_fields(pid, 22, v) ? v[0] : 0;
-}
-
-unsigned long long pp_java_cpu_ticks(int pid)
-{
-    unsigned long long v[2];
-    return stat_fields(pid, 14, v) ? v[0] + v[1] : 0;
-}
-
 /* Value of KEY="..." in a JDK release file. */
 static int release_value(const char *text, const char *key, char *out, size_t len)
 {

@@ -47,7 +47,7 @@ typedef struct pm_entry {
     double retry_at;            /* monotonic; no request before (it did not answer) */
     bool unsupported;           /* pp_java_supported said no: never asked */
     bool answered;              /* a request succeeded; cpu is the JVM's CPU time after it */
-    unsigned long long cpu;     /* pp_java_cpu_ticks after the last answered request */
+    unsigned long long cpu;     /* pp_proc_cpu_ticks after the last answered request */
 } pm_entry;
 
 /* Requests run on this many threads. */
@@ -168,7 +168,7 @@ int pp_java_perfmaps_cleanup_stale(void)
         pm_record r;
         if (sscanf(de->d_name, "%d-%llu", &pid, &start) != 2 || pid <= 0)
             continue;
-        if (pp_java_start_ticks(pid) == start)
+        if (pp_proc_start_ticks(pid) == start)
             continue; /* the JVM runs: its map is ours, tracked and removed as usual */
         /* The JVM is gone. Its map can only be reached when its /tmp was polyprof's own (the
          * host's, the usual case): removed if it is still the very file polyprof recorded. */
@@ -297,7 +297,7 @@ static void request(void *arg, bool run)
     int rc =
         pp_jattach_jcmd(j->pid, "Compiler.perfmap", PP_JAVA_QUICK_TIMEOUT, &out, err, sizeof(err));
     bool silent = rc < 0 && (errno == ETIMEDOUT || errno == EAGAIN);
-    unsigned long long cpu = rc == 0 ? pp_java_cpu_ticks(j->pid) : 0; /* the writing counted */
+    unsigned long long cpu = rc == 0 ? pp_proc_cpu_ticks(j->pid) : 0; /* the writing counted */
     if (rc != 0)
         pp_debug("java: Compiler.perfmap in pid %d failed: %s%s", j->pid,
                  rc < 0 ? err : (out ? out : ""),
@@ -354,7 +354,7 @@ void pp_java_perfmaps_refresh(const pp_proc *procs, size_t n)
         e->seen = true;
         if (e->unsupported || e->busy || now < e->retry_at)
             continue;
-        if (e->answered && pp_java_cpu_ticks(p->pid) == e->cpu)
+        if (e->answered && pp_proc_cpu_ticks(p->pid) == e->cpu)
             continue; /* idle since its last map: nothing new to name */
         if (!submit(e))
             pp_debug("java: cannot queue Compiler.perfmap for pid %d (out of memory)", p->pid);
@@ -362,7 +362,7 @@ void pp_java_perfmaps_refresh(const pp_proc *procs, size_t n)
     /* JVMs that are gone: their maps go with them. */
     size_t k = 0;
     for (size_t i = 0; i < npm; i++) {
-        if (!pm[i].seen && pp_java_start_ticks(pm[i].pid) != pm[i].start) {
+        if (!pm[i].seen && pp_proc_start_ticks(pm[i].pid) != pm[i].start) {
             remove_map(&pm[i]);
             continue;
         }

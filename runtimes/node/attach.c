@@ -178,23 +178,6 @@ static bool same_ns(int pid, const char *ns)
            sa.st_dev == sb.st_dev;
 }
 
-static unsigned long long start_ticks(int pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    if (pp_read_small_file(path, buf, sizeof(buf)) <= 0)
-        return 0;
-    const char *p = strrchr(buf, ')');
-    unsigned long long v = 0;
-    /* field 22; after ") " come fields 3.. */
-    for (int f = 3; p && f <= 22; f++) {
-        p = strchr(p + 1, ' ');
-        if (p && f == 22)
-            v = strtoull(p + 1, NULL, 10);
-    }
-    return v;
-}
-
 static int node_version_literal(const char *s)
 {
     unsigned a, b, c;
@@ -266,7 +249,7 @@ static int open_inspector(int pid, unsigned long long start, const pp_node_flags
     snprintf(path, sizeof(path), "/proc/%d/status", pid);
     /* the check and the signal as close together as possible, for the same process */
     if (pp_read_small_file(path, status, sizeof(status)) <= 0 ||
-        pp_node_sig_caught(status, SIGUSR1) != 1 || start_ticks(pid) != start) {
+        pp_node_sig_caught(status, SIGUSR1) != 1 || pp_proc_start_ticks(pid) != start) {
         snprintf(err, errlen, "the process exited");
         return -1;
     }
@@ -483,7 +466,7 @@ static void attach_one(const pp_runtime_ctx *ctx, tracked *t)
 /* Stops the addon in a process polyprof attached and removes the map. */
 static void detach_one(tracked *t)
 {
-    bool gone = pp_pid_gone(t->pid) || start_ticks(t->pid) != t->start;
+    bool gone = pp_pid_gone(t->pid) || pp_proc_start_ticks(t->pid) != t->start;
     if (!gone) {
         pp_node_flags f;
         char js[1024], pidns[64], err[512], *answer = NULL;
@@ -516,7 +499,7 @@ void pp_node_session_begin(const pp_runtime_ctx *ctx, const pp_proc *procs, size
     /* attached processes that are gone: their maps go now */
     for (size_t i = 0; i < ntab; i++)
         if (tab[i].state == T_ATTACHED &&
-            (pp_pid_gone(tab[i].pid) || start_ticks(tab[i].pid) != tab[i].start))
+            (pp_pid_gone(tab[i].pid) || pp_proc_start_ticks(tab[i].pid) != tab[i].start))
             detach_one(&tab[i]);
     double budget = pp_mono_now() + (ctx->duration > 4 ? ctx->duration / 2.0 : 2.0);
     for (size_t i = 0; i < n; i++) {

@@ -671,12 +671,12 @@ Test(java, recording_names)
     cr_assert(pp_jfr_rec_init(&r, getpid(), err, sizeof(err)) == 0, "%s", err);
     cr_assert(!pp_jfr_orphan_name(r.name), "%s", r.name);
     snprintf(name, sizeof(name), "polyprof_%llu_%d_%llu_1", (unsigned long long)sb.st_ino,
-             (int)getpid(), pp_java_start_ticks(getpid()) + 1);
+             (int)getpid(), pp_proc_start_ticks(getpid()) + 1);
     cr_assert(pp_jfr_orphan_name(name), "our pid, another start time");
     snprintf(name, sizeof(name), "polyprof_%llu_%ld_1_1", (unsigned long long)sb.st_ino, dead);
     cr_assert(pp_jfr_orphan_name(name));
     snprintf(name, sizeof(name), "polyprof_%llu_%d_%llu_1", (unsigned long long)sb.st_ino, 1,
-             pp_java_start_ticks(1));
+             pp_proc_start_ticks(1));
     cr_assert(pp_jfr_orphan_name(name), "pid 1 is no polyprof");
     snprintf(name, sizeof(name), "polyprof_%llu_%ld_1_1", (unsigned long long)sb.st_ino + 1, dead);
     cr_assert(!pp_jfr_orphan_name(name), "another pid namespace");
@@ -938,7 +938,7 @@ Test(java, safemode_option)
 Test(java, stat_times_of_a_process)
 {
     /* start time as ps shows it, CPU time grows with work, 0 for a process that is gone */
-    unsigned long long start = pp_java_start_ticks(getpid()), cpu = pp_java_cpu_ticks(getpid());
+    unsigned long long start = pp_proc_start_ticks(getpid()), cpu = pp_proc_cpu_ticks(getpid());
     cr_assert(start > 0);
     struct timespec t0, t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
@@ -948,8 +948,8 @@ Test(java, stat_times_of_a_process)
             spin += (unsigned long)i;
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 100000000L);
-    cr_assert_gt(pp_java_cpu_ticks(getpid()), cpu, "100 ms of CPU is 10 clock ticks");
-    cr_assert_eq(pp_java_start_ticks(getpid()), start);
-    cr_assert_eq(pp_java_cpu_ticks(1 << 23), 0);
-    cr_assert_eq(pp_java_start_ticks(1 << 23), 0);
+    cr_assert_gt(pp_proc_cpu_ticks(getpid()), cpu, "100 ms of CPU is 10 clock ticks");
+    cr_assert_eq(pp_proc_start_ticks(getpid()), start);
+    cr_assert_eq(pp_proc_cpu_ticks(1 << 23), 0);
+    cr_assert_eq(pp_proc_start_ticks(1 << 23), 0);
 }
