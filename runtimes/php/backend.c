@@ -20,16 +20,9 @@
 #include "runtimes/runtime.h"
 #include "runtimes/system/sampler.h"
 
-typedef struct skipped {
-    int pid;
-    char comm[17];
-    bool error;
-    char reason[256];
-} skipped;
-
 typedef struct phpsession {
     void *spy; /* phpspy, in auto mode without the BPF sampler */
-    skipped *skips;
+    pp_skip *skips;
     size_t nskips, skipcap;
     /* the children watcher: PHP processes forked during the session (php-fpm's new workers)
      * are registered within WATCH_MS of their fork */
@@ -90,19 +83,8 @@ static void attach_one(phpsession *s, const pp_proc *p)
         add_parent(s, p->pid);
         return;
     }
-    if (st == PP_INWALK_GONE || s->nskips == s->skipcap)
-        return;
-    skipped *k = &s->skips[s->nskips++];
-    k->pid = p->pid;
-    snprintf(k->comm, sizeof(k->comm), "%s", p->comm);
-    k->error = st != PP_INWALK_UNSUPPORTED;
-    snprintf(k->reason, sizeof(k->reason), "%s", err);
-    if (k->error)
-        pp_warn_proc(k->pid, p->start_ticks, "php pid %d (%s) cannot be profiled: %s", k->pid,
-                     k->comm, err);
-    else
-        pp_info_proc(k->pid, p->start_ticks, "php pid %d (%s) not profiled: %s", k->pid, k->comm,
-                     err);
+    if (st != PP_INWALK_GONE && s->nskips < s->skipcap)
+        pp_skip_note(&s->skips[s->nskips++], p, "php", st != PP_INWALK_UNSUPPORTED, err);
 }
 
 /* comm and start time of pid from /proc/<pid>/stat; 0, or -1 (gone). */
@@ -215,7 +197,7 @@ static void *builtin_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size
     s->deadline = deadline;
     s->filter = pp_runtime_opt(ctx, "php-proc-filter");
     s->skipcap = n + 64;
-    skipped *more = realloc(s->skips, s->skipcap * sizeof(*more));
+    pp_skip *more = realloc(s->skips, s->skipcap * sizeof(*more));
     if (more)
         s->skips = more;
     else
@@ -256,10 +238,8 @@ static int builtin_collect(void *session, pp_profile *out)
     watcher_stop(s);
     if (s->spy && pp_php_phpspy_backend.collect(s->spy, out) < 0)
         rc = -1;
-    for (size_t i = 0; i < s->nskips; i++)
-        if (pp_error_stack(out, s->skips[i].pid, s->skips[i].comm, "php",
-                           s->skips[i].error ? "error" : "skipped", s->skips[i].reason) < 0)
-            rc = -1;
+    if (pp_skips_emit(out, s->skips, s->nskips, "php") < 0)
+        rc = -1;
     int pids[64];
     char why[64][96];
     size_t nf = pp_php_take_failed(pids, why, 64);
