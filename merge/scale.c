@@ -150,6 +150,12 @@ static int by_tid(const void *a, const void *b)
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
+static int by_tid_only(const void *key, const void *e)
+{
+    uint32_t t = *(const uint32_t *)key, u = ((const tid_stack *)e)->tid;
+    return t < u ? -1 : t > u;
+}
+
 /* The runtime stacks of src whose thread the sampler also counted, ordered by thread; *n out. */
 static tid_stack *matched_stacks(const pp_pid_profile *src, const pp_u64map *sampled, size_t *n)
 {
@@ -174,7 +180,7 @@ static tid_stack *matched_stacks(const pp_pid_profile *src, const pp_u64map *sam
 static int merge_threads(pp_profile *sys, pp_pid_profile *dst, const pp_profile *rt,
                          const pp_pid_profile *src)
 {
-    pp_u64map sampled = {0}, wanted = {0};
+    pp_u64map sampled = {0};
     pp_profile *tmp = pp_profile_new();
     size_t nm = 0;
     tid_stack *m = NULL;
@@ -184,12 +190,7 @@ static int merge_threads(pp_profile *sys, pp_pid_profile *dst, const pp_profile 
     rc = 0;
     if (nm == 0)
         goto out;
-    for (size_t k = 0; k < nm; k++)
-        if (pp_u64map_put(&wanted, m[k].tid, 1) < 0) {
-            rc = -1;
-            goto out;
-        }
-    /* the sampler's stacks of threads the runtime does not cover, kept as they are */
+    /* the sampler's stacks of threads the runtime does not cover (not in m), kept as they are */
     pp_pid_profile *keep = pp_profile_get(tmp, dst->pid, true);
     rc = keep ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < pp_pid_nstacks(dst); i++) {
@@ -197,7 +198,7 @@ static int merge_threads(pp_profile *sys, pp_pid_profile *dst, const pp_profile 
         uint64_t c;
         const uint32_t *f = pp_pid_stack(dst, i, &n, &c);
         uint32_t tid = pp_pid_stack_tid(dst, i);
-        if (c && (!tid || !pp_u64map_get(&wanted, tid)))
+        if (c && (!tid || !bsearch(&tid, m, nm, sizeof(*m), by_tid_only)))
             rc = pp_pid_add_tid(keep, tid, f, n, c); /* same string ids: sys's */
     }
     if (rc < 0)
@@ -232,7 +233,6 @@ static int merge_threads(pp_profile *sys, pp_pid_profile *dst, const pp_profile 
 out:
     free(m);
     pp_u64map_free(&sampled);
-    pp_u64map_free(&wanted);
     pp_profile_free(tmp);
     return rc;
 }
