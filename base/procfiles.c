@@ -177,6 +177,13 @@ bool pp_proc_alive(int pid)
     return p && p[1] == ' ' && p[2] && p[2] != 'Z' && p[2] != 'X';
 }
 
+bool pp_proc_has_memory(int pid)
+{
+    char path[64], first[2]; /* one byte is enough to tell */
+    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+    return pp_read_small_file(path, first, sizeof(first)) > 0;
+}
+
 int pp_find_mapping(int pid, const char *needle, char *out, size_t len)
 {
     char path[64];

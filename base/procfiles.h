@@ -40,6 +40,10 @@ bool pp_pid_gone(int pid);
 
 /* True when pid exists and is not a zombie (state of /proc/<pid>/stat). */
 bool pp_proc_alive(int pid);
+/* True when pid has an address space: /proc/<pid>/maps lists a mapping. False for a process
+ * that is gone, a zombie, a kernel thread, and a process inside exit(2) that has released its
+ * memory but is not a zombie yet (its state still R or D: pp_proc_alive says true). */
+bool pp_proc_has_memory(int pid);
 /* Field 22 of /proc/<pid>/stat (start time in clock ticks), 0 when the process is gone. */
 unsigned long long pp_proc_start_ticks(int pid);
 /* Fields 14 and 15 of /proc/<pid>/stat (user + system time of the whole process, clock ticks),

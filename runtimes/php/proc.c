@@ -191,7 +191,9 @@ pp_php_st pp_php_find(int pid, pp_php_target *t, char *err, size_t errlen)
         }
         return PP_PHP_FOUND;
     }
-    if (!pp_proc_alive(pid)) { /* exited while its files were read (a replaced worker) */
+    /* exited while its files were read (a replaced worker): gone, or inside exit(2) with its
+     * memory released (not a zombie yet, so "alive") */
+    if (!pp_proc_alive(pid) || !pp_proc_has_memory(pid)) {
         snprintf(err, errlen, "process exited (pid %d)", pid);
         return PP_PHP_GONE;
     }

@@ -1,10 +1,13 @@
 /* Unit tests for base/procfiles.c: the NSpid parser (pp_status_nspid) on texts, and its reader
- * (pp_read_nspid) on this process, one of its threads, and a process in its own pid namespace. */
+ * (pp_read_nspid) on this process, one of its threads, and a process in its own pid namespace;
+ * pp_proc_has_memory on a live process and a zombie. */
 #include "tests/unit/testutil.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "base/procfiles.h"
 
@@ -153,4 +156,23 @@ Test(procfiles, nspid_of_a_process_in_its_own_pid_namespace)
     cr_assert_geq(levels, 2);
     cr_assert_eq(tgot, 1, "its main thread's status says the same");
     cr_assert_eq(tlevels, levels);
+}
+
+/* A process has memory while it lives; a zombie (exited, not reaped) has none though it exists,
+ * and a pid that does not exist has none. */
+Test(procfiles, memory_of_a_live_process_and_a_zombie)
+{
+    cr_assert(pp_proc_has_memory(getpid()));
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0)
+        _exit(0);
+    siginfo_t si;
+    cr_assert_eq(waitid(P_PID, child, &si, WEXITED | WNOWAIT), 0); /* a zombie, not reaped */
+    cr_assert(!pp_pid_gone(child));
+    cr_assert(!pp_proc_has_memory(child));
+    cr_assert(!pp_proc_alive(child));
+    cr_assert_eq(waitpid(child, NULL, 0), child);
+    cr_assert(!pp_proc_has_memory(child));
+    cr_assert(!pp_proc_has_memory(1 << 23)); /* above pid_max */
 }
