@@ -241,6 +241,10 @@ static pid_t spawn_sleep(void)
             break;
         usleep(1000);
     }
+    /* an attach socket named after this new pid is another process's, left behind (a stand-in
+     * JVM of an earlier run whose pid this child now has): the tests here mean "no JVM" */
+    snprintf(link, sizeof(link), "/tmp/.java_pid%d", (int)child);
+    unlink(link);
     return child;
 }
 
