@@ -94,6 +94,13 @@ static bool is_loop(pp_profile *out, uint32_t id, const char *const *loop)
     return false;
 }
 
+/* Whether frame id is the symbolizer's text for an address in no mapping. */
+static bool is_unmapped(pp_profile *out, uint32_t id)
+{
+    const char *f = id == UINT32_MAX ? NULL : pp_profile_str(out, id);
+    return f && strcmp(f, "[unknown]") == 0;
+}
+
 int pp_emit_sample(pp_emitter *e, pp_profile *out, int pid, const char *comm, const uint64_t *user,
                    size_t nuser, const uint64_t *kernel, size_t nkernel, uint64_t count)
 {
@@ -144,7 +151,17 @@ int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, uint32_t tid, const c
         outer = i;
     }
     size_t below = outer < nuser ? outer + 1 : nuser; /* native[below..] are under the loop */
-    for (size_t i = nuser; nrt && i-- > below;)
+    /* Under the loop, an address in no mapping ends the trustworthy chain: a frame-pointer walk
+     * through code built without them found a return address into the loop by chance and went
+     * on through garbage. What lies under it is dropped, so such a sample keeps the process's
+     * usual root instead of a root of garbage. */
+    size_t root = nuser;
+    for (size_t i = below; nrt && i < nuser; i++)
+        if (is_unmapped(out, native[i])) {
+            root = i;
+            break;
+        }
+    for (size_t i = root; nrt && i-- > below;)
         frames[n++] = native[i];
     for (size_t i = 0; i < nrt; i++)
         frames[n++] = rt[i];

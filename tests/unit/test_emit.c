@@ -1,5 +1,6 @@
 /* Unit tests: the emitter's (pid, ip) -> frame id cache never outlives the profile it was filled
- * for, even when the next session's profile is allocated at the freed one's address. */
+ * for, even when the next session's profile is allocated at the freed one's address; runtime
+ * frames take the interpreter loop's place, and garbage under the loop is dropped. */
 #include "tests/unit/testutil.h"
 
 #include <valgrind/valgrind.h>
@@ -111,4 +112,42 @@ Test(emit, generations_are_unique)
     cr_assert_neq(pp_profile_generation(b), 0);
     cr_assert_neq(pp_profile_generation(b), ga);
     pp_profile_free(b);
+}
+
+/* Runtime frames replace the interpreter loop's; the native frames under the loop are kept up to
+ * the first address in no mapping (a frame-pointer walk gone astray): what lies under it is
+ * dropped, so the sample keeps the process's usual root. */
+Test(emit, garbage_under_the_loop_is_dropped)
+{
+    pp_symbolizer *sym = pp_symbolizer_new(0);
+    pp_emitter *e = pp_emitter_new(sym);
+    cr_assert(sym && e);
+    static const char *const loop[] = {"pp_emit_fn_alpha", NULL};
+    uint64_t a = (uint64_t)(uintptr_t)pp_emit_fn_alpha + 1,
+             b = (uint64_t)(uintptr_t)pp_emit_fn_beta + 1;
+    struct {
+        uint64_t user[4];
+        size_t n;
+        const char *want;
+    } cases[] = {
+        {{b, a, b}, 3, "pp_emit_fn_beta;R1;R2;pp_emit_fn_beta"},
+        {{b, a, 0x10, b}, 4, "R1;R2;pp_emit_fn_beta"},
+        {{b, a, b, 0x10}, 4, "pp_emit_fn_beta;R1;R2;pp_emit_fn_beta"},
+        {{0x10, a}, 2, "R1;R2;[unknown]"}, /* above the loop, an unmapped frame stays */
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        pp_profile *p = pp_profile_new();
+        cr_assert_not_null(p);
+        uint32_t rt[] = {pp_profile_intern(p, "R1"), pp_profile_intern(p, "R2")};
+        pp_symbolizer_begin_pass(sym);
+        cr_assert_eq(pp_emit_mixed(e, p, getpid(), 1, "mixed", cases[k].user, cases[k].n, NULL, 0,
+                                   rt, 2, loop, 1),
+                     0);
+        char text[256];
+        stack_text(p, getpid(), text, sizeof(text));
+        cr_assert_str_eq(text, cases[k].want, "case %zu: %s", k, text);
+        pp_profile_free(p);
+    }
+    pp_emitter_free(e);
+    pp_symbolizer_free(sym);
 }
