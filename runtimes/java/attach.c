@@ -161,14 +161,16 @@ static bool process_alive(int pid)
 
 /* The JVM's socket /tmp/.java_pid<nspid>, resolved inside its root (a container's symlinks
  * cannot lead to a host socket), as an O_PATH descriptor of the socket file itself: connect()
- * goes through "/proc/self/fd/<fd>", which names that very file. -1 when there is no socket. */
-static int open_socket(int pid, int nspid)
+ * goes through "/proc/self/fd/<fd>", which names that very file. -1 when there is no socket, or
+ * when it is the file stale (nobody listens on it) describes. */
+static int open_socket(int pid, int nspid, const struct stat *stale)
 {
     char name[64];
     snprintf(name, sizeof(name), "/tmp/.java_pid%d", nspid);
     int fd = pp_open_in_proc_root(pid, name, O_PATH);
     struct stat sb;
-    if (fd >= 0 && (fstat(fd, &sb) < 0 || !S_ISSOCK(sb.st_mode))) {
+    if (fd >= 0 && (fstat(fd, &sb) < 0 || !S_ISSOCK(sb.st_mode) ||
+                    (stale && sb.st_ino == stale->st_ino && sb.st_dev == stale->st_dev))) {
         close(fd);
         fd = -1;
     }
@@ -229,10 +231,11 @@ static int create_trigger(int pid, const pp_jattach_status *st, char *name, size
     return -1;
 }
 
-/* Makes the JVM start its attach listener; its socket (open_socket) once it exists, else -1
- * with err and errno ETIMEDOUT (no socket in time), ECANCELED or EPERM (any other reason). */
-static int start_listener(int pid, const pp_jattach_status *st, double deadline, char *err,
-                          size_t errlen)
+/* Makes the JVM start its attach listener; its socket (open_socket) once it exists (HotSpot
+ * renames its new socket over a stale one), else -1 with err and errno ETIMEDOUT (no socket in
+ * time), ECANCELED or EPERM (any other reason). */
+static int start_listener(int pid, const pp_jattach_status *st, const struct stat *stale,
+                          double deadline, char *err, size_t errlen)
 {
     if (!st->sigquit_caught) {
         snprintf(err, errlen,
@@ -259,7 +262,7 @@ static int start_listener(int pid, const pp_jattach_status *st, double deadline,
         if (stop > deadline)
             stop = deadline;
         for (long ms = 20;; ms += 20) {
-            if ((rc = open_socket(pid, st->nspid)) >= 0)
+            if ((rc = open_socket(pid, st->nspid, stale)) >= 0)
                 break;
             if (!process_alive(pid)) {
                 snprintf(err, errlen, "JVM %d exited while starting its attach listener", pid);
@@ -323,16 +326,16 @@ static void starting_release(int pid)
 
 /* start_listener, unless another thread is starting pid's listener: then waits for that one
  * (until the deadline) and uses the socket it made. */
-static int start_listener_once(int pid, const pp_jattach_status *st, double deadline, char *err,
-                               size_t errlen)
+static int start_listener_once(int pid, const pp_jattach_status *st, const struct stat *stale,
+                               double deadline, char *err, size_t errlen)
 {
     for (;;) {
         bool busy;
         bool mine = starting_take(pid, &busy);
         if (!busy) {
-            int fd = open_socket(pid, st->nspid); /* made by the thread before */
+            int fd = open_socket(pid, st->nspid, stale); /* made by the thread before */
             if (fd < 0)
-                fd = start_listener(pid, st, deadline, err, errlen);
+                fd = start_listener(pid, st, stale, deadline, err, errlen);
             int e = errno;
             if (mine)
                 starting_release(pid);
@@ -535,11 +538,25 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
         errno = E2BIG;
         return -1;
     }
-    int sock = open_socket(pid, st.nspid);
-    if (sock < 0 && (sock = start_listener_once(pid, &st, deadline, err, errlen)) < 0)
+    int sock = open_socket(pid, st.nspid, NULL);
+    if (sock < 0 && (sock = start_listener_once(pid, &st, NULL, deadline, err, errlen)) < 0)
         return -1; /* errno set by start_listener */
     char *reply = NULL;
     ssize_t n = exchange(sock, req, reqlen, deadline, NULL, &reply);
+    struct stat stale;
+    if (n < 0 && errno == ECONNREFUSED && fstat(sock, &stale) == 0) {
+        /* Nobody listens on the socket: not this JVM's (HotSpot removes a stale one when it
+         * starts; another process made this one since, or a /tmp shared by two pid namespaces
+         * holds another JVM's). Start this JVM's listener, and wait for its socket to replace
+         * that one. */
+        pp_debug("attach: /tmp/.java_pid%d of JVM %d refuses connections (not this JVM's): "
+                 "starting the JVM's attach listener",
+                 st.nspid, pid);
+        close(sock);
+        if ((sock = start_listener_once(pid, &st, &stale, deadline, err, errlen)) < 0)
+            return -1;
+        n = exchange(sock, req, reqlen, deadline, NULL, &reply);
+    }
     bool refused = n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE));
     if (refused && st.euid != geteuid()) {
         /* Closed without an answer: the JVM refused root as peer (JDK 8, or a JVM in a user

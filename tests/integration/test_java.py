@@ -3,6 +3,7 @@ client, JIT symbols from Compiler.perfmap, metadata, namespaces, cleanup, async-
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -527,3 +528,31 @@ def test_idle_jvm_is_not_asked_for_its_perf_map_again(launchers, tmp_path):
         app.stop()
     assert 1 <= len(writes) <= 3, f"the idle JVM wrote its map {len(writes)} times in 4 sessions"
     assert not perfmap.exists(), "the map polyprof made is removed at exit"
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_stale_attach_socket(version, hot_classes, launchers, start_app,
+                                                   outdir):
+    """A /tmp/.java_pid<pid> nobody listens on, made after the JVM started (HotSpot removes one
+    present at its start; another process of a container, or a /tmp shared by two pid
+    namespaces, can make one later). polyprof starts the JVM's listener (HotSpot renames its
+    socket over the stale one) and profiles it, instead of failing with 'Connection refused'."""
+    jdk(version)
+    app = start_app(launchers / f"pp_java{version}", "-cp", hot_classes, "Hot", 3)
+    sock = Path(f"/tmp/.java_pid{app.pid}")
+    assert not sock.exists(), "the JVM started its attach listener by itself"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(sock))
+    s.close()  # the file stays; nobody listens on it
+    stale = sock.stat().st_ino
+    try:
+        r = run_polyprof("-d", 3, "-f", 99, "--java-mode", "jfr", "--pids", app.pid, "-o",
+                         outdir, "-v")
+        lines = last_profile(outdir).for_comm(f"pp_java{version}")
+        assert any(x.startswith("Hot.") and x.endswith(("_[j]", "_[i]", "_[0]"))
+                   for f, _ in lines for x in f[4:]), r.stderr[-3000:]
+        assert "refuses connections (not this JVM's)" in r.stderr
+        assert sock.stat().st_ino != stale and "No available recordings" in jfr_check(version,
+                                                                                      app.pid)
+    finally:
+        sock.unlink(missing_ok=True)

@@ -333,13 +333,16 @@ static void standin_jvm(int requests, int report_fd)
         struct timespec ts = {0, 10000000};
         nanosleep(&ts, NULL);
     }
-    char path[64];
+    /* like HotSpot: bound under a temporary name, renamed over whatever has the socket's */
+    char path[64], tmp[80];
     snprintf(path, sizeof(path), "/tmp/.java_pid%d", (int)getpid());
-    unlink(path);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    unlink(tmp);
     int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un sa_un = {.sun_family = AF_UNIX};
-    snprintf(sa_un.sun_path, sizeof(sa_un.sun_path), "%s", path);
-    if (bind(lfd, (struct sockaddr *)&sa_un, sizeof(sa_un)) < 0 || listen(lfd, 8) < 0)
+    snprintf(sa_un.sun_path, sizeof(sa_un.sun_path), "%s", tmp);
+    if (bind(lfd, (struct sockaddr *)&sa_un, sizeof(sa_un)) < 0 || listen(lfd, 8) < 0 ||
+        rename(tmp, path) < 0)
         _exit(1);
     for (int i = 0; i < requests; i++) {
         int c = accept(lfd, NULL, NULL);
@@ -413,6 +416,41 @@ Test(java, one_sigquit_for_concurrent_first_attaches)
                   "left in the cwd: %s", de->d_name);
     closedir(d);
     pp_test_rmtree(dir);
+}
+
+/* A socket nobody listens on (not the JVM's: another process made it) is not the end: the
+ * JVM's listener is started, and its socket, renamed over the stale one, answers. */
+Test(java, stale_attach_socket)
+{
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    char *dir = pp_test_mkdtemp();
+    pid_t child = fork();
+    if (child == 0) {
+        close(p[0]);
+        if (chdir(dir) < 0)
+            _exit(1);
+        standin_jvm(1, p[1]);
+    }
+    close(p[1]);
+    char c;
+    cr_assert_eq(read(p[0], &c, 1), 1);
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/.java_pid%d", (int)child);
+    unlink(path);
+    close(listen_on(path)); /* the socket file stays; nobody listens on it */
+    attacher a = {.pid = child};
+    attach_once(&a);
+    if (a.rc != 0) /* the stand-in still waits for its SIGQUIT */
+        kill(child, SIGKILL);
+    ssize_t got = read(p[0], &c, 1);
+    close(p[0]);
+    waitpid(child, NULL, 0);
+    unlink(path);
+    pp_test_rmtree(dir);
+    cr_assert_eq(a.rc, 0, "%s", a.err);
+    cr_assert_eq(got, 1);
+    cr_assert_eq(c, 1, "%d SIGQUITs", c);
 }
 
 /* A stopped process is neither signalled nor waited for. */
