@@ -739,6 +739,7 @@ static int run_session(run_state *rs, bool *stop)
         pp_walk_cov *cov = NULL;
         size_t ncov = rs->sampler ? pp_sampler_walk_coverage(rs->sampler, &cov) : 0;
         coverage = runtime_coverage(rs->ctx, &procs, tasks, ntasks, prof, rts, nrt, cov, ncov);
+        pp_summary_walked(&sum, cov, ncov);
         free(cov);
         for (size_t i = 0; i < nrt; i++) {
             log_runtime_counts(prof, rts[i]);

@@ -44,24 +44,55 @@ void pp_summary_begin(pp_summary *s, const pp_proc_list *procs, const pp_runner_
     qsort(s->pids, s->npids, sizeof(*s->pids), by_pid);
 }
 
+static pp_summary_pid *find(pp_summary *s, int pid)
+{
+    pp_summary_pid key = {.pid = pid};
+    return s->npids ? bsearch(&key, s->pids, s->npids, sizeof(*s->pids), by_pid) : NULL;
+}
+
+/* A process's outcome: runtime stacks from any source win over an error or skip stack, which
+ * wins over nothing; the counts per kind follow. */
+static void set_outcome(pp_summary *s, pp_summary_pid *e, unsigned char outcome)
+{
+    if (e->outcome == PP_SUMMARY_RUNTIME || (e->outcome && outcome != PP_SUMMARY_RUNTIME))
+        return;
+    if (e->outcome == PP_SUMMARY_ERROR)
+        s->errors[e->kind]--;
+    else if (e->outcome == PP_SUMMARY_SKIPPED)
+        s->skipped[e->kind]--;
+    e->outcome = outcome;
+    if (outcome == PP_SUMMARY_RUNTIME)
+        s->runtime[e->kind]++;
+    else if (outcome == PP_SUMMARY_ERROR)
+        s->errors[e->kind]++;
+    else
+        s->skipped[e->kind]++;
+}
+
 void pp_summary_runtime(pp_summary *s, const pp_profile *rt)
 {
     for (size_t i = 0; i < pp_profile_npids(rt); i++) {
         const pp_pid_profile *pp = pp_profile_at(rt, i);
-        pp_summary_pid key = {.pid = pp->pid};
-        const pp_summary_pid *e =
-            s->npids ? bsearch(&key, s->pids, s->npids, sizeof(*s->pids), by_pid) : NULL;
+        pp_summary_pid *e = find(s, pp->pid);
         if (!e)
             continue;
         uint32_t frame;
-        if (pp_is_error_stack(rt, pp, &frame)) {
-            if (strncmp(pp_profile_str(rt, frame), "[Profiling skipped", 18) == 0)
-                s->skipped[e->kind]++;
-            else
-                s->errors[e->kind]++;
-        } else if (pp_pid_total(pp) > 0) {
-            s->runtime[e->kind]++;
-        }
+        if (pp_is_error_stack(rt, pp, &frame))
+            set_outcome(s, e,
+                        strncmp(pp_profile_str(rt, frame), "[Profiling skipped", 18) == 0
+                            ? PP_SUMMARY_SKIPPED
+                            : PP_SUMMARY_ERROR);
+        else if (pp_pid_total(pp) > 0)
+            set_outcome(s, e, PP_SUMMARY_RUNTIME);
+    }
+}
+
+void pp_summary_walked(pp_summary *s, const pp_walk_cov *cov, size_t ncov)
+{
+    for (size_t i = 0; i < ncov; i++) {
+        pp_summary_pid *e = cov[i].rt_samples ? find(s, cov[i].pid) : NULL;
+        if (e)
+            set_outcome(s, e, PP_SUMMARY_RUNTIME);
     }
 }
 

@@ -69,10 +69,12 @@ def hot_profile(tmp_path_factory):
 def test_split_and_process_total(hot_profile):
     """hot_a does 3 times hot_b's work: 75 % of the two within the binomial band; every sample
     of the process is in its stacks (their total equals the sampler's count) and >= 95 % carry
-    PHP frames."""
-    prof, pid, d, _ = hot_profile
+    PHP frames; the session's summary line counts the walked process as having runtime
+    stacks."""
+    prof, pid, d, stderr = hot_profile
     c = coverage(prof, pid)
     assert c["runtime"] == "php" and c["profiler"] == "sampler-walk" and c["mode"] == "builtin"
+    assert "; runtime stacks: php 1 of 1;" in stderr, stderr[-2000:]
     mine = [(f, n) for f, n in prof.stacks if f[2] == COMM]
     assert sum(n for _, n in mine) == c["sampler_samples"] > 100, c
     assert c["runtime_samples"] >= 0.95 * c["sampler_samples"], c

@@ -119,3 +119,39 @@ Test(summary, no_runtime_profiler_and_no_processes)
     pp_summary_format(&s, 2, "off", 0, line, sizeof(line));
     cr_assert_str_eq(line, "1 process (go 1); 2 samples; runtime stacks: none; upload: off");
 }
+
+/* Processes walked by the system sampler (in-sampler walks) got runtime stacks, once each: an
+ * error or skip stack of the same process from its backend does not count besides. */
+Test(summary, walked_processes_count_once)
+{
+    pp_proc procs[] = {
+        {.pid = 10, .kind = PP_KIND_PYTHON}, {.pid = 11, .kind = PP_KIND_PYTHON},
+        {.pid = 12, .kind = PP_KIND_PYTHON}, {.pid = 13, .kind = PP_KIND_PYTHON},
+        {.pid = 30, .kind = PP_KIND_RUBY},
+    };
+    pp_proc_list list = {.procs = procs, .n = 5, .cap = 5};
+    pp_runner_task tasks[] = {{.kind = PP_KIND_PYTHON}, {.kind = PP_KIND_RUBY}};
+    pp_summary s;
+    pp_summary_begin(&s, &list, tasks, 2);
+    pp_profile *py = pp_profile_new();
+    add_stack(py, 11, "[Profiling error: cannot read memory]", 1);
+    add_stack(py, 12, "[Profiling skipped: unsupported Python 3.6]", 1);
+    add_stack(py, 13, "[Profiling error: cannot read memory]", 1);
+    pp_summary_runtime(&s, py);
+    pp_walk_cov cov[] = {
+        {.pid = 10, .rt_samples = 9, .samples = 10},
+        {.pid = 10, .rt_samples = 2, .samples = 2}, /* a second registration (pid reuse) */
+        {.pid = 11, .rt_samples = 3, .samples = 8}, /* walked after its error */
+        {.pid = 13, .rt_samples = 0, .samples = 5}, /* sampled, never walked */
+        {.pid = 30, .rt_samples = 4, .samples = 4},
+        {.pid = 77, .rt_samples = 4, .samples = 4}, /* a fork: not in the session's list */
+    };
+    pp_summary_walked(&s, cov, sizeof(cov) / sizeof(cov[0]));
+    pp_summary_runtime(&s, py); /* the same profile again changes nothing */
+    char line[512];
+    pp_summary_format(&s, 50, "off", 0, line, sizeof(line));
+    cr_assert_str_eq(line, "5 processes (python 4, ruby 1); 50 samples; runtime stacks: python 2 "
+                           "of 4 (1 error, 1 skipped), ruby 1 of 1; upload: off");
+    free(s.pids);
+    pp_profile_free(py);
+}
