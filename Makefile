@@ -212,14 +212,15 @@ test: deps
 	@$(MAKE) --no-print-directory integration || true
 	@$(MAKE) --no-print-directory summary
 
+# As installed: a staged install under build/run (the resources, and the tools `make deps`
+# fetched: py-spy and rbspy for the processes the built-in walkers do not support, the
+# async-profiler jar that Java's auto mode takes), run from there.
 run: deps
 	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory install PREFIX="$(abspath $(BUILD))/run" DESTDIR= LOGDIR= >/dev/null
 	@mkdir -p out
-	@# as installed: with the async-profiler jar `make deps` fetched (Java's auto mode takes it)
-	@ap="$(PP_TOOLS)/async-profiler-$(ASPROF_VERSION)"; \
-	if [ -z "$$POLYPROF_RESOURCES" ] && [ -f "$$ap/java/async-profiler.jar" ]; then export POLYPROF_RESOURCES="$$ap"; fi; \
-	echo "$${POLYPROF_RESOURCES:+POLYPROF_RESOURCES=$$POLYPROF_RESOURCES }./$(BUILD)/polyprof -d 10 -o out"; \
-	./$(BUILD)/polyprof -d 10 -o out
+	@echo "./$(BUILD)/run/bin/polyprof -d 10 -o out"
+	@./$(BUILD)/run/bin/polyprof -d 10 -o out
 	@echo "profile written: $$(readlink -f out/last_profile.col)"
 
 # ---- benchmarks (programs linked with the library) ----
