@@ -141,28 +141,29 @@ int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, uint32_t tid, const c
     /* With runtime frames: native frames below the outermost interpreter-loop frame, the
      * runtime's frames, native frames above the innermost one. Without a loop frame in the
      * native stack (no frame pointers, or an unwind that stopped early) the runtime frames are
-     * the root and every native frame is above them. */
-    size_t inner = nuser, outer = nuser; /* leaf-first indexes of the loop frames */
-    for (size_t i = 0; nrt && i < nuser; i++) {
+     * the root and the native frames are above them.
+     * An address in no mapping ends the trustworthy native chain: past the leaf, a frame-pointer
+     * walk through code built without them (Debian's libruby) reads return addresses out of
+     * garbage. With runtime frames, which give the sample its real root, the native frames from
+     * the first such address on are dropped (a loop frame found among them by chance too):
+     * the sample keeps the process's usual root and no run of [unknown] frames sits between the
+     * runtime's leaf and the native one. */
+    size_t valid = nuser; /* native[0..valid) precede the first address in no mapping */
+    for (size_t i = 0; nrt && i < nuser; i++)
+        if (is_unmapped(out, native[i])) {
+            valid = i;
+            break;
+        }
+    size_t inner = valid, outer = valid; /* leaf-first indexes of the loop frames */
+    for (size_t i = 0; nrt && i < valid; i++) {
         if (!is_loop(out, native[i], loop))
             continue;
-        if (inner == nuser)
+        if (inner == valid)
             inner = i;
         outer = i;
     }
-    size_t below = outer < nuser ? outer + 1 : nuser; /* native[below..] are under the loop */
-    /* Under the loop, an address in no mapping ends the trustworthy chain: a frame-pointer walk
-     * through code built without them found a return address into the loop by chance and went
-     * on through garbage. What lies under it is dropped, so such a sample keeps the process's
-     * usual root instead of a root of garbage. */
-    size_t root = nuser;
-    for (size_t i = below; nrt && i < nuser; i++)
-        if (is_unmapped(out, native[i])) {
-            root = i;
-            break;
-        }
-    for (size_t i = root; nrt && i-- > below;)
-        frames[n++] = native[i];
+    for (size_t i = valid; nrt && outer < valid && i-- > outer + 1;)
+        frames[n++] = native[i]; /* under the loop */
     for (size_t i = 0; i < nrt; i++)
         frames[n++] = rt[i];
     for (size_t i = nrt ? inner : nuser; i-- > 0;)

@@ -114,9 +114,9 @@ Test(emit, generations_are_unique)
     pp_profile_free(b);
 }
 
-/* Runtime frames replace the interpreter loop's; the native frames under the loop are kept up to
- * the first address in no mapping (a frame-pointer walk gone astray): what lies under it is
- * dropped, so the sample keeps the process's usual root. */
+/* Runtime frames replace the interpreter loop's; the native frames are kept up to the first
+ * address in no mapping (a frame-pointer walk gone astray): what lies past it is dropped, so the
+ * sample keeps the process's usual root and no garbage sits above the runtime's frames. */
 Test(emit, garbage_under_the_loop_is_dropped)
 {
     pp_symbolizer *sym = pp_symbolizer_new(0);
@@ -133,7 +133,9 @@ Test(emit, garbage_under_the_loop_is_dropped)
         {{b, a, b}, 3, "pp_emit_fn_beta;R1;R2;pp_emit_fn_beta"},
         {{b, a, 0x10, b}, 4, "R1;R2;pp_emit_fn_beta"},
         {{b, a, b, 0x10}, 4, "pp_emit_fn_beta;R1;R2;pp_emit_fn_beta"},
-        {{0x10, a}, 2, "R1;R2;[unknown]"}, /* above the loop, an unmapped frame stays */
+        {{b, 0x10, 0x20}, 3, "R1;R2;pp_emit_fn_beta"}, /* no loop: garbage past the leaf */
+        {{b, 0x10, a, b}, 4, "R1;R2;pp_emit_fn_beta"}, /* a loop frame found in garbage */
+        {{b, b, a, b}, 4, "pp_emit_fn_beta;R1;R2;pp_emit_fn_beta;pp_emit_fn_beta"},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         pp_profile *p = pp_profile_new();
