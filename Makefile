@@ -217,7 +217,8 @@ test: deps
 # async-profiler jar that Java's auto mode takes), run from there.
 run: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory install PREFIX="$(abspath $(BUILD))/run" DESTDIR= LOGDIR= >/dev/null
+	@rm -rf $(BUILD)/run
+	@$(MAKE) --no-print-directory install PREFIX="$(CURDIR)/$(BUILD)/run" DESTDIR= LOGDIR= >/dev/null
 	@mkdir -p out
 	@echo "./$(BUILD)/run/bin/polyprof -d 10 -o out"
 	@./$(BUILD)/run/bin/polyprof -d 10 -o out

@@ -65,7 +65,7 @@ static void set_outcome(pp_summary *s, pp_summary_pid *e, unsigned char outcome)
         s->runtime[e->kind]++;
     else if (outcome == PP_SUMMARY_ERROR)
         s->errors[e->kind]++;
-    else
+    else if (outcome == PP_SUMMARY_SKIPPED)
         s->skipped[e->kind]++;
 }
 

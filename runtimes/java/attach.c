@@ -272,8 +272,11 @@ static int start_listener(int pid, const pp_jattach_status *st, const struct sta
             if (left <= 0) {
                 e = ETIMEDOUT;
                 snprintf(err, errlen,
-                         "JVM %d did not start its attach listener (no /tmp/.java_pid%d after "
-                         "SIGQUIT)",
+                         stale ? "JVM %d did not start its attach listener (/tmp/.java_pid%d is "
+                                 "still a socket nobody listens on, which polyprof could not "
+                                 "remove)"
+                               : "JVM %d did not start its attach listener (no /tmp/.java_pid%d "
+                                 "after SIGQUIT)",
                          pid, st->nspid);
                 break;
             }
@@ -324,8 +327,35 @@ static void starting_release(int pid)
     pthread_mutex_unlock(&starting_lock);
 }
 
+/* Removes the JVM's socket path while it is still the file stale describes (a socket nobody
+ * listens on): HotSpot restarts a running listener on SIGQUIT only when the path is missing, and
+ * otherwise prints a thread dump on the JVM's stdout. True when the stale file is no longer at
+ * the path (removed here, or already replaced or removed). */
+static bool remove_stale(int pid, int nspid, const struct stat *stale)
+{
+    int dfd = pp_open_in_proc_root(pid, "/tmp", O_PATH | O_DIRECTORY);
+    if (dfd < 0)
+        return false;
+    char name[32];
+    snprintf(name, sizeof(name), ".java_pid%d", nspid);
+    struct stat sb;
+    bool gone;
+    if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+        gone = errno == ENOENT;
+    else if (sb.st_ino != stale->st_ino || sb.st_dev != stale->st_dev)
+        gone = true; /* replaced meanwhile: by the JVM, or another thread removed it */
+    else
+        gone = unlinkat(dfd, name, 0) == 0 || errno == ENOENT;
+    if (!gone)
+        pp_debug("attach: cannot remove the stale /tmp/.java_pid%d of JVM %d: %s", nspid, pid,
+                 strerror(errno));
+    close(dfd);
+    return gone;
+}
+
 /* start_listener, unless another thread is starting pid's listener: then waits for that one
- * (until the deadline) and uses the socket it made. */
+ * (until the deadline) and uses the socket it made. With stale (the file at the socket's path
+ * refuses connections), that file is removed first if it is still there. */
 static int start_listener_once(int pid, const pp_jattach_status *st, const struct stat *stale,
                                double deadline, char *err, size_t errlen)
 {
@@ -334,6 +364,8 @@ static int start_listener_once(int pid, const pp_jattach_status *st, const struc
         bool mine = starting_take(pid, &busy);
         if (!busy) {
             int fd = open_socket(pid, st->nspid, stale); /* made by the thread before */
+            if (fd < 0 && stale && remove_stale(pid, st->nspid, stale))
+                stale = NULL; /* any socket at the path now is new (its inode may be reused) */
             if (fd < 0)
                 fd = start_listener(pid, st, stale, deadline, err, errlen);
             int e = errno;
@@ -544,11 +576,11 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
     char *reply = NULL;
     ssize_t n = exchange(sock, req, reqlen, deadline, NULL, &reply);
     struct stat stale;
-    if (n < 0 && errno == ECONNREFUSED && fstat(sock, &stale) == 0) {
+    int e0 = errno;
+    if (n < 0 && e0 == ECONNREFUSED && fstat(sock, &stale) == 0) {
         /* Nobody listens on the socket: not this JVM's (HotSpot removes a stale one when it
          * starts; another process made this one since, or a /tmp shared by two pid namespaces
-         * holds another JVM's). Start this JVM's listener, and wait for its socket to replace
-         * that one. */
+         * holds another JVM's). Remove it and start (or restart) this JVM's listener. */
         pp_debug("attach: /tmp/.java_pid%d of JVM %d refuses connections (not this JVM's): "
                  "starting the JVM's attach listener",
                  st.nspid, pid);
@@ -556,6 +588,8 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
         if ((sock = start_listener_once(pid, &st, &stale, deadline, err, errlen)) < 0)
             return -1;
         n = exchange(sock, req, reqlen, deadline, NULL, &reply);
+    } else {
+        errno = e0; /* not fstat's */
     }
     bool refused = n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE));
     if (refused && st.euid != geteuid()) {

@@ -142,12 +142,13 @@ int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, uint32_t tid, const c
      * runtime's frames, native frames above the innermost one. Without a loop frame in the
      * native stack (no frame pointers, or an unwind that stopped early) the runtime frames are
      * the root and the native frames are above them.
-     * An address in no mapping ends the trustworthy native chain: past the leaf, a frame-pointer
-     * walk through code built without them (Debian's libruby) reads return addresses out of
-     * garbage. With runtime frames, which give the sample its real root, the native frames from
-     * the first such address on are dropped (a loop frame found among them by chance too):
-     * the sample keeps the process's usual root and no run of [unknown] frames sits between the
-     * runtime's leaf and the native one. */
+     * An address in no mapping ("[unknown]": also every address of a process whose mappings
+     * could not be read) ends the trustworthy native chain: past the leaf, a frame-pointer walk
+     * through code built without them (Debian's libruby) reads return addresses out of garbage.
+     * With runtime frames, which give the sample its real root, the native frames from the
+     * first such address on are dropped (a loop frame found among them by chance too): no run
+     * of [unknown] frames between the runtime's leaf and the native one, and no root of
+     * garbage. */
     size_t valid = nuser; /* native[0..valid) precede the first address in no mapping */
     for (size_t i = 0; nrt && i < nuser; i++)
         if (is_unmapped(out, native[i])) {

@@ -530,21 +530,28 @@ def test_idle_jvm_is_not_asked_for_its_perf_map_again(launchers, tmp_path):
     assert not perfmap.exists(), "the map polyprof made is removed at exit"
 
 
+@pytest.mark.parametrize("listener", ["not started", "running"])
 @pytest.mark.parametrize("version", ["17", "25"])
-def test_stale_attach_socket(version, hot_classes, launchers, start_app,
-                                                   outdir):
+def test_stale_attach_socket(version, listener, hot_classes, launchers, start_app, outdir):
     """A /tmp/.java_pid<pid> nobody listens on, made after the JVM started (HotSpot removes one
     present at its start; another process of a container, or a /tmp shared by two pid
-    namespaces, can make one later). polyprof starts the JVM's listener (HotSpot renames its
-    socket over the stale one) and profiles it, instead of failing with 'Connection refused'."""
-    jdk(version)
+    namespaces, can put one there later, also over the socket of a listener already running).
+    polyprof removes it and starts (or restarts) the JVM's listener, and profiles the JVM,
+    instead of failing with 'Connection refused'; the JVM prints no thread dump (HotSpot
+    restarts a running listener on SIGQUIT only when the path is missing, and dumps otherwise)."""
+    home = jdk(version)
     app = start_app(launchers / f"pp_java{version}", "-cp", hot_classes, "Hot", 3)
     sock = Path(f"/tmp/.java_pid{app.pid}")
     assert not sock.exists(), "the JVM started its attach listener by itself"
+    if listener == "running":
+        subprocess.run([str(home / "bin" / "jcmd"), str(app.pid), "VM.version"], check=True,
+                       capture_output=True, timeout=30)
+        assert sock.exists()
+    dead = sock.with_name(sock.name + ".dead")
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.bind(str(sock))
+    s.bind(str(dead))
     s.close()  # the file stays; nobody listens on it
-    stale = sock.stat().st_ino
+    dead.rename(sock)
     try:
         r = run_polyprof("-d", 3, "-f", 99, "--java-mode", "jfr", "--pids", app.pid, "-o",
                          outdir, "-v")
@@ -552,7 +559,9 @@ def test_stale_attach_socket(version, hot_classes, launchers, start_app,
         assert any(x.startswith("Hot.") and x.endswith(("_[j]", "_[i]", "_[0]"))
                    for f, _ in lines for x in f[4:]), r.stderr[-3000:]
         assert "refuses connections (not this JVM's)" in r.stderr
-        assert sock.stat().st_ino != stale and "No available recordings" in jfr_check(version,
-                                                                                      app.pid)
+        assert "No available recordings" in jfr_check(version, app.pid)  # the socket answers
     finally:
         sock.unlink(missing_ok=True)
+        dead.unlink(missing_ok=True)
+    app.stop()
+    assert "Full thread dump" not in app.out.text(timeout=10)

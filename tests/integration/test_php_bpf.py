@@ -30,8 +30,9 @@ def body_of(path, decl):
     lines = Path(path).read_text().splitlines()
     start = line_of(path, decl)
     indent = len(lines[start - 1]) - len(lines[start - 1].lstrip())
-    end = next(i + 1 for i in range(start, len(lines))
-               if lines[i].strip().startswith("}") and len(lines[i]) - len(lines[i].lstrip()) == indent)
+    end = next((i + 1 for i in range(start, len(lines)) if lines[i].strip().startswith("}")
+                and len(lines[i]) - len(lines[i].lstrip()) == indent), None)
+    assert end, f"no closing brace for {decl!r} in {path}"
     return set(range(start, end + 1))
 
 
@@ -95,7 +96,8 @@ def test_exact_names_files_lines(hot_profile):
     decl = {"spin": "function spin(", "hot_a": "function hot_a(", "hot_b": "function hot_b(",
             "Worker::run": "function run(", "Worker::helper": "function helper(",
             "recurse": "function recurse(", "{closure}": "recurse(5, function"}
-    running = lambda name: body_of(hot, decl[name]) if name != "<main>" else set()
+    bodies = {name: body_of(hot, text) for name, text in decl.items()}
+    running = lambda name: bodies.get(name, set())
     want_a = [("<main>", hot, L("recurse(5, function"))] + \
         [("recurse", hot, L("return recurse($depth - 1, $fn);"))] * 4 + \
         [("recurse", hot, L("return $fn();")), ("{closure}", hot, L("return $w->run($unit);")),
@@ -117,7 +119,7 @@ def test_exact_names_files_lines(hot_profile):
                 seen["spin"] += n
             else:  # a sample between the calls: a prefix of the chain, its last frame running
                 k = len(fr) - 1
-                assert fr[:k] == want[:k] and fr[k][:2] == want[k][:2], f
+                assert k < len(want) and fr[:k] == want[:k] and fr[k][:2] == want[k][:2], f
                 assert fr[k] == want[k] or fr[k][2] in running(fr[k][0]), f
         elif "included_work" in names:
             body = range(line_of(inc, "function included_work"), line_of(inc, "return $x;") + 1)
