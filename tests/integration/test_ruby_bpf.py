@@ -110,7 +110,10 @@ def test_split_labels_lines_blocks_recursion(tmp_path):
     for f, n in stacks:
         rb = ruby_frames(f)
         if rb:
-            assert f.index(rb[0]) == 4, f  # comm, appid... then the Ruby root
+            # comm, appid, then the Ruby root; rarely a few native frames under it: samples
+            # whose frame-pointer walk through libruby (built without frame pointers) met a
+            # return address into rb_vm_exec by chance (seen in CI: one libruby address)
+            assert 4 <= f.index(rb[0]) <= 8, f
         assert not any(x.endswith(f":{L['sleeper']}_[rb]") for x in rb), f  # the sleeper
         names = [label(x) for x in rb]
         if "hot_a" in names:
