@@ -51,22 +51,12 @@ static pp_summary_pid *find(pp_summary *s, int pid)
 }
 
 /* A process's outcome: runtime stacks from any source win over an error or skip stack, which
- * wins over nothing; the counts per kind follow. */
-static void set_outcome(pp_summary *s, pp_summary_pid *e, unsigned char outcome)
+ * wins over nothing. */
+static void set_outcome(pp_summary_pid *e, unsigned char outcome)
 {
     if (e->outcome == PP_SUMMARY_RUNTIME || (e->outcome && outcome != PP_SUMMARY_RUNTIME))
         return;
-    if (e->outcome == PP_SUMMARY_ERROR)
-        s->errors[e->kind]--;
-    else if (e->outcome == PP_SUMMARY_SKIPPED)
-        s->skipped[e->kind]--;
     e->outcome = outcome;
-    if (outcome == PP_SUMMARY_RUNTIME)
-        s->runtime[e->kind]++;
-    else if (outcome == PP_SUMMARY_ERROR)
-        s->errors[e->kind]++;
-    else if (outcome == PP_SUMMARY_SKIPPED)
-        s->skipped[e->kind]++;
 }
 
 void pp_summary_runtime(pp_summary *s, const pp_profile *rt)
@@ -78,12 +68,11 @@ void pp_summary_runtime(pp_summary *s, const pp_profile *rt)
             continue;
         uint32_t frame;
         if (pp_is_error_stack(rt, pp, &frame))
-            set_outcome(s, e,
-                        strncmp(pp_profile_str(rt, frame), "[Profiling skipped", 18) == 0
-                            ? PP_SUMMARY_SKIPPED
-                            : PP_SUMMARY_ERROR);
+            set_outcome(e, strncmp(pp_profile_str(rt, frame), "[Profiling skipped", 18) == 0
+                               ? PP_SUMMARY_SKIPPED
+                               : PP_SUMMARY_ERROR);
         else if (pp_pid_total(pp) > 0)
-            set_outcome(s, e, PP_SUMMARY_RUNTIME);
+            set_outcome(e, PP_SUMMARY_RUNTIME);
     }
 }
 
@@ -92,7 +81,7 @@ void pp_summary_walked(pp_summary *s, const pp_walk_cov *cov, size_t ncov)
     for (size_t i = 0; i < ncov; i++) {
         pp_summary_pid *e = cov[i].rt_samples ? find(s, cov[i].pid) : NULL;
         if (e)
-            set_outcome(s, e, PP_SUMMARY_RUNTIME);
+            set_outcome(e, PP_SUMMARY_RUNTIME);
     }
 }
 
@@ -112,20 +101,22 @@ void pp_summary_format(const pp_summary *s, uint64_t samples, const char *upload
     }
     pp_textbuf_add(out, len, &o, "%s; %llu sample%s; runtime stacks:", s->nprocs ? ")" : "",
                    (unsigned long long)samples, samples == 1 ? "" : "s");
+    size_t got[PP_KIND_COUNT][PP_SUMMARY_SKIPPED + 1] = {{0}}; /* per kind, per outcome */
+    for (size_t i = 0; i < s->npids; i++)
+        got[s->pids[i].kind][s->pids[i].outcome]++;
     sep = " ";
     for (int k = 0; k < PP_KIND_COUNT; k++) {
         if (!s->handed[k])
             continue;
+        size_t errors = got[k][PP_SUMMARY_ERROR], skipped = got[k][PP_SUMMARY_SKIPPED];
         pp_textbuf_add(out, len, &o, "%s%s %zu of %zu", sep, pp_proc_kind_name((pp_proc_kind)k),
-                       s->runtime[k], s->handed[k]);
-        if (s->errors[k] || s->skipped[k]) {
+                       got[k][PP_SUMMARY_RUNTIME], s->handed[k]);
+        if (errors || skipped) {
             pp_textbuf_add(out, len, &o, " (");
-            if (s->errors[k])
-                pp_textbuf_add(out, len, &o, "%zu error%s", s->errors[k],
-                               s->errors[k] == 1 ? "" : "s");
-            if (s->skipped[k])
-                pp_textbuf_add(out, len, &o, "%s%zu skipped", s->errors[k] ? ", " : "",
-                               s->skipped[k]);
+            if (errors)
+                pp_textbuf_add(out, len, &o, "%zu error%s", errors, errors == 1 ? "" : "s");
+            if (skipped)
+                pp_textbuf_add(out, len, &o, "%s%zu skipped", errors ? ", " : "", skipped);
             pp_textbuf_add(out, len, &o, ")");
         }
         sep = ", ";

@@ -35,12 +35,9 @@ enum { PP_SUMMARY_NONE, PP_SUMMARY_RUNTIME, PP_SUMMARY_ERROR, PP_SUMMARY_SKIPPED
 
 typedef struct pp_summary {
     size_t nprocs;
-    size_t procs[PP_KIND_COUNT];   /* discovered, per kind */
-    size_t handed[PP_KIND_COUNT];  /* given to a runtime profiler (0 for kinds without one) */
-    size_t runtime[PP_KIND_COUNT]; /* of those: runtime stacks */
-    size_t errors[PP_KIND_COUNT];  /* of those: an error stack */
-    size_t skipped[PP_KIND_COUNT]; /* of those: a skip stack */
-    pp_summary_pid *pids;          /* the runtime profilers' processes, sorted by pid */
+    size_t procs[PP_KIND_COUNT];  /* discovered, per kind */
+    size_t handed[PP_KIND_COUNT]; /* given to a runtime profiler (0 for kinds without one) */
+    pp_summary_pid *pids;         /* those processes, sorted by pid, with their outcomes */
     size_t npids;
     unsigned long long repeats0; /* pp_log_repeats_counted() at the start */
 } pp_summary;

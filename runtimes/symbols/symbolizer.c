@@ -769,7 +769,7 @@ size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size
     if (!p) {
         if (s)
             s->stats.unknown_frames++;
-        return pp_frame_write(buf, bufsz, "[unknown]", NULL);
+        return pp_frame_write(buf, bufsz, PP_FRAME_UNMAPPED, NULL);
     }
     const pp_map *cm = find_map_in(p->maps, p->nmaps, ip);
     if (!cm && p->maps_pass != s->pass) {
@@ -784,7 +784,7 @@ size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size
     }
     if (!cm) {
         s->stats.unknown_frames++;
-        return pp_frame_write(buf, bufsz, "[unknown]", NULL);
+        return pp_frame_write(buf, bufsz, PP_FRAME_UNMAPPED, NULL);
     }
     pp_map *m = (pp_map *)cm;
     switch ((pp_map_kind)m->kind) {

@@ -22,6 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The name of an address in no mapping (the emitter recognises it: garbage under a walk). */
+#define PP_FRAME_UNMAPPED "[unknown]"
+
 typedef struct pp_symbolizer pp_symbolizer;
 
 typedef struct pp_symbolizer_stats {

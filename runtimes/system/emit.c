@@ -98,7 +98,7 @@ static bool is_loop(pp_profile *out, uint32_t id, const char *const *loop)
 static bool is_unmapped(pp_profile *out, uint32_t id)
 {
     const char *f = id == UINT32_MAX ? NULL : pp_profile_str(out, id);
-    return f && strcmp(f, "[unknown]") == 0;
+    return f && strcmp(f, PP_FRAME_UNMAPPED) == 0;
 }
 
 int pp_emit_sample(pp_emitter *e, pp_profile *out, int pid, const char *comm, const uint64_t *user,
