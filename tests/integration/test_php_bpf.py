@@ -158,7 +158,7 @@ def test_script_started_during_the_session(tmp_path, php_filter):
     log = LineReader(p.stderr)
     try:
         log.wait_line(lambda x: "profiling session started" in x, 30, "session start")
-        php = subprocess.Popen([PHP, str(tmp_path / "hot.php"), "2.5"], stdout=subprocess.PIPE)
+        php = subprocess.Popen([PHP, str(tmp_path / "hot.php"), "3.5"], stdout=subprocess.PIPE)
         assert php.stdout.readline() == b"ready\n"
         assert php.wait(timeout=30) == 0
         p.wait(timeout=60)

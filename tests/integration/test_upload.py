@@ -296,10 +296,10 @@ def test_spool_survives_restart(work):
 def test_server_never_answers(studio, work):
     studio.hang = True
     out = work / "out"
-    t0 = time.monotonic()
     p = start(["-c", "-d", 1, "-o", out] + studio_args(work, studio.url,
                                                         "--server-upload-timeout", 2),
               POLYPROF_UPLOAD_STOP_MS="1500")
+    t0 = time.monotonic() - 0.5  # start() returns once polyprof has run 0.5 s
     try:
         # the session loop keeps its pace while the upload hangs
         wait_for(lambda: len(list(out.glob("profile_*.col"))) >= 4, 12, "4 sessions")

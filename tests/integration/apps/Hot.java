@@ -1,21 +1,26 @@
 // Integration fixture: a JVM with two hot methods in a 3:1 ratio, on `java Hot [threads]`
-// threads (default 1: the main thread only).
+// threads (default 1: the main thread only). Rounds and pauses are of random length (3:1 on
+// average): rounds of a fixed length can beat against a profiler's fixed sampling interval.
+import java.util.concurrent.ThreadLocalRandom;
+
 public class Hot {
     static volatile long sink;
 
     static void hotA() {
-        for (int i = 0; i < 3_000_000; i++) sink += i;
+        int n = 3 * 250_000 * ThreadLocalRandom.current().nextInt(2, 7);
+        for (int i = 0; i < n; i++) sink += i;
     }
 
     static void hotB() {
-        for (int i = 0; i < 1_000_000; i++) sink += i;
+        int n = 250_000 * ThreadLocalRandom.current().nextInt(2, 7);
+        for (int i = 0; i < n; i++) sink += i;
     }
 
     static void work() throws InterruptedException {
         while (true) {
             hotA();
             hotB();
-            Thread.sleep(5);
+            Thread.sleep(ThreadLocalRandom.current().nextInt(2, 9));
         }
     }
 
