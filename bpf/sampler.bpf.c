@@ -282,6 +282,12 @@ __noinline __u64 take_runtime_stack(__u32 pid, __u32 ktid, __u32 *via)
     if (!via) /* the verifier treats a global function's pointer argument as maybe NULL */
         return 0;
     struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+    __u64 mm = (__u64)BPF_CORE_READ(task, mm);
+    /* An exiting thread runs on in the kernel after exit_mm() has let go of the process's
+     * memory: nothing to walk, and not another image (taken as one, every process whose
+     * threads come and go stopped being walked within seconds). */
+    if (!mm)
+        return 0;
     struct pp_rt_proc *p = bpf_map_lookup_elem(&rt_procs, &pid);
     if (!p) {
         p = forked_from(task, via);
@@ -292,7 +298,6 @@ __noinline __u64 take_runtime_stack(__u32 pid, __u32 ktid, __u32 *via)
         bpf_map_update_elem(&rt_forks, &pid, via, BPF_ANY);
         bump(PP_CNT_WALK_INHERITED);
     } else {
-        __u64 mm = (__u64)BPF_CORE_READ(task, mm);
         if (!p->mm) {
             p->mm = mm;
         } else if (p->mm != mm) { /* its data describes another image: user space drops it */

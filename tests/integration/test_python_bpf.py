@@ -132,6 +132,22 @@ def test_sampled_thread_not_the_gil_holder(tmp_path):
         assert not ("compressor" in py and "pure_python" in py), py
 
 
+def test_threads_that_come_and_go_keep_the_process_walked(tmp_path):
+    """A process whose threads come and go (pywalk_churn.py, as a thread-per-request server):
+    an exiting thread, sampled after it has let go of the process's memory, is not taken for
+    an exec, so the process is walked to the end of the session. (It was dropped within
+    seconds: half of a 10 s session's samples had no Python frames.)"""
+    exe = "/usr/bin/python3.11"
+    prof, _ = profile_apps(tmp_path, [[exe, APPS / "pywalk_churn.py"]], 10)
+    stacks = by_script(prof, str(APPS / "pywalk_churn.py"))
+    total = sum(n for _, n in stacks)
+    walked = sum(n for f, n in stacks if python_frames(f))
+    print(f"{walked} of {total} samples with Python frames")
+    assert total > 150, total
+    assert walked >= 0.85 * total, f"{walked} of {total} samples with Python frames"
+    assert leaf_counts(stacks)["busy"] > 0.5 * walked, leaf_counts(stacks)
+
+
 def test_address_reuse_never_misnames(tmp_path):
     """Throwaway functions exec'd in a loop (code objects freed, addresses reused): a frame is
     either the function that ran (fn_N at its line, calling steady) or a lost-symbol frame,
