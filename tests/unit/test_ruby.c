@@ -78,11 +78,6 @@ static int marker_in(const char *script, const char *name)
     return found;
 }
 
-static int marker(const char *name)
-{
-    return marker_in(FIXTURE, name);
-}
-
 /* The main thread's frames as the BPF walker reads them (innermost first), named. */
 static size_t walk_main(pp_rb_proc *p, char out[][600], size_t cap)
 {
@@ -113,26 +108,24 @@ static size_t walk_main(pp_rb_proc *p, char out[][600], size_t cap)
     return n;
 }
 
-/* Walks the main thread until its frames are `want` ({label, marker}; NULL label: a C
- * function), for up to 3 s: the ready file exists from the moment File.write opens it, while
- * the thread may still be inside File.write (a C function too) on the line before the marker.
- * Returns the last walk's frame count, in `got`, for the caller to assert and log. */
-static size_t await_stack(pp_rb_proc *p, const char *script, const char *path,
-                          const char *want[][2], size_t nw, char got[][600], size_t cap)
+/* Asserts that the main thread's frames are `want` ({label, marker}; NULL label: a C function)
+ * of `script` (at `path`), walking it until they are, for up to 3 s: the ready file exists from
+ * the moment File.write opens it, while the thread may still be inside File.write (a C
+ * function too) on the line before the marker. */
+static void expect_stack(pp_rb_proc *p, const char *script, const char *path, const char *want[][2],
+                         size_t nw)
 {
-    size_t n = 0;
+    char exp[16][PATH_MAX + 600], got[32][600];
+    cr_assert(nw <= 16);
+    for (size_t i = 0; i < nw; i++)
+        pp_rb_frame_text(exp[i], sizeof(exp[i]), want[i][0], path,
+                         want[i][1] ? marker_in(script, want[i][1]) : 0);
+    size_t n = 0, same = 0;
     for (int i = 0; i < 300; i++) {
         pp_rmem_begin_sample(&p->mem);
-        n = walk_main(p, got, cap);
-        size_t same = 0;
-        while (n == nw && same < nw) {
-            char w[PATH_MAX + 600];
-            pp_rb_frame_text(w, sizeof(w), want[same][0], path,
-                             want[same][1] ? marker_in(script, want[same][1]) : 0);
-            if (strcmp(got[same], w) != 0)
-                break;
-            same++;
-        }
+        n = walk_main(p, got, 32);
+        for (same = 0; n == nw && same < nw && strcmp(got[same], exp[same]) == 0; same++)
+            ;
         if (n == nw && same == nw)
             break;
         struct timespec ts = {0, 10 * 1000 * 1000};
@@ -140,7 +133,9 @@ static size_t await_stack(pp_rb_proc *p, const char *script, const char *path,
     }
     for (size_t i = 0; i < n; i++)
         cr_log_info("frame %zu: %s", i, got[i]);
-    return n;
+    cr_assert_eq(n, nw);
+    for (size_t i = 0; i < nw; i++)
+        cr_assert_str_eq(got[i], exp[i], "frame %zu", i);
 }
 
 Test(ruby, fixture_stack_exact)
@@ -165,15 +160,7 @@ Test(ruby, fixture_stack_exact)
                              {NULL, NULL}, /* Integer#times */
                              {"area", "area"},
                              {"<main>", "main"}};
-    size_t nw = sizeof(want) / sizeof(want[0]);
-    char got[32][600];
-    size_t n = await_stack(p, FIXTURE, f.path, want, nw, got, 32);
-    cr_assert_eq(n, nw);
-    for (size_t i = 0; i < nw; i++) {
-        char w[PATH_MAX + 600];
-        pp_rb_frame_text(w, sizeof(w), want[i][0], f.path, want[i][1] ? marker(want[i][1]) : 0);
-        cr_assert_str_eq(got[i], w, "frame %zu", i);
-    }
+    expect_stack(p, FIXTURE, f.path, want, sizeof(want) / sizeof(want[0]));
     pp_rb_close(p);
     fixture_stop(&f);
 }
@@ -530,16 +517,7 @@ Test(ruby, fiber_stacks_and_self_check)
                              {"block in in_fiber", "en"}, /* the Enumerator's block */
                              {NULL, NULL},                /* Enumerator::Generator#each */
                              {NULL, NULL}};               /* Enumerator#each */
-    size_t nw = sizeof(want) / sizeof(want[0]);
-    char got[32][600];
-    size_t n = await_stack(p, FIBER_FIXTURE, f.path, want, nw, got, 32);
-    cr_assert_eq(n, nw);
-    for (size_t i = 0; i < nw; i++) {
-        char w[PATH_MAX + 600];
-        pp_rb_frame_text(w, sizeof(w), want[i][0], f.path,
-                         want[i][1] ? marker_in(FIBER_FIXTURE, want[i][1]) : 0);
-        cr_assert_str_eq(got[i], w, "frame %zu", i);
-    }
+    expect_stack(p, FIBER_FIXTURE, f.path, want, sizeof(want) / sizeof(want[0]));
     pp_rb_close(p);
     /* th->ec is the generator's context: the self-check finds the root fiber's */
     setenv("PP_RUBY_TEST_LAYOUT", "untested", 1);
