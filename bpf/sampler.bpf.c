@@ -345,7 +345,7 @@ static __always_inline int record(struct bpf_perf_event_data *ctx, void *counts,
     if (pid != 0) {
         __u32 via = 0;
         key.rt_stack = take_runtime_stack(pid, ktid, &via);
-        key.rt_pid = key.rt_stack ? via : 0;
+        key.rt_pid = via; /* also when the walk gave nothing: the sample is still the fork's */
     }
     if (pid != 0 && bpf_map_lookup_elem(&tid_pids, &pid))
         key.tid = tid;

@@ -66,8 +66,9 @@ struct pp_rt_rec {
  * buffer (struct pp_stack_rec). */
 struct pp_sample_key {
     unsigned int pid;    /* tgid, in the sampler's pid namespace */
-    unsigned int rt_pid; /* the registered ancestor whose data walked rt_stack (a child forked
-                            from it that did not exec); 0: pid's own entry, or none */
+    unsigned int rt_pid; /* the registered ancestor pid was walked as a fork of (a child forked
+                            from it that did not exec), rt_stack 0 when that walk gave nothing;
+                            0: pid's own entry, or none */
     unsigned long long user_stack;   /* stack hash; 0 when unavailable */
     unsigned long long kernel_stack; /* stack hash; 0 when unavailable */
     unsigned long long rt_stack;     /* runtime trace hash (in-sampler walker); 0: none */

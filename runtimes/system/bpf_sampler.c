@@ -364,6 +364,10 @@ static int emit_entry(pp_bpf_sampler *s, pp_profile *out, const void *k, const v
     const uint64_t *uips = trace_of(s, key->user_stack, 0, &nu);
     const uint64_t *kips = trace_of(s, key->kernel_stack, 1, &nk);
     pp_walk_ent *we = s->walks.n ? pp_walks_get(&s->walks, (int)key->pid) : NULL;
+    /* a fork's entry counts only the samples the sampler took as that fork's: after an exec (or
+     * from a thread already past exit_mm) the pid runs something else, native only */
+    if (we && we->via && key->rt_pid != (uint32_t)we->via)
+        we = NULL;
     if (!we && key->rt_pid && key->rt_stack)
         we = add_fork(s, (int)key->pid, (int)key->rt_pid);
     if (!we)
@@ -438,8 +442,11 @@ static void walks_prune(pp_bpf_sampler *s)
     int fd = bpf_map__fd(s->skel->maps.rt_procs);
     for (size_t i = s->walks.n; i-- > 0;) {
         uint32_t pid = (uint32_t)s->walks.v[i].pid;
-        if (s->walks.v[i].via) { /* a fork: not in the map; kept while it and its ancestor are */
-            if (pp_pid_gone((int)pid) || !pp_walks_get(&s->walks, s->walks.v[i].via))
+        if (s->walks.v[i].via) { /* a fork: kept while it, its ancestor and its rt_forks entry
+                                    are (the sampler deletes that entry at an exec; an entry
+                                    the LRU map evicted is added again by the next walk) */
+            if (pp_pid_gone((int)pid) || !pp_walks_get(&s->walks, s->walks.v[i].via) ||
+                !pp_bpf_sampler_walk_forked(s, (int)pid))
                 pp_walks_remove(&s->walks, (int)pid);
             continue;
         }

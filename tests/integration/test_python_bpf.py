@@ -7,12 +7,14 @@ import glob
 import os
 import re
 import shutil
+import signal
+import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from conftest import APPS, App, last_profile, run_polyprof
+from conftest import APPS, POLYPROF, App, LineReader, last_profile, run_polyprof
 from test_python import interpreters
 
 
@@ -247,3 +249,35 @@ def test_sub_interpreter_frames_are_the_running_ones(tmp_path, exe):
     assert leaves["main_work"] > 20, leaves
     assert leaves["sub_work"] > 20, leaves
     assert leaves["main"] < 0.1 * leaves["sub_work"], leaves
+
+
+def test_a_fork_that_execs_is_no_longer_counted_as_python(tmp_path):
+    """A child walked as a fork of a Python process, that then execs a program without Python:
+    from the exec on, its samples are native only and no longer counted as a Python process's
+    in polyprof.runtime_samples (they were, until it exited: a low-coverage 'python' entry and
+    its warning for a process that was no longer Python)."""
+    app = App(["/usr/bin/python3.11", str(APPS / "pywalk_fork_exec.py")], start_new_session=True)
+    out = tmp_path / "out"
+    p = subprocess.Popen([str(POLYPROF), "-d", "8", "-f", "99", "-o", str(out), "--python-mode",
+                          "builtin", "-v"], stderr=subprocess.PIPE, text=True)
+    try:
+        log = LineReader(p.stderr)
+        log.wait_line(lambda x: f"python pid {app.pid}: CPython" in x, 20, "the parent walked")
+        os.kill(app.pid, signal.SIGUSR2)  # it forks the child now, during the session
+        child = int(app.out.wait_line(lambda x: x.startswith("forked "), 10, "the fork").split()[1])
+        log.wait_line(lambda x: f"pid {child} walked as a fork of pid {app.pid}" in x, 20,
+                      "the child walked as a fork")
+        os.kill(child, signal.SIGUSR1)  # it execs the shell loop now
+        assert p.wait(timeout=60) == 0, log.text()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        os.killpg(app.pid, signal.SIGKILL)
+        app.stop()
+    prof = last_profile(out)
+    mine = [c for c in prof.header["polyprof"]["runtime_samples"] if c["pid"] == child]
+    assert mine, "the child walked as a fork before its exec"
+    for c in mine:
+        assert c["runtime_samples"] >= 0.8 * c["sampler_samples"], (c, "the exec'd shell counted")
+    assert not [x for x in log.lines if "WARNING" in x and f"pid {child} (" in x], log.text()
