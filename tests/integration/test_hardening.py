@@ -143,6 +143,29 @@ def test_planted_profile_names_do_not_lose_the_profile(sticky_dir):
     assert html.stat().st_uid == 0 and html.stat().st_size > 0
 
 
+def test_output_is_utf8_whatever_a_process_is_named(outdir, start_app):
+    """Any user can name a process with bytes that are not UTF-8 (here 0xff 0xfe): they went
+    raw into the .col (and the flame graph, the log), which UTF-8 readers refuse. Each invalid
+    byte is U+FFFD now (docs/security.md, "Output encoding")."""
+    app = start_app(SYS_PYTHON, "-c", "open('/proc/self/comm', 'wb').write(b'\\xff\\xfepp_bad')\n"
+                    "print('ready', flush=True)\n"
+                    "while True:\n"
+                    "    pass\n")
+    with open(f"/proc/{app.pid}/comm", "rb") as f:
+        assert f.read() == b"\xff\xfepp_bad\n", "the fixture named itself"
+    log = outdir / "pp.log"
+    run = Background("-d", 3, "-o", outdir, "--no-java", "--no-ruby", "--log-file", log)
+    try:
+        assert run.finish() == 0, run.stderr[-3000:]
+    finally:
+        run.kill()
+    col = (outdir / "last_profile.col").read_bytes().decode("utf-8")  # strict
+    comms = {line.split(";")[2] for line in col.split("\n")[1:] if line.count(";") >= 2}
+    assert "\ufffd\ufffdpp_bad" in comms, sorted(comms)[:50]
+    (outdir / "last_flamegraph.html").read_bytes().decode("utf-8")
+    log.read_bytes().decode("utf-8")
+
+
 def test_pid_file_link_is_replaced_not_written_through(shared_dir, victim):
     pidfile = shared_dir / "pp.pid"
     as_nobody(f"import os; os.symlink({str(victim)!r}, {str(pidfile)!r})")
