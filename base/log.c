@@ -17,6 +17,7 @@
 #include "base/hash.h"
 #include "base/logrepeat.h"
 #include "base/safefile.h"
+#include "base/utf8.h"
 
 #define PP_LOG_MSG_MAX 4096
 
@@ -167,8 +168,12 @@ static void write_file(const char *line, size_t len)
 
 /* Writes one line with msg; takes log_lock. The time is read under the lock, so that the lines
  * of a file are in time order whichever thread wrote them. */
-static void emit(pp_log_level level, const char *msg)
+static void emit(pp_log_level level, const char *raw)
 {
+    /* Messages quote text of other processes (comm, command lines, paths): the line is UTF-8
+     * whatever they hold, invalid bytes as U+FFFD (a cut message may also end mid-character) */
+    char msg[PP_LOG_MSG_MAX];
+    pp_utf8_copy(msg, sizeof(msg), raw, strlen(raw));
     char line[PP_LOG_MSG_MAX + 128];
     pthread_mutex_lock(&log_lock);
     struct timeval tv;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "merge/linecount.h"
 
 /* A growing byte buffer; a failed allocation sets oom and drops what follows. */
@@ -36,18 +37,25 @@ static void lb_put(linebuf *b, const char *s, size_t n)
     b->len += n;
 }
 
-/* Appends frame s[0..len) with every ';' as '|' and every control character (newline included)
- * as '?', so that a frame never breaks the line format. */
+/* Appends frame s[0..len) with every ';' as '|', every control character (newline included) as
+ * '?' and every byte that is not valid UTF-8 as U+FFFD, so that a frame never breaks the line
+ * format and the text is always UTF-8 (comm and frames are any bytes a process chose). */
 static void lb_frame(linebuf *b, const char *s, size_t len)
 {
     size_t start = 0;
-    for (size_t i = 0; i < len; i++) {
+    for (size_t i = 0; i < len;) {
         unsigned char c = (unsigned char)s[i];
-        if (c == ';' || c < 0x20 || c == 0x7f) {
+        uint32_t cp;
+        size_t n = c < 0x80 ? 1 : pp_utf8_next(s + i, len - i, &cp);
+        if (c == ';' || c < 0x20 || c == 0x7f || (c >= 0x80 && n == 1)) {
             lb_put(b, s + start, i - start);
-            lb_put(b, c == ';' ? "|" : "?", 1);
+            if (c >= 0x80)
+                lb_put(b, PP_UTF8_REPLACEMENT, PP_UTF8_REPLACEMENT_LEN);
+            else
+                lb_put(b, c == ';' ? "|" : "?", 1);
             start = i + 1;
         }
+        i += n;
     }
     lb_put(b, s + start, len - start);
 }
@@ -81,7 +89,11 @@ char *pp_col_render(const pp_profile *p, json_t *header, const pp_render_opts *o
     for (size_t i = 0; i < n; i++) {
         pp_pid_profile *pp = pp_profile_at(p, i);
         idx[i] = app_index(apps, pp->app_metadata);
-        const char *c = pp_profile_str(p, pp->container);
+        /* As its frame: valid UTF-8 (jansson refuses any other string) */
+        char *c = pp_utf8_sanitized(pp_profile_str(p, pp->container),
+                                    strlen(pp_profile_str(p, pp->container)), NULL);
+        if (!c)
+            goto oom;
         if (*c) {
             bool seen = false;
             for (size_t k = 0; k < json_array_size(containers) && !seen; k++)
@@ -89,6 +101,7 @@ char *pp_col_render(const pp_profile *p, json_t *header, const pp_render_opts *o
             if (!seen)
                 json_array_append_new(containers, json_string(c));
         }
+        free(c);
     }
     json_object_set(header, "application_metadata", apps);
     json_object_set(header, "containers", containers);

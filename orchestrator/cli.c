@@ -107,7 +107,7 @@ static int fail(ctx *c, const char *fmt, ...)
 
 static void *field(ctx *c, const pp_opt *o)
 {
-    return (char *)c->cfg + o->off;
+    return pp_opt_field(c->cfg, o);
 }
 
 static unsigned row_scope(const pp_opt *o)

@@ -17,6 +17,14 @@ extern const pp_opt *pp_opts;
 extern size_t pp_nopts;
 void pp_cli_table_init(void);
 
+/* The field of cfg that row o is stored in; NULL for a row with no field (PP_OFF_NONE: stored by
+ * name, or --help/--version). Code that walks every row takes fields through it: cfg +
+ * PP_OFF_NONE would be a pointer before cfg (undefined behaviour, even when never used). */
+static inline void *pp_opt_field(const pp_config *cfg, const pp_opt *o)
+{
+    return o->off == PP_OFF_NONE ? NULL : (char *)cfg + o->off;
+}
+
 /* The dest name of o: o->dest, or the long name with '-' turned into '_' (written to buf). */
 const char *pp_opt_dest(const pp_opt *o, char *buf, size_t len);
 /* "-f/--profiling-frequency" style name for messages. */

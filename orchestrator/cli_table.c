@@ -663,7 +663,9 @@ void pp_cli_set_defaults(pp_config *cfg)
     pp_cli_table_init();
     for (size_t i = 0; i < pp_nopts; i++) {
         const pp_opt *o = &pp_opts[i];
-        void *p = (char *)cfg + o->off;
+        void *p = pp_opt_field(cfg, o);
+        if (!p)
+            continue;
         switch (o->kind) {
         case PP_OPT_FLAG:
         case PP_OPT_NEGFLAG:
@@ -693,7 +695,9 @@ void pp_config_free(pp_config *cfg)
         return;
     for (size_t i = 0; i < pp_nopts; i++) {
         const pp_opt *o = &pp_opts[i];
-        void *p = (char *)cfg + o->off;
+        void *p = pp_opt_field(cfg, o);
+        if (!p)
+            continue;
         switch (o->kind) {
         case PP_OPT_STR:
         case PP_OPT_CHOICE:

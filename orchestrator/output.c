@@ -15,6 +15,9 @@
 #include "base/safefile.h"
 
 #define TMP_PREFIX ".polyprof-tmp-"
+/* Names tried for a profile: its stem, then _1 to _99, then _<12 random characters>. */
+#define NAME_SUFFIXES 100
+#define NAME_RANDOM_TRIES 100
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
@@ -92,7 +95,8 @@ static bool is_profile_name(const char *s, const char *ext)
            !strchr(s, '/');
 }
 
-/* Writes text as DIR/<stem><ext> (DIR/<stem>_<n><ext> when that name is taken), then points
+/* Writes text as DIR/<stem><ext> (DIR/<stem>_<n><ext> when that name is taken, n up to 99, then
+ * DIR/<stem>_<12 random characters><ext>), then points
  * the link DIR/<lname> at it; with rotate, the profile file the link pointed to before is
  * deleted. Every name is used relative to the directory held open: the temp file gets an
  * unpredictable name and O_EXCL|O_NOFOLLOW, the final names are reached by rename only (a link
@@ -123,13 +127,21 @@ static int write_linked(const char *dir, const char *stem, const char *ext, cons
     }
     close(fd);
     /* Two sessions ending in the same second (a short last session cut by a signal) must not
-     * overwrite each other: the later one gets a _<n> suffix. */
+     * overwrite each other: the later one gets a _<n> suffix. Those names can be predicted, and
+     * anyone who can create entries in the directory (a sticky /tmp) can take them all in
+     * advance: then the name gets 12 random characters instead, which nobody can prepare, so a
+     * profile is never lost to planted names. */
     int rc = -1;
-    for (int n = 0; n < 100; n++) {
-        if (n)
+    for (int n = 0; n < NAME_SUFFIXES + NAME_RANDOM_TRIES; n++) {
+        if (n >= NAME_SUFFIXES) {
+            char rnd[13];
+            pp_random_chars(rnd, 12);
+            snprintf(name, sizeof(name), "%s_%s%s", stem, rnd, ext);
+        } else if (n) {
             snprintf(name, sizeof(name), "%s_%d%s", stem, n, ext);
-        else
+        } else {
             snprintf(name, sizeof(name), "%s%s", stem, ext);
+        }
         if ((rc = rename_noreplace(dfd, tmp, name)) == 0 || errno != EEXIST)
             break;
     }

@@ -22,7 +22,12 @@
 int pp_check_root(const pp_config *cfg)
 {
     bool root = geteuid() == 0;
-    if (root == cfg->rootless) {
+    if (root && cfg->rootless) { /* gProfiler's text */
+        fprintf(stderr, "Conflict, running with --rootless and as root, rerun with --rootless or "
+                        "as root (but not both).\n");
+        return -1;
+    }
+    if (!root && !cfg->rootless) {
         fprintf(stderr, "Not running as root, rerun with --rootless or as root.\n");
         return -1;
     }

@@ -15,6 +15,7 @@
 #include "orchestrator/http.h"
 #include "base/log.h"
 #include "base/safefile.h"
+#include "base/utf8.h"
 
 struct pp_pyroscope {
     char *server, *app, *tenant, *user, *password;
@@ -125,8 +126,7 @@ char *pp_pyroscope_label_value(const char *v, size_t len)
         v++, len--;
     while (len && isspace((unsigned char)v[len - 1]))
         len--;
-    if (len > 256)
-        len = 256;
+    len = pp_utf8_cut(v, len, 256);
     char *out = malloc(len + 1);
     if (!out)
         return NULL;
@@ -216,7 +216,8 @@ static int add_stack(pp_linecount *lc, const char *stack, size_t len, unsigned l
         const char *last = stack + PP_PYRO_MAX_LINE;
         while (last > stack && *last != ';')
             last--;
-        size_t keep = last > stack ? (size_t)(last - stack) : PP_PYRO_MAX_LINE;
+        size_t keep =
+            last > stack ? (size_t)(last - stack) : pp_utf8_cut(stack, len, PP_PYRO_MAX_LINE);
         if (!*cutbuf && !(*cutbuf = malloc(PP_PYRO_MAX_LINE + 16)))
             return -1;
         memcpy(*cutbuf, stack, keep);
@@ -255,6 +256,13 @@ static int write_body(pp_pyro_body *b, const pp_linecount *lc)
 int pp_pyroscope_body(const char *col, size_t len, pp_pyro_body *b)
 {
     memset(b, 0, sizeof(*b));
+    /* polyprof's own .col is UTF-8 already; an upload-file's may hold any bytes */
+    char *fixed = NULL;
+    if (!pp_utf8_valid(col, len)) {
+        if (!(fixed = pp_utf8_sanitized(col, len, &len)))
+            return -1;
+        col = fixed;
+    }
     const char *p = col, *e = col + len;
     bool app_idx, container;
     read_header(&p, e, &app_idx, &container);
@@ -287,6 +295,7 @@ int pp_pyroscope_body(const char *col, size_t len, pp_pyro_body *b)
         !(b->container = strndup(conts.v, conts.len)))
         rc = -1;
     free(cutbuf);
+    free(fixed);
     pp_linecount_free(lc);
     if (rc < 0)
         pp_pyroscope_body_free(b);

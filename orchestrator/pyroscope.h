@@ -44,8 +44,8 @@ typedef struct pp_pyro_body {
 /* Builds the body from a .col text. The header line decides which prefix frames to strip
  * (application_metadata_enabled, run_arguments.profile_api_version): the app index always; the
  * container frame stays as the root frame of the stacks of processes in a container, and is
- * dropped when empty. Stacks that are equal once stripped are summed. Returns 0, or -1 when out
- * of memory (then *b is empty). */
+ * dropped when empty. Stacks that are equal once stripped are summed. The body is UTF-8: invalid
+ * bytes of col become U+FFFD. Returns 0, or -1 when out of memory (then *b is empty). */
 int pp_pyroscope_body(const char *col, size_t len, pp_pyro_body *b);
 void pp_pyroscope_body_free(pp_pyro_body *b);
 
@@ -53,7 +53,8 @@ void pp_pyroscope_body_free(pp_pyro_body *b);
  * '_' ("polyprof" when empty), plus ".cpu". malloc'd. */
 char *pp_pyroscope_app_name(const char *service);
 /* A label value safe for Pyroscope's name{k=v} syntax (no ',', '{', '}', '=', '"', control
- * characters; trimmed; at most 256 bytes). malloc'd; "" when nothing is left. */
+ * characters; trimmed; at most 256 bytes, never cut inside a character). malloc'd; "" when
+ * nothing is left. */
 char *pp_pyroscope_label_value(const char *v, size_t len);
 /* The full /ingest URL for one session: labels hostname, and comm and container when b has
  * them. malloc'd. */

@@ -11,6 +11,7 @@
 #include "merge/header.h"
 #include "orchestrator/http.h"
 #include "base/log.h"
+#include "base/utf8.h"
 
 #define HEALTH_TIMEOUT_S 5
 #define GZIP_LEVEL 6
@@ -88,52 +89,6 @@ char *pp_studio_url(const char *server, const char *version, const char *path, c
     return url;
 }
 
-size_t pp_utf8_sanitize(char *s, size_t len)
-{
-    size_t bad = 0;
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < len;) {
-        unsigned char c = u[i];
-        size_t n;
-        unsigned cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 2;
-            cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 3;
-            cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 4;
-            cp = c & 0x07;
-        } else {
-            s[i++] = '?';
-            bad++;
-            continue;
-        }
-        bool ok = i + n <= len;
-        for (size_t k = 1; ok && k < n; k++) {
-            if ((u[i + k] & 0xC0) != 0x80)
-                ok = false;
-            else
-                cp = (cp << 6) | (u[i + k] & 0x3F);
-        }
-        /* overlong forms, surrogates, beyond U+10FFFF */
-        if (ok && ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-                   (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF))
-            ok = false;
-        if (!ok) {
-            s[i++] = '?';
-            bad++;
-            continue;
-        }
-        i += n;
-    }
-    return bad;
-}
-
 static json_t *num_or_null(double v)
 {
     return isnan(v) ? json_null() : json_real(v);
@@ -146,17 +101,16 @@ char *pp_studio_body(const pp_upload_item *it, const char *hostname, const json_
     pp_iso_time(it->start, st, sizeof(st));
     pp_iso_time(it->end, en, sizeof(en));
     pp_iso_time(it->spawn, sp, sizeof(sp));
-    char *text = malloc(it->len + 1);
+    size_t tlen;
+    char *text =
+        pp_utf8_sanitized(it->text, it->len, &tlen); /* an upload-file may hold any bytes */
     if (!text)
         return NULL;
-    memcpy(text, it->text, it->len);
-    text[it->len] = '\0';
-    pp_utf8_sanitize(text, it->len);
     json_t *o = json_object();
     json_object_set_new(o, "start_time", json_string(st));
     json_object_set_new(o, "end_time", json_string(en));
     json_object_set_new(o, "hostname", json_string(hostname));
-    json_object_set_new(o, "profile", json_stringn(text, it->len));
+    json_object_set_new(o, "profile", json_stringn(text, tlen));
     json_object_set_new(o, "cpu_avg", num_or_null(it->cpu_avg));
     json_object_set_new(o, "mem_avg", num_or_null(it->mem_avg));
     json_object_set_new(o, "spawn_time", json_string(sp));

@@ -36,14 +36,12 @@ pp_send_result pp_studio_send(pp_studio *s, const pp_upload_item *it);
 char *pp_studio_url(const char *server, const char *version, const char *path, const char *token,
                     const char *service, const char *hostname, time_t now, bool with_version);
 /* The JSON body {start_time, end_time, hostname, profile, cpu_avg, mem_avg, spawn_time, gpid}
- * (uncompressed, UTF-8). gpid: "" or what the last reply returned. malloc'd, NUL-terminated. */
+ * (uncompressed, UTF-8: invalid bytes of the profile become U+FFFD). gpid: "" or what the last
+ * reply returned. malloc'd, NUL-terminated. */
 char *pp_studio_body(const pp_upload_item *it, const char *hostname, const json_t *gpid,
                      size_t *len);
 /* gzip (RFC 1952) of data at level. malloc'd, NULL on failure. */
 unsigned char *pp_gzip(const void *data, size_t len, int level, size_t *outlen);
-/* Replaces each byte of s[0..len) that is not part of valid UTF-8 by '?', in place. Returns
- * the number of bytes replaced. */
-size_t pp_utf8_sanitize(char *s, size_t len);
 
 /* upload-file: the file's "# {json}" header deep-merged on top of fresh_md (the file's keys
  * win), "run_arguments.func" removed, stack lines right-stripped, joined by "\n". *start and

@@ -236,7 +236,8 @@ class PyroscopeReceiver(_Base):
         if method != "POST" or r["path"] != "/ingest":
             h.reply(404, {"code": "not_found", "message": "404"})
             return
-        r["body"] = self.read_body(h).decode("utf-8", "replace")
+        r["raw_body"] = self.read_body(h)
+        r["body"] = r["raw_body"].decode("utf-8", "replace")
         forced = self.take_forced()
         if self.hang:
             self.hold(h)

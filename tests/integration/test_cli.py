@@ -73,3 +73,33 @@ def test_gprofiler_environment_and_perf_mode_mapping(tmp_path):
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "last_profile.col").exists()
     assert "fp" in r.stderr and "bpf" in r.stderr  # the one-line mapping notice
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_rootless_as_root_is_a_conflict():
+    r = run_polyprof("--rootless", "-d", 1, "-o", "/tmp/pp_unused", check=False)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.strip() == ("Conflict, running with --rootless and as root, rerun with "
+                                "--rootless or as root (but not both)."), r.stderr
+
+
+def _runs_as_nobody():
+    # The binary must be reachable by an unprivileged user (every directory searchable).
+    if os.geteuid() != 0:
+        return False
+    try:
+        return subprocess.run([str(POLYPROF), "--version"], user=65534, group=65534,
+                              extra_groups=[], capture_output=True, check=False).returncode == 0
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _runs_as_nobody(), reason="needs root and a binary nobody can run")
+def test_not_root_without_rootless():
+    r = subprocess.run([str(POLYPROF), "-d", "1", "-o", "/tmp/pp_unused"], user=65534,
+                       group=65534, extra_groups=[], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    # (a warning may come first: the default log file is not writable by nobody)
+    assert r.stderr.strip().splitlines()[-1] == (
+        "Not running as root, rerun with --rootless or as root."), r.stderr
+    assert "Conflict" not in r.stderr

@@ -105,6 +105,67 @@ def test_links_planted_in_the_output_dir_are_never_followed(shared_dir, victim):
     assert not pidfile.exists(), "the pid file is removed at exit"
 
 
+@pytest.fixture
+def sticky_dir():
+    """A directory like /tmp: every user can create names in it (1777)."""
+    d = Path(tempfile.mkdtemp(prefix="pp_it_sticky_", dir="/tmp"))
+    d.chmod(0o1777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_planted_profile_names_do_not_lose_the_profile(sticky_dir):
+    """Another user who can create names in the output directory (a sticky /tmp) took
+    profile_<T>.col and _1 to _99 for the coming seconds: the rename had no name left and the
+    run exited 1 ("cannot rename ... File exists"), losing the profile. The name now falls back
+    to profile_<T>_<random>.col (and .html)."""
+    out = sticky_dir
+    run = Background("-d", 3, "-o", out, "--no-java", "--no-python", "--no-ruby")
+    try:
+        run.wait_line("polyprof 0.1.0 starting")
+        now = int(time.time())
+        stems = [f"profile_{iso(t)}" for t in range(now - 1, now + 20)]
+        as_nobody(f"import os\n"
+                  f"for s in {stems!r}:\n"
+                  f"    for ext in ('.col', '.html'):\n"
+                  f"        for n in [''] + ['_%d' % i for i in range(1, 100)]:\n"
+                  f"            open(os.path.join({str(out)!r}, s + n + ext), 'x').close()\n")
+        assert run.finish() == 0, run.stderr[-3000:]
+    finally:
+        run.kill()
+    col = (out / "last_profile.col").resolve()
+    assert col.parent == out and col.stat().st_uid == 0, col
+    assert col.name.startswith("profile_") and col.stat().st_size > 0
+    prof = last_profile(out)
+    assert prof.header and prof.stacks
+    html = (out / "last_flamegraph.html").resolve()
+    assert html.name == col.name[:-4] + ".html", (html, col)
+    assert html.stat().st_uid == 0 and html.stat().st_size > 0
+
+
+def test_output_is_utf8_whatever_a_process_is_named(outdir, start_app):
+    """Any user can name a process with bytes that are not UTF-8 (here 0xff 0xfe): they went
+    raw into the .col (and the flame graph, the log), which UTF-8 readers refuse. Each invalid
+    byte is U+FFFD now (docs/security.md, "Output encoding")."""
+    app = start_app(SYS_PYTHON, "-c", "open('/proc/self/comm', 'wb').write(b'\\xff\\xfepp_bad')\n"
+                    "print('ready', flush=True)\n"
+                    "while True:\n"
+                    "    pass\n")
+    with open(f"/proc/{app.pid}/comm", "rb") as f:
+        assert f.read() == b"\xff\xfepp_bad\n", "the fixture named itself"
+    log = outdir / "pp.log"
+    run = Background("-d", 3, "-o", outdir, "--no-java", "--no-ruby", "--log-file", log)
+    try:
+        assert run.finish() == 0, run.stderr[-3000:]
+    finally:
+        run.kill()
+    col = (outdir / "last_profile.col").read_bytes().decode("utf-8")  # strict
+    comms = {line.split(";")[2] for line in col.split("\n")[1:] if line.count(";") >= 2}
+    assert "\ufffd\ufffdpp_bad" in comms, sorted(comms)[:50]
+    (outdir / "last_flamegraph.html").read_bytes().decode("utf-8")
+    log.read_bytes().decode("utf-8")
+
+
 def test_pid_file_link_is_replaced_not_written_through(shared_dir, victim):
     pidfile = shared_dir / "pp.pid"
     as_nobody(f"import os; os.symlink({str(victim)!r}, {str(pidfile)!r})")

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -452,6 +453,28 @@ def test_pyroscope_one_process_gets_a_comm_label(pyro, work, appdir, start_app):
     _, labels = parse_pyroscope_name(reqs[0]["query"]["name"])
     assert labels == {"hostname": os.uname().nodename, "comm": "pp_hot_c"}, labels
     assert all(k.split(";")[0] == "pp_hot_c" for k in folded_body(reqs[0]["body"]))
+
+
+BAD_COMM_APP = ("open('/proc/self/comm', 'wb').write(b'\\xff\\xfepp_bad')\n"
+                "print('ready', flush=True)\n"
+                "while True:\n"
+                "    pass\n")
+
+
+def test_pyroscope_body_and_labels_are_utf8(pyro, work, start_app):
+    """A process named with bytes 0xff (any user can set its name) put raw bytes into the body
+    and the comm label; both are UTF-8 now, each invalid byte as U+FFFD."""
+    app = start_app("/usr/bin/python3", "-c", BAD_COMM_APP)
+    r = run(["-d", 2, "-o", work / "out", "--pids", app.pid, "--no-python", "--pyroscope-server",
+             pyro.url, "--spool-dir", work / "spool"])
+    assert r.returncode == 0, r.stderr
+    reqs = pyro.uploads()
+    assert len(reqs) == 1 and reqs[0]["status"] == 200, r.stderr
+    body = reqs[0]["raw_body"].decode("utf-8")  # strict: raises on any invalid byte
+    assert body and all(k.split(";")[0] == "\ufffd\ufffdpp_bad" for k in folded_body(body)), body
+    qs = urllib.parse.parse_qs(reqs[0]["raw_query"], errors="strict")
+    _, labels = parse_pyroscope_name(qs["name"][0])
+    assert labels["comm"] == "\ufffd\ufffdpp_bad", labels
 
 
 def test_both_backends_and_pyroscope_retry(studio, pyro, work):

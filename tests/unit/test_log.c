@@ -102,3 +102,23 @@ Test(logproc, once_per_process_and_format_then_counted_and_reported_at_close)
     cr_assert(tl > ll && strcmp(text + tl - ll, last) == 0, "the last line: %s", text);
     pp_test_rmtree(dir);
 }
+
+Test(logproc, lines_are_utf8_whatever_a_message_quotes)
+{
+    char *dir = pp_test_mkdtemp();
+    char path[PATH_MAX], err[256];
+    snprintf(path, sizeof(path), "%s/pp.log", dir);
+    cr_assert_eq(pp_log_init(0, path, NULL, err, sizeof(err)), 0, "%s", err);
+    pp_test_quiet_log();
+    pp_warn("process %s (pid %d) exited",
+            "\xff\xfe"
+            "x\xc3",
+            5); /* a comm any user can set */
+    pp_warn_proc(5, 1, "pid %d: comm %s", 5, "a\xe2\x82\xac\x80");
+    pp_log_close();
+    const char *text = pp_test_read_text(path);
+    cr_assert_eq(count(text, "process \xef\xbf\xbd\xef\xbf\xbdx\xef\xbf\xbd (pid 5) exited\n"), 1,
+                 "%s", text);
+    cr_assert_eq(count(text, "pid 5: comm a\xe2\x82\xac\xef\xbf\xbd\n"), 1, "%s", text);
+    pp_test_rmtree(dir);
+}

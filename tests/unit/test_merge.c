@@ -7,6 +7,7 @@
 #include "merge/header.h"
 #include "merge/profile.h"
 #include "merge/strtab.h"
+#include "base/utf8.h"
 
 TestSuite(merge, .init = pp_test_quiet_log);
 
@@ -248,5 +249,41 @@ Test(merge, render_writes_each_stack_once)
                                              "0;;other;main;work 5");
     free(text);
     json_decref(hd);
+    pp_profile_free(p);
+}
+
+Test(merge, render_col_is_utf8_whatever_the_bytes)
+{
+    /* comm, container and frames are bytes other processes chose (a comm of 0xff bytes, a
+     * truncated sequence, an overlong form, a surrogate): each invalid byte becomes U+FFFD,
+     * valid characters stay */
+    pp_profile *p = pp_profile_new();
+    pp_pid_profile *a = pp_profile_get(p, 7, true);
+    a->comm = pp_profile_intern(p, "\xff\xfe"
+                                   "bad\xc3");
+    a->container = pp_profile_intern(p, "c\x80");
+    uint32_t st[] = {pp_profile_intern(p, "f\xe2\x82\xac\xc0\xaf_[p]"),
+                     pp_profile_intern(p, "g\xed\xa0\x80;\xe2\x82")};
+    pp_pid_add(a, st, 2, 4);
+    pp_header_info hi = {.profiling_mode = "cpu", .frequency = 11, .container_names_enabled = true};
+    json_t *h = pp_header_build(&hi);
+    pp_render_opts o = {0};
+    size_t len;
+    char *text = pp_col_render(p, h, &o, &len);
+    cr_assert_not_null(text);
+    char *nl = strchr(text, '\n');
+    cr_assert_not_null(nl);
+    cr_assert_str_eq(nl + 1, "c\xef\xbf\xbd;\xef\xbf\xbd\xef\xbf\xbd"
+                             "bad\xef\xbf\xbd;f\xe2\x82\xac\xef\xbf\xbd\xef\xbf\xbd_[p];"
+                             "g\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|\xef\xbf\xbd\xef\xbf\xbd 4");
+    cr_assert(pp_utf8_valid(text, len), "the whole .col is UTF-8");
+    *nl = '\0';
+    json_t *parsed = json_loads(text + 2, 0, NULL);
+    cr_assert_not_null(parsed);
+    cr_assert_str_eq(json_string_value(json_array_get(json_object_get(parsed, "containers"), 0)),
+                     "c\xef\xbf\xbd", "the header's container names too");
+    json_decref(parsed);
+    free(text);
+    json_decref(h);
     pp_profile_free(p);
 }

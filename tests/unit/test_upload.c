@@ -9,6 +9,7 @@
 #include "orchestrator/spool.h"
 #include "orchestrator/studio.h"
 #include "orchestrator/upload_item.h"
+#include "base/utf8.h"
 #include "tests/unit/testutil.h"
 
 static json_t *meta_for(int start)
@@ -309,13 +310,40 @@ Test(studio, body_fields_gzip_roundtrip)
 
 Test(studio, invalid_utf8_is_replaced)
 {
-    char s[] = "ok\xff\xc3(\xe2\x82\xac\xed\xa0\x80z";
-    size_t n = pp_utf8_sanitize(s, strlen(s));
-    cr_assert_str_eq(s, "ok?"
-                        "?(\xe2\x82\xac?"
-                        "?"
-                        "?z");
-    cr_assert_eq(n, 5);
+    /* upload-file sends a file's bytes: each invalid one becomes U+FFFD, as in the .col */
+    const char *col = "# {}\nok\xff\xc3(\xe2\x82\xac\xed\xa0\x80z 1";
+    pp_upload_item it = {.start = 60, .end = 120, .text = col, .len = strlen(col)};
+    size_t len;
+    char *body = pp_studio_body(&it, "host1", NULL, &len);
+    cr_assert_not_null(body);
+    cr_assert(pp_utf8_valid(body, len));
+    json_t *o = json_loadb(body, len, 0, NULL);
+    cr_assert_str_eq(json_string_value(json_object_get(o, "profile")),
+                     "# {}\nok\xef\xbf\xbd\xef\xbf\xbd(\xe2\x82\xac\xef\xbf\xbd\xef\xbf\xbd"
+                     "\xef\xbf\xbdz 1");
+    json_decref(o);
+    free(body);
+}
+
+Test(pyroscope, body_and_labels_are_utf8)
+{
+    /* an upload-file's .col may hold any bytes: the body is UTF-8 (U+FFFD) */
+    const char *col = "# {\"application_metadata_enabled\": true}\n0;;\xff"
+                      "comm;f\xc3 3";
+    pp_pyro_body b;
+    cr_assert_eq(pp_pyroscope_body(col, strlen(col), &b), 0);
+    cr_assert_str_eq(b.text, "\xef\xbf\xbd"
+                             "comm;f\xef\xbf\xbd 3\n");
+    cr_assert_str_eq(b.comm, "\xef\xbf\xbd"
+                             "comm");
+    pp_pyroscope_body_free(&b);
+    /* a label value cut to 256 bytes is not cut inside a character */
+    char v[300];
+    memset(v, 'a', 255);
+    memcpy(v + 255, "\xe2\x82\xac", 3);
+    char *lv = pp_pyroscope_label_value(v, 258);
+    cr_assert_eq(strlen(lv), 255);
+    free(lv);
 }
 
 Test(studio, redact_secret_and_excerpt)
