@@ -58,7 +58,7 @@ def test_init_shim_frame_never_appears(profiles, walker, label, exe):
     stacks = [(f, c) for f, c in profs[walker].stacks if len(f) > 3
               and f[3].startswith("appid: python: ") and f"({script})" in f[3]]
     init = "Point.__init__" if exe_minor(exe) >= 11 else "__init__"
-    through_init = 0
+    through_init = cut = 0
     for f, n in stacks:
         py = [x for x in f if x.endswith("_[p]")]
         assert "[lost symbol]_[p]" not in py, (walker, label, f)
@@ -71,10 +71,17 @@ def test_init_shim_frame_never_appears(profiles, walker, label, exe):
         for i, (fn, file) in enumerate(parsed):
             if fn == init and file == script:
                 through_init += n
+                if "[truncated]" in f and i == 0:
+                    # the reader does not stop the target: a frame read while it changed cuts
+                    # the stack (marked), rarely; nothing is known under the cut
+                    cut += n
+                    continue
                 assert i > 0 and parsed[i - 1] == ("build", script), (walker, label, py)
     # the constructor holds the CPU: most of the process's samples are inside it
     total = sum(n for _, n in stacks)
-    assert through_init > 20 and through_init >= 0.8 * total, (walker, label, through_init, total)
+    assert total > 20, f"{walker} {label}: host starved: {total} samples in 8 s"
+    assert through_init >= 0.8 * total, (walker, label, through_init, total)
+    assert cut <= 0.05 * through_init, (walker, label, cut, through_init)
 
 
 def exe_minor(exe):
