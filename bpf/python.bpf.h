@@ -124,6 +124,8 @@ static long py_frame_cb(__u32 i, void *arg)
     } else {
         if (in->cstack_owner && fb[oo] == in->cstack_owner - 1)
             return 0; /* shim / entry frame */
+        if (in->shim_code && code == in->shim_code)
+            return 0; /* 3.13 init shim: owned by the thread, runs the interpreter's code */
         __s64 d = (__s64)(*(__u64 *)(fb + oi) - (code + in->co_code_adaptive));
         if (d < 0)
             return 0; /* incomplete frame: being set up, no instruction run yet */

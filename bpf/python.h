@@ -5,7 +5,9 @@
 #define PP_BPF_PYTHON_H
 
 struct pp_cpython_info {
-    unsigned long long runtime; /* &_PyRuntime in the target */
+    unsigned long long runtime;   /* &_PyRuntime in the target */
+    unsigned long long shim_code; /* the interpreter's shim code object (3.13 init shim); 0:
+                                     unknown, user space drops such frames when naming them */
     unsigned int rt_interp_head;
     unsigned int is_next, is_threads_head;
     unsigned int ts_next, ts_frame, ts_thread_id; /* ts_thread_id: the thread's pthread_t */

@@ -19,9 +19,11 @@
 /* ---- locating the interpreter ---- */
 
 /* version.0: Py_GetVersion's static buffer ("3.8.18 (default, ..."), in .symtab only. */
-enum { SYM_RUNTIME, SYM_VERSION, SYM_CODE, SYM_UNICODE, SYM_BYTES, SYM_VERBUF, NSYMS };
+/* _Py_InitCleanup: 3.13's init shim code object (a local symbol, .symtab only). */
+enum { SYM_RUNTIME, SYM_VERSION, SYM_CODE, SYM_UNICODE, SYM_BYTES, SYM_VERBUF, SYM_SHIM, NSYMS };
 static const char *const sym_names[NSYMS] = {"_PyRuntime",     "Py_Version",   "PyCode_Type",
-                                             "PyUnicode_Type", "PyBytes_Type", "version.0"};
+                                             "PyUnicode_Type", "PyBytes_Type", "version.0",
+                                             "_Py_InitCleanup"};
 
 /* X.Y from a file name such as python3.11, libpython3.7m.so.1.0. */
 static int version_from_name(const char *path, unsigned *major, unsigned *minor)
@@ -171,6 +173,7 @@ pp_py_proc *pp_py_open(int pid, pp_py_open_status *status, char *err, size_t err
     p->L.code_type = sym[SYM_CODE] ? bias + sym[SYM_CODE] : 0;
     p->L.unicode_type = sym[SYM_UNICODE] ? bias + sym[SYM_UNICODE] : 0;
     p->L.bytes_type = sym[SYM_BYTES] ? bias + sym[SYM_BYTES] : 0;
+    p->L.shim_code = sym[SYM_SHIM] && minor >= 13 ? bias + sym[SYM_SHIM] : 0;
 
     uint64_t interp;
     if (pp_rmem_ptr(&p->mem, p->runtime + p->L.rt_interp_head, &interp) != 0)
@@ -268,6 +271,8 @@ static size_t walk_frames(pp_py_proc *p, uint64_t f, bool *truncated)
         } else {
             if (L->minor >= 12 && buf[L->fr_owner] == FRAME_OWNED_BY_CSTACK)
                 continue; /* shim / entry frame */
+            if (L->shim_code && code == L->shim_code)
+                continue; /* 3.13 init shim: owned by the thread, runs the interpreter's code */
             memcpy(&ip, buf + L->fr_ip, 8);
             int64_t d = (int64_t)(ip - (code + L->co_code_adaptive));
             if (d < 0)
@@ -278,21 +283,26 @@ static size_t walk_frames(pp_py_proc *p, uint64_t f, bool *truncated)
         idxs[n++] = idx;
     }
     pp_py_code_prefetch(&p->codes, &p->mem, L, codes, n);
-    size_t good = 0; /* leaf-side frames whose code object was read */
-    for (; good < n; good++) {
-        pp_py_code *co = pp_py_code_get(&p->codes, &p->mem, L, codes[good]);
+    size_t k = 0; /* frames kept, leaf first: up to the first code object not read */
+    for (size_t i = 0; i < n; i++) {
+        pp_py_code *co = pp_py_code_get(&p->codes, &p->mem, L, codes[i]);
         if (!co) {
             *truncated = true;
             break;
         }
-        pp_py_frame *fr = &p->frames[n - 1 - good]; /* root first */
+        if (co->internal)
+            continue; /* a shim frame not told by its address (stripped libpython) */
+        pp_py_frame *fr = &p->frames[k++];
         fr->name = co->name;
         fr->file = co->file;
-        fr->line = pp_py_code_line(co, L, idxs[good]);
+        fr->line = pp_py_code_line(co, L, idxs[i]);
     }
-    if (good < n) /* keep the leaf-side part: move it to the front */
-        memmove(p->frames, p->frames + (n - good), good * sizeof(*p->frames));
-    return good;
+    for (size_t i = 0; i < k / 2; i++) { /* root first */
+        pp_py_frame t = p->frames[i];
+        p->frames[i] = p->frames[k - 1 - i];
+        p->frames[k - 1 - i] = t;
+    }
+    return k;
 }
 
 static long thread_tid(pp_py_proc *p, const uint8_t *ts)

@@ -172,6 +172,16 @@ int pp_py_line_locations(const uint8_t *t, size_t n, int firstlineno, int idx)
     return 0;
 }
 
+/* Whether a location table (3.11+) gives no line to any instruction: every entry is of code
+ * 15, "no location" (an empty table too). */
+static bool locations_lineless(const uint8_t *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((t[i] & 0x80) && ((t[i] >> 3) & 15) != 15)
+            return false;
+    return true;
+}
+
 /* ---- the code object cache ---- */
 
 static void entry_free(pp_py_code *e)
@@ -295,6 +305,13 @@ static int fill(pp_py_code_cache *c, pp_py_code *e, pp_rmem *m, const pp_py_layo
     e->file = intern_str(c, m, L, h->check[0]);
     e->name = intern_str(c, m, L, L->co_qualname ? h->check[2] : h->check[1]);
     e->table = read_bytes(m, L, h->check[3], &e->table_len);
+    /* 3.13+ shim code objects are static ones of the interpreter whose co_filename is their
+     * co_name (the same string object: "__init__" for _Py_InitCleanup) and whose line table
+     * gives no line (one "no location" entry); compiled code has lines. The address from
+     * .symtab, when there is one, names it exactly. */
+    e->internal = (L->shim_code && addr == L->shim_code) ||
+                  (L->minor >= 13 && L->lines == PP_PY_LOCATIONS && h->check[0] == h->check[1] &&
+                   e->table && locations_lineless(e->table, e->table_len));
     if (!e->file || !e->name) {
         entry_free(e);
         return -1;

@@ -55,6 +55,10 @@ typedef struct pp_py_layout {
     /* Filled at open from the module's symbols (+ load bias); 0 = not checked. Objects whose
      * ob_type differs are rejected. */
     uint64_t code_type, unicode_type, bytes_type;
+    /* The interpreter's own code object that shim frames run (3.13: _Py_InitCleanup, pushed
+     * under a Python __init__ called through a specialised class call), from .symtab; 0 when
+     * unknown (stripped libpython: pp_py_code.internal still tells it). */
+    uint64_t shim_code;
 } pp_py_layout;
 
 /* Fixed table for 3.8-3.12 (NULL for other minors). */
@@ -73,6 +77,8 @@ typedef struct pp_py_code {
     uint64_t check[4]; /* filename, name, qualname/linetable pointers: validated on hits */
     int firstlineno;
     const char *name, *file; /* interned in the cache's string table (live until close) */
+    bool internal;           /* the interpreter's own code (a shim frame's), not a program's: frames
+                                running it are not reported */
     uint8_t *table;          /* line table copy */
     size_t table_len;
     int last_idx, last_line;        /* memo of the last lookup */

@@ -76,6 +76,8 @@ static size_t pw_name(void *state, pp_profile *out, const uint64_t *words, size_
             ids[k++] = pp_profile_intern(out, LOST_FRAME);
             continue;
         }
+        if (co->internal)
+            continue; /* a shim frame the walker could not tell (no shim_code: stripped) */
         ids[k++] =
             pp_pyframes_id(&w->frames, out, co->name, co->file, pp_py_code_line(co, &h->L, idx));
     }
@@ -100,6 +102,7 @@ static int fill_info(const pp_py_proc *h, struct pp_cpython_info *in)
     const pp_py_layout *L = &h->L;
     memset(in, 0, sizeof(*in));
     in->runtime = h->runtime;
+    in->shim_code = L->shim_code;
     in->rt_interp_head = L->rt_interp_head;
     in->is_next = L->is_next;
     in->is_threads_head = L->is_threads_head;
