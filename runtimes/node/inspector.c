@@ -195,6 +195,7 @@ int pp_node_inspect(int pid, unsigned long long start, int nspid, const pp_node_
     s.nspid = nspid;
     s.netns = pp_node_same_ns(pid, "net") ? 0 : pid;
     *answer = NULL;
+    err[0] = '\0';
     if (open_inspector(&s, f, err, errlen) < 0) {
         if (s.signalled)
             close_unused(&s, err);
