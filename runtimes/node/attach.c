@@ -6,13 +6,11 @@
  *      Node rule (node_exporter...) is never signalled; --disable-sigusr1 gets a skipped stack;
  *   2. the perf-map addon (npm linux-perf, built per Node major and libc at `make deps`, found
  *      through base/resource.h) is copied into <target dir> inside the process's root;
- *   3. the inspector: the user's if it is already listening on the process's inspector port,
- *      else opened with SIGUSR1; its port is the new listening socket the process owns;
+ *   3. the inspector (inspector.c): the user's if it is already listening on the process's
+ *      inspector port, else opened with SIGUSR1, closed again and verified closed;
  *   4. over the DevTools protocol (cdp.c, from a thread inside the process's network
  *      namespace): check process.pid and the pid namespace, load the addon with process.dlopen
- *      (CommonJS and ES modules alike), start it (existing code is logged too), arm a 10 s
- *      watchdog that closes the inspector should polyprof die, then close it
- *      (process._debugEnd(), unless it was the user's) and wait for the port to close;
+ *      (CommonJS and ES modules alike), start it (existing code is logged too);
  *   5. the copied addon is removed at once (the process keeps its mapping).
  *
  * At the end of the run (and for processes gone in the meantime) the same handshake stops the
@@ -36,9 +34,6 @@
 #include "runtimes/runner.h"
 
 #define MAX_TRACKED 4096
-#define OPEN_WAIT 5.0   /* seconds for the inspector to listen after SIGUSR1 */
-#define CLOSE_WAIT 3.0  /* seconds for its port to close */
-#define TALK_LIMIT 10.0 /* seconds for one DevTools conversation */
 
 typedef enum { T_ATTACHED = 1, T_LEFT, T_SKIPPED, T_ERROR } tstate;
 
@@ -168,16 +163,6 @@ static void remove_map(const tracked *t, bool gone)
 
 /* ---- facts about the process ---- */
 
-static bool same_ns(int pid, const char *ns)
-{
-    char a[64], b[64];
-    struct stat sa, sb;
-    snprintf(a, sizeof(a), "/proc/%d/ns/%s", pid, ns);
-    snprintf(b, sizeof(b), "/proc/self/ns/%s", ns);
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_ino == sb.st_ino &&
-           sa.st_dev == sb.st_dev;
-}
-
 static int node_version_literal(const char *s)
 {
     unsigned a, b, c;
@@ -219,79 +204,6 @@ static int find_addon(int pid, char *path, size_t len, char *err, size_t errlen)
     return -1;
 }
 
-/* ---- the inspector ---- */
-
-static bool has_port(const pp_node_listener *l, size_t n, int port)
-{
-    for (size_t i = 0; i < n; i++)
-        if (l[i].port == port)
-            return true;
-    return false;
-}
-
-/* The inspector's address: the user's (*theirs) on the flags' port, else the socket that pid
- * starts listening on after SIGUSR1. 0, or -1 with err. */
-static int open_inspector(int pid, unsigned long long start, const pp_node_flags *f,
-                          pp_node_listener *out, bool *theirs, bool *signalled, char *err,
-                          size_t errlen)
-{
-    *signalled = false;
-    pp_node_listener before[64], now[64];
-    size_t nb = pp_node_listeners(pid, before, 64);
-    for (size_t i = 0; i < nb; i++)
-        if (before[i].port == f->port) {
-            *out = before[i];
-            *theirs = true;
-            return 0;
-        }
-    *theirs = false;
-    char path[64], status[4096];
-    snprintf(path, sizeof(path), "/proc/%d/status", pid);
-    /* the check and the signal as close together as possible, for the same process */
-    if (pp_read_small_file(path, status, sizeof(status)) <= 0 ||
-        pp_node_sig_caught(status, SIGUSR1) != 1 || pp_proc_start_ticks(pid) != start) {
-        snprintf(err, errlen, "the process exited");
-        return -1;
-    }
-    if (kill(pid, SIGUSR1) < 0) {
-        snprintf(err, errlen, "cannot signal it: %s", strerror(errno));
-        return -1;
-    }
-    *signalled = true;
-    pp_debug("nodejs: sent SIGUSR1 to pid %d to open its inspector", pid);
-    double until = pp_mono_now() + OPEN_WAIT;
-    while (pp_mono_now() < until) {
-        size_t nn = pp_node_listeners(pid, now, 64);
-        for (size_t i = 0; i < nn; i++)
-            if (!has_port(before, nb, now[i].port)) {
-                *out = now[i];
-                return 0;
-            }
-        if (pp_pid_gone(pid)) {
-            snprintf(err, errlen, "the process exited");
-            return -1;
-        }
-        usleep(20000);
-    }
-    snprintf(err, errlen, "its inspector did not open within %.0f s of SIGUSR1", OPEN_WAIT);
-    return -1;
-}
-
-/* After process._debugEnd(): the port must be gone. */
-static bool wait_closed(int pid, int port)
-{
-    pp_node_listener now[64];
-    double until = pp_mono_now() + CLOSE_WAIT;
-    while (!pp_pid_gone(pid)) {
-        if (!has_port(now, pp_node_listeners(pid, now, 64), port))
-            return true;
-        if (pp_mono_now() >= until)
-            return false;
-        usleep(20000);
-    }
-    return true;
-}
-
 /* The JavaScript of the attach and of the stop; the instance lives under a registered symbol,
  * so a later polyprof run finds it (and a foreign map is never truncated). */
 #define JS_KEY "Symbol.for('polyprof.linux-perf')"
@@ -301,20 +213,15 @@ static bool wait_closed(int pid, int port)
     "(process.mainModule&&process.mainModule.require('fs'));"                                      \
     "if(fs&&fs.readlinkSync('/proc/self/ns/pid')!=='%s')return'wrong pid namespace';"
 
-static void attach_js(char *out, size_t len, int nspid, const char *pidns, const char *addon,
-                      bool watchdog)
+static void attach_js(char *out, size_t len, int nspid, const char *pidns, const char *addon)
 {
     snprintf(out, len,
              "(()=>{" JS_CHECK "let g=globalThis[" JS_KEY "];"
              "if(!g){if(fs&&fs.existsSync('/tmp/perf-'+process.pid+'.map'))return'foreign map';"
              "const m={exports:{}};process.dlopen(m,'%.300s');g={lp:new m.exports.LinuxPerf()};"
              "Object.defineProperty(globalThis," JS_KEY ",{value:g,configurable:true});}"
-             "%s"
              "return g.lp.start()?'started':'already';})()",
-             nspid, pidns, addon,
-             watchdog ? "clearTimeout(g.wd);g.wd=setTimeout(()=>{process._debugEnd()},10000);"
-                        "g.wd.unref();"
-                      : "");
+             nspid, pidns, addon);
 }
 
 static void stop_js(char *out, size_t len, int nspid, const char *pidns)
@@ -323,55 +230,6 @@ static void stop_js(char *out, size_t len, int nspid, const char *pidns)
              "(()=>{" JS_CHECK "const g=globalThis[" JS_KEY "];if(!g)return'none';"
              "return g.lp.stop()?'stopped':'not running';})()",
              nspid, pidns);
-}
-
-#define CLOSE_JS                                                                                   \
-    "(()=>{const g=globalThis[" JS_KEY "];if(g)clearTimeout(g.wd);process._debugEnd();})()"
-
-/* process._debugEnd() in the inspector at addr:port if it belongs to the process nspid. */
-static void close_guarded(int netns, const char *addr, int port, int nspid)
-{
-    pp_debug("nodejs: closing the inspector on port %d (pid %d in its namespace)", port, nspid);
-    char js[128], *r = NULL, e2[256];
-    snprintf(js, sizeof(js), "process.pid===%d?(process._debugEnd(),'closed'):'other'", nspid);
-    const char *x = js;
-    pp_cdp_evaluate(netns, addr, port, &x, 1, &r, pp_mono_now() + 3, e2, sizeof(e2));
-    free(r);
-}
-
-/* Opens the inspector, evaluates js (js_theirs in the user's inspector), closes it again (if
- * polyprof opened it). The result in *answer (malloc'd JSON string or NULL). 0, or -1 with
- * err. */
-static int talk(const tracked *t, const pp_node_flags *f, const char *js, const char *js_theirs,
-                char **answer, char *err, size_t errlen)
-{
-    pp_node_listener l;
-    bool theirs, signalled;
-    *answer = NULL;
-    int netns = same_ns(t->pid, "net") ? 0 : t->pid;
-    if (open_inspector(t->pid, t->start, f, &l, &theirs, &signalled, err, errlen) < 0) {
-        /* it may listen where it was not seen: close it there, if it is this process */
-        if (signalled && !pp_pid_gone(t->pid))
-            close_guarded(netns, "127.0.0.1", f->port, t->nspid);
-        return -1;
-    }
-    const char *exprs[2] = {theirs ? js_theirs : js, CLOSE_JS};
-    char *res[2];
-    int got = pp_cdp_evaluate(netns, l.addr, l.port, exprs, theirs ? 1 : 2, res,
-                              pp_mono_now() + TALK_LIMIT, err, errlen);
-    *answer = res[0];
-    if (!theirs) {
-        free(res[1]);
-        if (!wait_closed(t->pid, l.port)) {
-            close_guarded(netns, l.addr, l.port, t->nspid); /* the conversation broke off */
-            if (!wait_closed(t->pid, l.port))
-                pp_warn("nodejs: the inspector of pid %d still listens on port %d after "
-                        "process._debugEnd(); it closes itself within 10 s if the attach got "
-                        "that far, else when the process exits",
-                        t->pid, l.port);
-        }
-    }
-    return got < 1 ? -1 : 0;
 }
 
 static bool pidns_link(int pid, char *out, size_t len)
@@ -397,7 +255,7 @@ static void attach_one(const pp_runtime_ctx *ctx, tracked *t)
         return;
     }
     t->nspid = pp_node_nspid(status);
-    t->same_mnt = same_ns(t->pid, "mnt");
+    t->same_mnt = pp_node_same_ns(t->pid, "mnt");
     if (f.perf_basic_prof || f.perf_prof) { /* it writes its own map or jitdump */
         set_reason(t, T_LEFT, "started with a perf flag");
         return;
@@ -435,10 +293,9 @@ static void attach_one(const pp_runtime_ctx *ctx, tracked *t)
             close(dfd);
         return;
     }
-    char js[2048], js_theirs[2048], *answer = NULL;
-    attach_js(js, sizeof(js), t->nspid, pidns, inside, true);
-    attach_js(js_theirs, sizeof(js_theirs), t->nspid, pidns, inside, false);
-    int rc = talk(t, &f, js, js_theirs, &answer, err, sizeof(err));
+    char js[2048], *answer = NULL;
+    attach_js(js, sizeof(js), t->nspid, pidns, inside);
+    int rc = pp_node_inspect(t->pid, t->start, t->nspid, &f, js, &answer, err, sizeof(err));
     unlinkat(dfd, name, 0); /* loaded (or not): the process needs the file no more */
     close(dfd);
     remove_target_dir(t->pid, ctx->target_tmpdir);
@@ -472,7 +329,9 @@ static void detach_one(tracked *t)
         char js[1024], pidns[64], err[512], *answer = NULL;
         if (pp_node_read_flags(t->pid, &f) == 0 && pidns_link(t->pid, pidns, sizeof(pidns))) {
             stop_js(js, sizeof(js), t->nspid, pidns);
-            if (talk(t, &f, js, js, &answer, err, sizeof(err)) < 0 && !pp_pid_gone(t->pid))
+            if (pp_node_inspect(t->pid, t->start, t->nspid, &f, js, &answer, err, sizeof(err)) <
+                    0 &&
+                !pp_pid_gone(t->pid))
                 pp_warn("nodejs: cannot stop the perf map of pid %d (%s): it keeps writing it "
                         "until it exits",
                         t->pid, err);

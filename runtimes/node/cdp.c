@@ -139,7 +139,7 @@ static int send_next(cdp *c, struct lws *wsi)
     char msg[LWS_PRE + 65536];
     json_t *req = json_pack("{s:I,s:s,s:{s:s,s:b,s:b}}", "id", (json_int_t)(c->next + 1), "method",
                             "Runtime.evaluate", "params", "expression", c->exprs[c->next],
-                            "returnByValue", 1, "awaitPromise", 0);
+                            "returnByValue", 1, "awaitPromise", 1);
     char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
     size_t l = text ? strlen(text) : 0;

@@ -47,10 +47,11 @@ int pp_node_read_flags(int pid, pp_node_flags *f);
 
 /* Connects to the inspector listening on addr:port inside the network namespace of netns_pid
  * (0: polyprof's own), from a thread that enters it; reads /json/list, opens the first target's
- * WebSocket and evaluates each of exprs in turn (Runtime.evaluate, returnByValue), storing each
- * result's value as a string (JSON of the value, malloc'd; {"exception":"<description>"} if
- * it threw; NULL if the connection closed before the reply) in results[i]. Returns how many results
- * arrived, or -1 with err set (connection failed or the deadline, monotonic seconds, passed). */
+ * WebSocket and evaluates each of exprs in turn (Runtime.evaluate, returnByValue; a promise is
+ * awaited), storing each result's value as a string (JSON of the value, malloc'd;
+ * {"exception":"<description>"} if it threw; NULL if the connection closed before the reply) in
+ * results[i]. Returns how many results arrived, or -1 with err set (connection failed or the
+ * deadline, monotonic seconds, passed). */
 int pp_cdp_evaluate(int netns_pid, const char *addr, int port, const char *const *exprs, size_t n,
                     char **results, double deadline, char *err, size_t errlen);
 /* The value in a DevTools message replying to the call want_id (*match: it is that reply, not
@@ -59,6 +60,18 @@ int pp_cdp_evaluate(int netns_pid, const char *addr, int port, const char *const
 char *pp_cdp_reply_value(const char *msg, size_t len, long want_id, bool *match);
 /* The webSocketDebuggerUrl path ("/<uuid>") of the first target of a /json/list body. */
 int pp_cdp_ws_path(const char *body, size_t len, char *out, size_t outlen);
+
+/* ---- the inspector (inspector.c) ---- */
+
+/* Whether pid shares polyprof's namespace ns ("net", "mnt"). */
+bool pp_node_same_ns(int pid, const char *ns);
+/* Evaluates js in pid's inspector: the user's if it listens on f->port (left open), else one
+ * opened with SIGUSR1 (start: pid's start time, checked right before the signal), which is
+ * closed again once Node's event loop has turned and verified closed (an ERROR naming the pid
+ * when it cannot be). nspid: pid in its own namespace (JavaScript's process.pid). js's result
+ * in *answer (malloc'd JSON text, or NULL). 0, or -1 with err. */
+int pp_node_inspect(int pid, unsigned long long start, int nspid, const pp_node_flags *f,
+                    const char *js, char **answer, char *err, size_t errlen);
 
 /* ---- attach-maps (attach.c) ---- */
 

@@ -303,3 +303,80 @@ def test_perf_basic_prof_map_is_used_and_left_alone(tmp_path, outdir, node):
         assert "Debugger listening" not in (tmp_path / "stderr").read_text(), "not signalled"
     finally:
         pmap.unlink(missing_ok=True)
+
+
+# Tasks of 1.5 s, one after the other: the inspector that SIGUSR1 opens mid-task (a V8
+# interrupt) is requested a second time through the event loop, which runs only once the task
+# ends (docs/node.md, "Closing the inspector"). Each task prints a line, so a test can wait
+# until the event loop has turned.
+LONG_TASKS = """
+let n = 0;
+function work() {
+  const end = Date.now() + 1500;
+  let x = 0;
+  while (Date.now() < end) for (let i = 0; i < 1000; i++) x += Math.sqrt(i);
+  console.log("task " + (++n));
+  setImmediate(work);
+}
+console.log("ready " + process.pid);
+setImmediate(work);
+"""
+
+
+def listener_inodes(pid):
+    """The socket inodes pid listens on."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            m = re.fullmatch(r"socket:\[(\d+)\]", os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue
+        if m:
+            inodes.add(m.group(1))
+    found = set()
+    for tab in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{tab}").read_text().splitlines()[1:]:
+            f = line.split()
+            if len(f) > 9 and f[3] == "0A" and f[9] in inodes:
+                found.add(f[9])
+    return found
+
+
+def tasks_done(app):
+    return sum(1 for x in list(app.out.lines) if x.startswith("task "))
+
+
+@pytest.mark.parametrize("user_inspector", [False, True])
+def test_inspector_closed_after_every_session(tmp_path, outdir, node, user_inspector):
+    """Several sessions against one Node busy in long tasks, started without flags: after each
+    polyprof exit, once the process's event loop has turned twice, it listens on no socket (the
+    inspector SIGUSR1 opened, at the attach and at the stop, is closed for good; it used to
+    re-open after the close: 3 of 3 sessions). One started with --inspect keeps that inspector,
+    the same socket, throughout."""
+    need_addon()
+    js = tmp_path / "long.js"
+    js.write_text(LONG_TASKS)
+    if user_inspector:
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        app = node(NODE, f"--inspect=127.0.0.1:{port}", js, stderr=subprocess.DEVNULL)
+        wait_for(lambda: port in listeners(app.pid), 10, "the user's inspector")
+    else:
+        app = node(NODE, js)
+    before = listener_inodes(app.pid)
+    assert bool(before) == user_inspector
+    for session in range(3):
+        r = run_polyprof("-d", "3", "-o", outdir, "--no-flamegraph", "--nodejs-mode",
+                         "attach-maps", "--pids", app.pid)
+        assert f"nodejs: pid {app.pid} writes its perf map now" in r.stderr, r.stderr[-2000:]
+        assert " ERROR: " not in r.stderr, r.stderr[-2000:]
+        done = tasks_done(app)
+        wait_for(lambda: tasks_done(app) >= done + 2, 20, "the event loop to turn twice")
+        assert listener_inodes(app.pid) == before, (
+            f"session {session + 1}: the inspector polyprof opened still listens"
+            if not user_inspector else f"session {session + 1}: the user's inspector as it was")
+    assert not Path(f"/tmp/perf-{app.pid}.map").exists()
+    assert app.proc.poll() is None, "the process runs on"
