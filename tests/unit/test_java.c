@@ -627,25 +627,14 @@ static int chroot_without_sigquit(const char *root)
     return pp_test_chroot(root);
 }
 
-/* A setup for pp_test_spawn_isolated: chrooted to root, the stand-in JVM itself listens on
- * /run/jvm.sock (its listener must be the JVM's process: peer credentials are checked) and a
- * child of it answers one request. */
+/* A socket bound by the test, on which the stand-in JVM calls listen() (chroot_and_listen): its
+ * listener is then the JVM's process (peer credentials are checked), and the test, which shares
+ * the socket, accepts and answers (under valgrind, a process forked in a chroot cannot run). */
+static int bound_socket = -1;
+
 static int chroot_and_listen(const char *root)
 {
-    if (chroot_without_sigquit(root) != 0)
-        return -1;
-    int l = listen_on("/run/jvm.sock");
-    pid_t answerer = fork();
-    if (answerer == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int c = accept(l, NULL, NULL);
-        char b[256];
-        if (c >= 0 && read(c, b, sizeof(b)) > 0 && write(c, "0\nJDK 17.0.9\n", 13) == 13)
-            close(c);
-        _exit(0);
-    }
-    close(l);
-    return answerer > 0 ? 0 : -1;
+    return chroot_without_sigquit(root) == 0 && listen(bound_socket, 4) == 0 ? 0 : -1;
 }
 
 /* The JVM's /tmp/.java_pid<nspid> is a symlink: followed inside its root (to a socket there),
@@ -655,11 +644,20 @@ Test(java, attach_socket_inside_the_jvm_root)
     char *root = pp_test_mkdtemp(), *host = pp_test_mkdtemp(), p[600], link[600];
     snprintf(p, sizeof(p), "mkdir -p %s/tmp %s/run", root, root);
     sh(p);
+    snprintf(p, sizeof(p), "%s/run/jvm.sock", root);
+    bound_socket = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    cr_assert_lt(strlen(p), sizeof(sa.sun_path));
+    memcpy(sa.sun_path, p, strlen(p) + 1);
+    cr_assert(bind(bound_socket, (struct sockaddr *)&sa, sizeof(sa)) == 0);
     pid_t pid = pp_test_spawn_isolated(chroot_and_listen, root);
     snprintf(link, sizeof(link), "%s/tmp/.java_pid%d", root, (int)pid);
     cr_assert(symlink("/run/jvm.sock", link) == 0);
     char *out = NULL, err[256] = "";
-    int rc = pp_jattach_jcmd(pid, "VM.version", 5.0, &out, err, sizeof(err));
+    fake_jvm f;
+    int rc = exchange_with(pid, bound_socket, "0\nJDK 17.0.9\n", "VM.version", 5.0, &out, &f, err,
+                           sizeof(err));
+    close(bound_socket);
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert_str_eq(out, "JDK 17.0.9\n");
     free(out);
