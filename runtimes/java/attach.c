@@ -13,13 +13,12 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "base/log.h"
 #include "base/inroot.h"
+#include "base/log.h"
+#include "base/peersock.h"
 #include "base/procfiles.h"
 
 #define MAX_ARG 4096
@@ -408,64 +407,6 @@ static int wait_fd(int fd, short events, double deadline)
     }
 }
 
-static int connect_socket(const char *path, double deadline)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    strcpy(sa.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
-        return -1;
-    for (long ms = 5;; ms *= 2) {
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-            return fd;
-        /* A full backlog gives EAGAIN on a non-blocking UNIX socket: retry. */
-        if (errno != EAGAIN && errno != EINTR)
-            break;
-        if (mono_now() + (double)ms / 1000 > deadline) {
-            errno = ETIMEDOUT;
-            break;
-        }
-        if (!sleep_ms(ms))
-            break;
-    }
-    int e = errno;
-    close(fd);
-    errno = e;
-    return -1;
-}
-
-/* connect_socket with this thread's effective ids switched to uid/gid (raw per-thread
- * syscalls: glibc's seteuid would change every thread of polyprof), restored right after:
- * HotSpot reads the peer's credentials at connect time. */
-static int connect_as(const char *path, double deadline, uid_t uid, gid_t gid)
-{
-    uid_t euid = geteuid();
-    gid_t egid = getegid();
-    if (syscall(SYS_setresgid, -1, gid, -1) < 0)
-        return -1;
-    if (syscall(SYS_setresuid, -1, uid, -1) < 0) {
-        int e = errno;
-        if (syscall(SYS_setresgid, -1, egid, -1) < 0)
-            abort();
-        errno = e;
-        return -1;
-    }
-    int fd = connect_socket(path, deadline);
-    int e = errno;
-    /* Restoring cannot fail (the real and saved ids are unchanged); if it did, this thread
-     * would run on with another user's ids: stop rather than continue that way. */
-    if (syscall(SYS_setresuid, -1, euid, -1) < 0 || syscall(SYS_setresgid, -1, egid, -1) < 0) {
-        pp_critical("attach: cannot restore this thread's ids: %s", strerror(errno));
-        abort();
-    }
-    errno = e;
-    return fd;
-}
-
 static int send_all(int fd, const char *buf, size_t len, double deadline)
 {
     size_t off = 0;
@@ -525,14 +466,22 @@ static ssize_t recv_all(int fd, char **buf, double deadline)
     return (ssize_t)len;
 }
 
-/* Connects (as root, or as the JVM's user when as is set), sends req and reads the reply
- * until EOF. Returns its length with *reply malloc'd, or -1 with errno. */
-static ssize_t exchange(int sockfd, const char *req, size_t reqlen, double deadline,
-                        const pp_jattach_status *as, char **reply)
+/* Connects (as root, or as the JVM's user when as_jvm is set) to the socket file held open as
+ * sockfd, once it is owned by the JVM's user and served by the JVM itself (base/peersock.h:
+ * otherwise nothing is sent, errno EPERM and err says why), sends req and reads the reply until
+ * EOF. Returns its length with *reply malloc'd, or -1 with errno. */
+static ssize_t exchange(int pid, int sockfd, const pp_jattach_status *st, const char *req,
+                        size_t reqlen, double deadline, bool as_jvm, char **reply, char *err,
+                        size_t errlen)
 {
-    char sock[PP_FD_PATH_LEN]; /* the socket file held open: short, fits any sun_path */
-    snprintf(sock, sizeof(sock), "/proc/self/fd/%d", sockfd);
-    int fd = as ? connect_as(sock, deadline, as->euid, as->egid) : connect_socket(sock, deadline);
+    pthread_once(&cancel_all_once, make_cancel_all);
+    int cancel[2] = {cancel_fd, cancel_all_fd};
+    char what[96];
+    snprintf(what, sizeof(what), "/tmp/.java_pid%d of JVM %d", st->nspid, pid);
+    pp_peer peer = {.pid = pid, .euid = st->euid, .egid = st->egid};
+    pp_peersock_opts o = {
+        .deadline = deadline, .cancel_fds = cancel, .ncancel = 2, .as_peer = as_jvm, .what = what};
+    int fd = pp_peersock_connect_fd(sockfd, &peer, &o, err, errlen);
     if (fd < 0)
         return -1;
     ssize_t n = -1;
@@ -548,6 +497,8 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
                    double timeout_s, char **out, char *err, size_t errlen)
 {
     *out = NULL;
+    if (errlen)
+        err[0] = '\0';
     double deadline = mono_now() + timeout_s;
     char path[128], text[4096];
     snprintf(path, sizeof(path), "/proc/%d/status", pid);
@@ -574,7 +525,7 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
     if (sock < 0 && (sock = start_listener_once(pid, &st, NULL, deadline, err, errlen)) < 0)
         return -1; /* errno set by start_listener */
     char *reply = NULL;
-    ssize_t n = exchange(sock, req, reqlen, deadline, NULL, &reply);
+    ssize_t n = exchange(pid, sock, &st, req, reqlen, deadline, false, &reply, err, errlen);
     struct stat stale;
     int e0 = errno;
     if (n < 0 && e0 == ECONNREFUSED && fstat(sock, &stale) == 0) {
@@ -587,7 +538,7 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
         close(sock);
         if ((sock = start_listener_once(pid, &st, &stale, deadline, err, errlen)) < 0)
             return -1;
-        n = exchange(sock, req, reqlen, deadline, NULL, &reply);
+        n = exchange(pid, sock, &st, req, reqlen, deadline, false, &reply, err, errlen);
     } else {
         errno = e0; /* not fstat's */
     }
@@ -597,9 +548,15 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
          * namespace that does not map polyprof's root). Again as the JVM's own user. */
         free(reply);
         reply = NULL;
-        n = exchange(sock, req, reqlen, deadline, &st, &reply);
+        n = exchange(pid, sock, &st, req, reqlen, deadline, true, &reply, err, errlen);
     }
     close(sock);
+    if (n < 0 && errno == EPERM) {
+        /* not the JVM's socket, or not served by the JVM (pp_peersock_connect_fd): nothing
+         * was sent, err says why */
+        pp_debug("attach: %s", err);
+        return -1;
+    }
     if (n < 0) {
         int e = errno;
         snprintf(err, errlen, "attach to JVM %d failed: %s", pid,

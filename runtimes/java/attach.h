@@ -5,7 +5,10 @@
  * names the socket `/tmp/.java_pid<nspid>`, opened (O_PATH) inside the JVM's root directory
  * through /proc/<pid>/root (so mount namespaces need no setns, and a container's symlinks
  * cannot lead to a host socket) and connected to as /proc/self/fd/<fd> (short: no sun_path
- * limit). When the socket is missing, the attach listener is started the way jcmd does it: a
+ * limit) only when it is a socket owned by the JVM's effective uid, and used only when the
+ * listener's SO_PEERCRED names the JVM's pid (base/peersock.h: a socket another user bound at
+ * that predictable path before the JVM gets an error, and nothing is sent to it). When the
+ * socket is missing, the attach listener is started the way jcmd does it: a
  * trigger file `.attach_pid<nspid>` in the JVM's cwd (else its /tmp), SIGQUIT, then polling for the
  * socket (20, 40, 60 … ms, at most ~6 s, stopping early if the process is gone), and the trigger
  * is removed. SIGQUIT is only sent to a JVM whose SigCgt has SIGQUIT (its handler is installed;

@@ -26,6 +26,7 @@
 #include "base/log.h"
 #include "base/elfinfo.h"
 #include "base/inroot.h"
+#include "base/safefile.h"
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/attach.h"
 #include "runtimes/java/java.h"
@@ -63,11 +64,14 @@ static json_t *release_version(int pid, json_t **elfid)
         close(fd);
     if (!v[0])
         return NULL;
-    char line[160];
+    /* the release file is the container's: its text is escaped as the JVM's answers are */
+    char ev[4 * sizeof(v)], edate[4 * sizeof(date)], line[sizeof(ev) + sizeof(edate) + 32];
+    pp_escape_text(v, ev, sizeof(ev));
+    pp_escape_text(date, edate, sizeof(edate));
     if (date[0])
-        snprintf(line, sizeof(line), "openjdk version \"%s\" %s", v, date);
+        snprintf(line, sizeof(line), "openjdk version \"%s\" %s", ev, edate);
     else
-        snprintf(line, sizeof(line), "openjdk version \"%s\"", v);
+        snprintf(line, sizeof(line), "openjdk version \"%s\"", ev);
     return json_string(line);
 }
 
@@ -117,7 +121,9 @@ json_t *pp_java_metadata(int pid)
                 free(text);
             }
         } else {
-            pp_debug("java: no attach metadata for pid %d: %s", pid, out ? out : err);
+            char why[256];
+            pp_escape_text(out ? out : err, why, sizeof(why)); /* out is the JVM's text */
+            pp_debug("java: no attach metadata for pid %d: %s", pid, why);
         }
         free(out);
         out = NULL;

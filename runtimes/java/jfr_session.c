@@ -16,6 +16,7 @@
 #include "base/child.h"
 #include "base/log.h"
 #include "base/inroot.h"
+#include "base/safefile.h"
 #include "runtimes/java/attach.h"
 #include "runtimes/java/java.h"
 #include "runtimes/java/jfr.h"
@@ -226,12 +227,15 @@ int pp_jfr_rec_init(pp_jfr_rec *r, int pid, char *err, size_t errlen)
     return 0;
 }
 
-/* A fresh private directory in the JVM's /tmp, owned by the JVM's user. */
-static int make_private_dir(pp_jfr_rec *r, char *name, size_t len, char *err, size_t errlen)
+int pp_jfr_make_private_dir(pp_jfr_rec *r, char *name, size_t len, char *err, size_t errlen)
 {
+    /* the pid keeps the name recognisable (pp_jfr_cleanup_stale); the random part makes it
+     * unpredictable, so that no name can be planted in advance (it used to be a counter: a user
+     * who made polyprof-jfr-<pid>-1..300 denied every session) */
     for (int attempt = 0; attempt < 8; attempt++) {
-        snprintf(name, len, "polyprof-jfr-%d-%u", (int)getpid(),
-                 atomic_fetch_add(&rec_counter, 1) + 1);
+        char rnd[PP_JFR_DIR_RANDOM + 1];
+        pp_random_chars(rnd, PP_JFR_DIR_RANDOM);
+        snprintf(name, len, "polyprof-jfr-%d-%s", (int)getpid(), rnd);
         if (mkdirat(r->tmp_fd, name, 0700) == 0) {
             if (fchownat(r->tmp_fd, name, r->uid, r->gid, AT_SYMLINK_NOFOLLOW) < 0) {
                 snprintf(err, errlen, "cannot give a directory to the JVM's user %u: %s",
@@ -266,10 +270,13 @@ static int jcmd(pp_jfr_rec *r, const char *cmd, double timeout, char *err, size_
     int rc = pp_jattach_jcmd(r->pid, cmd, timeout, &out, err, errlen);
     int e = rc < 0 ? errno : 0;
     if (rc > 0 || (rc == 0 && out && strstr(out, "Could not") != NULL)) {
+        /* the JVM's first line, bounded and escaped: it becomes a frame and a log line */
+        char line[256];
         const char *msg = out ? out : "";
         while (*msg == '\n' || *msg == ' ')
             msg++;
-        snprintf(err, errlen, "%.*s", (int)strcspn(msg, "\n"), msg);
+        snprintf(line, sizeof(line), "%.*s", (int)strcspn(msg, "\n"), msg);
+        pp_escape_text(line, err, errlen);
         rc = -1;
     }
     free(out);
@@ -336,7 +343,7 @@ static int busy_thread(void *arg, long tid)
 static void stop_orphan(pp_jfr_rec *r, const char *name, double timeout)
 {
     char dir[64], cmd[256], err[256];
-    if (timeout < 0.2 || make_private_dir(r, dir, sizeof(dir), err, sizeof(err)) < 0)
+    if (timeout < 0.2 || pp_jfr_make_private_dir(r, dir, sizeof(dir), err, sizeof(err)) < 0)
         return;
     snprintf(cmd, sizeof(cmd), "JFR.stop name=%.63s filename=/tmp/%.63s/orphan.jfr", name, dir);
     if (jcmd(r, cmd, timeout, err, sizeof(err)) == 0)
@@ -377,12 +384,14 @@ static int check_recordings(pp_jfr_rec *r, double until, bool *others, char *err
                 snprintf(users + l, sizeof(users) - l, "%s%.63s", l ? ", " : "", names[i]);
         }
     }
+    char eusers[sizeof(users)];
+    pp_escape_text(users, eusers, sizeof(eusers)); /* names the JVM gave */
     if (users[0])
         pp_info_proc(r->pid, r->start_ticks,
                      "java: pid %d has other JFR recordings running (%s): while polyprof "
                      "records, JFR applies the most detailed setting of all recordings, so "
                      "theirs also get polyprof's samples (docs/java.md)",
-                     r->pid, users);
+                     r->pid, eusers);
     return 0;
 }
 
@@ -439,7 +448,7 @@ int pp_jfr_rec_start(pp_jfr_rec *r, pp_jfr_sampler sampler, int frequency, int d
         return -1;
     }
     char dir[64], file[128], cmd[640];
-    if (make_private_dir(r, dir, sizeof(dir), err, errlen) < 0)
+    if (pp_jfr_make_private_dir(r, dir, sizeof(dir), err, errlen) < 0)
         return -1;
     snprintf(file, sizeof(file), "/tmp/%s/start.jfr", dir);
     pp_jfr_start_cmdline(cmd, sizeof(cmd), r->name, sampler, frequency, duration_s, disk, file);
@@ -466,7 +475,7 @@ int pp_jfr_rec_finish(pp_jfr_rec *r, pp_profile *prof, pp_pid_profile *pp, doubl
         snprintf(err, errlen, "no recording");
         return -1;
     }
-    if (make_private_dir(r, dir, sizeof(dir), err, errlen) < 0)
+    if (pp_jfr_make_private_dir(r, dir, sizeof(dir), err, errlen) < 0)
         return -1;
     snprintf(cmd, sizeof(cmd), "JFR.stop name=%s filename=/tmp/%s/rec.jfr", r->name, dir);
     int rc = jcmd(r, cmd, timeout_s, err, errlen);

@@ -19,12 +19,11 @@
  *           method sample is counted only when its thread used at least a quarter of the
  *           session in CPU time (/proc/<pid>/task/<tid>/stat at start and finish): JFR takes
  *           them from threads in native code whether they run or wait (epoll, accept, read).
- *   finish: a private directory `/tmp/polyprof-jfr-<polyprof pid>-<n>` in the JVM's mount
- *           namespace (created in its /tmp, opened inside /proc/<pid>/root; mode 0700, owned
- *           by the JVM's euid/egid), `JFR.stop name=... filename=<dir>/rec.jfr`,
- *           pp_jfr_parse_file (only the sampler's events: the file also holds the events other
- *           recordings enabled), then the file and the directory are removed.
- *   abort:  `JFR.stop name=...` without a file (the recording is discarded).
+ *   finish: a private directory `/tmp/polyprof-jfr-<polyprof pid>-<12 random chars>` in the JVM's
+ * mount namespace (created in its /tmp, opened inside /proc/<pid>/root; mode 0700, owned by the
+ * JVM's euid/egid), `JFR.stop name=... filename=<dir>/rec.jfr`, pp_jfr_parse_file (only the
+ * sampler's events: the file also holds the events other recordings enabled), then the file and the
+ * directory are removed. abort:  `JFR.stop name=...` without a file (the recording is discarded).
  *
  * The JVM's /tmp and cwd (and its -XX:ErrorFile directory) are held as O_PATH descriptors from
  * the start, so files can be removed and hs_err files found even after the JVM is gone. */
@@ -84,6 +83,13 @@ void pp_jfr_rec_close(pp_jfr_rec *r);
  * hs_err_pid<nspid>.log in its cwd, /tmp/hs_err_pid<nspid>.log. True when one exists; the last
  * component is not followed (a symlink of that name counts as present). */
 bool pp_jfr_rec_hserr(const pp_jfr_rec *r);
+
+/* Creates a fresh private directory in the JVM's /tmp (r->tmp_fd), mode 0700, owned by the
+ * JVM's euid/egid: `polyprof-jfr-<polyprof pid>-<PP_JFR_DIR_RANDOM random characters>`, a new
+ * random name on each of up to 8 tries when the name exists (nobody can plant the name in
+ * advance). Its name in name; 0, or -1 with a message in err. */
+#define PP_JFR_DIR_RANDOM 12
+int pp_jfr_make_private_dir(pp_jfr_rec *r, char *name, size_t len, char *err, size_t errlen);
 
 /* Removes the private directories a polyprof that died mid-session left in a JVM's /tmp
  * (tmp_fd: a descriptor of it): `polyprof-jfr-<pid>-*` whose pid is not a running polyprof,

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/safefile.h"
+
 static pcre2_code *flag_re;
 static pthread_once_t flag_once = PTHREAD_ONCE_INIT;
 
@@ -41,6 +43,16 @@ static char *group(const char *line, const PCRE2_SIZE *ov, int g)
     return strndup(line + ov[2 * g], ov[2 * g + 1] - ov[2 * g]);
 }
 
+/* A JSON string of text the JVM gave (untrusted: any process can answer in its place, and the
+ * JVM's own text is the application's): at most PP_JVM_TEXT_MAX bytes, every byte that is not
+ * printable ASCII (newlines, control bytes, invalid UTF-8) written as \xNN. */
+static json_t *clean_string(const char *s)
+{
+    char buf[PP_JVM_TEXT_MAX + 1];
+    pp_escape_text(s, buf, sizeof(buf));
+    return json_string(buf);
+}
+
 /* One flag object, or NULL when the line is not a flag or is filtered out. */
 static json_t *parse_line(const char *line, size_t len, pcre2_match_data *md,
                           pp_jvm_flags_mode mode)
@@ -70,9 +82,10 @@ static json_t *parse_line(const char *line, size_t len, pcre2_match_data *md,
         goto out;
     json_t *ka = json_array();
     for (size_t i = 0; i < nk; i++)
-        json_array_append_new(ka, json_string(kinds[i]));
-    flag = json_pack("{s:s, s:s, s:s, s:s, s:o}", "name", name, "type", type, "value", value,
-                     "origin", origin, "kind", ka);
+        json_array_append_new(ka, clean_string(kinds[i]));
+    flag = json_pack("{s:o, s:o, s:o, s:o, s:o}", "name", clean_string(name), "type",
+                     clean_string(type), "value", clean_string(value), "origin",
+                     clean_string(origin), "kind", ka);
 out:
     free(type);
     free(name);
@@ -104,6 +117,8 @@ json_t *pp_jvm_flags_parse(const char *text, pp_jvm_flags_mode mode)
     for (const char *p = text; *p;) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (n >= PP_JVM_FLAGS_MAX) /* far more than HotSpot has (about 1,000 with -all) */
+            break;
         json_t *f = len < 4096 ? parse_line(p, len, md, mode) : NULL;
         if (f) {
             if (n == cap) {
@@ -158,12 +173,28 @@ static char *prop(const char *props, const char *key)
     return NULL;
 }
 
+/* prop() made safe for metadata: bounded (PP_JVM_TEXT_MAX) and escaped as clean_string does
+ * (an escaped "\n" in a value is a newline by now: it is written \x0a); malloc'd, or NULL. */
+static char *clean_prop(const char *props, const char *key)
+{
+    char *v = prop(props, key);
+    if (!v)
+        return NULL;
+    char *out = malloc(PP_JVM_TEXT_MAX + 1);
+    if (out)
+        pp_escape_text(v, out, PP_JVM_TEXT_MAX + 1);
+    free(v);
+    return out;
+}
+
 char *pp_java_version_from_props(const char *props)
 {
-    char *ver = prop(props, "java.version"), *date = prop(props, "java.version.date");
-    char *rtname = prop(props, "java.runtime.name"), *rtver = prop(props, "java.runtime.version");
-    char *vmname = prop(props, "java.vm.name"), *vmver = prop(props, "java.vm.version");
-    char *vminfo = prop(props, "java.vm.info"), *vendor = prop(props, "java.vendor.version");
+    char *ver = clean_prop(props, "java.version"), *date = clean_prop(props, "java.version.date");
+    char *rtname = clean_prop(props, "java.runtime.name");
+    char *rtver = clean_prop(props, "java.runtime.version");
+    char *vmname = clean_prop(props, "java.vm.name"), *vmver = clean_prop(props, "java.vm.version");
+    char *vminfo = clean_prop(props, "java.vm.info");
+    char *vendor = clean_prop(props, "java.vendor.version");
     char *out = NULL;
     if (ver && vmname) {
         const char *launcher = rtname && strstr(rtname, "OpenJDK") ? "openjdk" : "java";

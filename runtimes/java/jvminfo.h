@@ -6,6 +6,13 @@
 
 #include <jansson.h>
 
+/* Text read from a JVM is untrusted (another process may answer in its place, and the values
+ * are the application's): every string put in the metadata is at most PP_JVM_TEXT_MAX bytes
+ * with every byte that is not printable ASCII (newlines, control bytes) written as \xNN, and at
+ * most PP_JVM_FLAGS_MAX flags are read. */
+#define PP_JVM_TEXT_MAX 256
+#define PP_JVM_FLAGS_MAX 4096
+
 typedef enum {
     PP_JVM_FLAGS_DEFAULT = 0, /* gProfiler's `default` filter */
     PP_JVM_FLAGS_ALL,         /* every supported flag (no ccstr/ccstrlist, no manageable) */
@@ -24,7 +31,8 @@ json_t *pp_jvm_flags_parse(const char *text, pp_jvm_flags_mode mode);
  *   openjdk version "25.0.3" 2026-04-21 LTS
  *   OpenJDK Runtime Environment Temurin-25.0.3+9 (build 25.0.3+9-LTS)
  *   OpenJDK 64-Bit Server VM Temurin-25.0.3+9 (build 25.0.3+9-LTS, mixed mode, sharing)
- * Returns malloc'd text, or NULL when java.version or java.vm.name is missing. */
+ * Each value is bounded and escaped (above); the two newlines are polyprof's. Returns malloc'd
+ * text, or NULL when java.version or java.vm.name is missing. */
 char *pp_java_version_from_props(const char *props);
 
 /* HotSpot major version from `java.version`-like text ("1.8.0_292" -> 8, "17.0.15" -> 17), or -1.

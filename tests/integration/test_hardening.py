@@ -541,3 +541,73 @@ def test_perf_map_the_jvm_made_itself_is_kept(hot_classes, launchers, start_app,
         assert perfmap.exists()
     finally:
         perfmap.unlink(missing_ok=True)
+
+
+IMPOSTOR = r"""
+import os, socket, sys
+path = sys.argv[1]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+s.listen(16)
+print("listening", flush=True)
+# answers every request as a JVM would, with made-up metadata; reports what it got
+reply = (b"0\njava.version=99.0-SPOOFED\njava.vm.name=EvilVM;frame\n"
+         b"java.runtime.name=EvilVM;frame\n")
+while True:
+    c, _ = s.accept()
+    c.settimeout(2)
+    got = b""
+    try:
+        while got.count(b"\0") < 5:
+            b = c.recv(4096)
+            if not b:
+                break
+            got += b
+        c.sendall(reply)
+    except OSError:
+        pass
+    print(f"connection {len(got)} bytes {got!r}", flush=True)
+    c.close()
+"""
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_impostor_attach_socket_gets_nothing(version, hot_classes, launchers, start_app, outdir):
+    """Another user (nobody) binds /tmp/.java_pid<pid> of a root JVM that nothing has attached to
+    yet and answers as the JVM would. polyprof used to connect and send VM.system_properties,
+    VM.flags, Compiler.perfmap and the JFR commands with their file paths, and took the answers
+    (java_version '99.0-SPOOFED … EvilVM;frame'). The socket is not owned by the JVM's user:
+    polyprof connects to nothing, the JVM gets [Profiling error: …] and the metadata it can
+    read without attach."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-cp", hot_classes, "Hot", 2)
+    sock = Path(f"/tmp/.java_pid{app.pid}")
+    assert not sock.exists(), "the JVM started its attach listener by itself"
+    imp = subprocess.Popen([SYS_PYTHON, "-c", IMPOSTOR, str(sock)], user=NOBODY, group=NOBODY,
+                           extra_groups=[], cwd="/", stdout=subprocess.PIPE, text=True)
+    out = LineReader(imp.stdout)
+    try:
+        out.wait_line(lambda x: x.startswith("listening"), 30, "the impostor to listen")
+        assert sock.stat().st_uid == NOBODY
+        args = ["-d", 3, "-f", 99, "--java-mode", "jfr", "--pids", app.pid, "-o", outdir, "-v"]
+        r = subprocess.run([str(POLYPROF), *map(str, args)], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr[-3000:]
+    finally:
+        imp.kill()
+        imp.wait()
+        sock.unlink(missing_ok=True)
+    got = out.text(timeout=10)
+    assert "connection" not in got, f"the impostor was connected to:\n{got}"
+    text = (outdir / "last_profile.col").read_text()
+    assert "SPOOFED" not in text and "EvilVM" not in text
+    prof = last_profile(outdir)
+    lines = prof.for_comm(comm)
+    assert lines, r.stderr[-3000:]
+    errors = {x for f, _ in lines for x in f[4:] if x.startswith("[Profiling error")}
+    want = f"/tmp/.java_pid{app.pid} of JVM {app.pid} is owned by uid {NOBODY}, not by"
+    assert any(want in x for x in errors), (errors, r.stderr[-3000:])
+    md = prof.header["application_metadata"][int(lines[0][0][0])]
+    assert md["java_version"].startswith(f'openjdk version "{version}.'), md
+    assert md["jvm_flags"] == []

@@ -217,3 +217,35 @@ def test_cputime_parser_matches_jfr_print(tmp_path):
     assert len(ref_lines) > 30, f"too few distinct stacks recorded: {len(ref_lines)}"
     assert ours_lines == ref_lines, (len(ours_lines), len(ref_lines),
                                      sorted(set(ours_lines) ^ set(ref_lines))[:5])
+
+
+def test_planted_private_directory_names_deny_nothing(classes, launchers, start_app, outdir):
+    """The JFR directories in the JVM's /tmp were `polyprof-jfr-<polyprof pid>-<n>`, 8 tries: a
+    user who made n = 1..300 in advance made every session
+    `[Profiling error: cannot create a directory in the JVM's /tmp: File exists]`. The names
+    are random now: the same planting (as nobody, as soon as polyprof's pid is known: the
+    session-end directory comes seconds later) denies nothing."""
+    jdk("17")
+    app = start_app(launchers / "pp_java17", "-cp", classes, "Hot", 2)
+    warm(app.pid)
+    run = Run("-d", 4, "-f", 99, "--java-mode", "jfr", "--pids", app.pid, "-o", outdir, "-v")
+    planted = [Path(f"/tmp/polyprof-jfr-{run.proc.pid}-{n}") for n in range(0, 301)]
+    try:
+        subprocess.run(["/usr/bin/python3", "-c",
+                        "import os,sys\nfor p in sys.argv[1:]: os.mkdir(p)",
+                        *map(str, planted)], user=65534, group=65534, extra_groups=[],
+                       check=True, timeout=30, cwd="/")
+        run.wait()
+        lines = last_profile(outdir).for_comm("pp_java17")
+        errors = {x for f, _ in lines for x in f[4:] if x.startswith("[Profiling")}
+        assert not errors, run.stderr[-3000:]
+        assert any(x.startswith("Hot.hot") for x in java_frames(lines)), run.stderr[-3000:]
+        assert all(p.is_dir() and p.stat().st_uid == 65534 for p in planted)
+        assert not [p for p in Path("/tmp").glob(f"polyprof-jfr-{run.proc.pid}-*")
+                    if p not in planted], "polyprof's own directories are removed"
+    finally:
+        for p in planted:
+            try:
+                p.rmdir()
+            except FileNotFoundError:
+                pass

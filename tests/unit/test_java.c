@@ -4,6 +4,7 @@
  * files found inside its root. What is read from a JVM as text: test_java_jvm.c. */
 #include "tests/unit/testutil.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -584,10 +585,56 @@ Test(java, jfr_tmp_inside_the_jvm_root)
     pp_test_rmtree(root);
 }
 
+/* The JFR directories in a JVM's /tmp have names nobody can predict: a user who made the old
+ * predictable names (polyprof-jfr-<polyprof pid>-1..300) in advance denies nothing. */
+Test(java, jfr_private_dir_names_cannot_be_planted)
+{
+    char *root = pp_test_mkdtemp(), p[600];
+    snprintf(p, sizeof(p), "%s/tmp", root);
+    cr_assert(mkdir(p, 01777) == 0);
+    for (int i = 0; i <= 300; i++) {
+        snprintf(p, sizeof(p), "%s/tmp/polyprof-jfr-%d-%d", root, (int)getpid(), i);
+        cr_assert(mkdir(p, 0755) == 0);
+    }
+    pid_t pid = pp_test_spawn_isolated(pp_test_chroot, root);
+    pp_jfr_rec r;
+    char err[256];
+    cr_assert_eq(pp_jfr_rec_init(&r, pid, err, sizeof(err)), 0, "%s", err);
+    char names[3][64];
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(pp_jfr_make_private_dir(&r, names[i], sizeof(names[i]), err, sizeof(err)), 0,
+                     "%s", err);
+        char prefix[64];
+        int n = snprintf(prefix, sizeof(prefix), "polyprof-jfr-%d-", (int)getpid());
+        cr_assert(strncmp(names[i], prefix, (size_t)n) == 0, "%s", names[i]);
+        cr_assert_eq(strlen(names[i] + n), PP_JFR_DIR_RANDOM, "%s", names[i]);
+        for (const char *c = names[i] + n; *c; c++)
+            cr_assert(isalnum((unsigned char)*c), "%s", names[i]);
+        for (int k = 0; k < i; k++)
+            cr_assert_str_neq(names[i], names[k]);
+        struct stat sb;
+        snprintf(p, sizeof(p), "%s/tmp/%s", root, names[i]);
+        cr_assert(lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode) && (sb.st_mode & 0777) == 0700);
+    }
+    pp_jfr_rec_close(&r);
+    pp_test_kill(pid);
+    pp_test_rmtree(root);
+}
+
 static int chroot_without_sigquit(const char *root)
 {
     signal(SIGQUIT, SIG_DFL);
     return pp_test_chroot(root);
+}
+
+/* A socket bound by the test, on which the stand-in JVM calls listen() (chroot_and_listen): its
+ * listener is then the JVM's process (peer credentials are checked), and the test, which shares
+ * the socket, accepts and answers (under valgrind, a process forked in a chroot cannot run). */
+static int bound_socket = -1;
+
+static int chroot_and_listen(const char *root)
+{
+    return chroot_without_sigquit(root) == 0 && listen(bound_socket, 4) == 0 ? 0 : -1;
 }
 
 /* The JVM's /tmp/.java_pid<nspid> is a symlink: followed inside its root (to a socket there),
@@ -597,16 +644,20 @@ Test(java, attach_socket_inside_the_jvm_root)
     char *root = pp_test_mkdtemp(), *host = pp_test_mkdtemp(), p[600], link[600];
     snprintf(p, sizeof(p), "mkdir -p %s/tmp %s/run", root, root);
     sh(p);
-    pid_t pid = pp_test_spawn_isolated(chroot_without_sigquit, root);
+    snprintf(p, sizeof(p), "%s/run/jvm.sock", root);
+    bound_socket = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    cr_assert_lt(strlen(p), sizeof(sa.sun_path));
+    memcpy(sa.sun_path, p, strlen(p) + 1);
+    cr_assert(bind(bound_socket, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+    pid_t pid = pp_test_spawn_isolated(chroot_and_listen, root);
     snprintf(link, sizeof(link), "%s/tmp/.java_pid%d", root, (int)pid);
     cr_assert(symlink("/run/jvm.sock", link) == 0);
-    snprintf(p, sizeof(p), "%s/run/jvm.sock", root);
-    int in = listen_on(p);
     char *out = NULL, err[256] = "";
     fake_jvm f;
-    int rc =
-        exchange_with(pid, in, "0\nJDK 17.0.9\n", "VM.version", 5.0, &out, &f, err, sizeof(err));
-    close(in);
+    int rc = exchange_with(pid, bound_socket, "0\nJDK 17.0.9\n", "VM.version", 5.0, &out, &f, err,
+                           sizeof(err));
+    close(bound_socket);
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert_str_eq(out, "JDK 17.0.9\n");
     free(out);

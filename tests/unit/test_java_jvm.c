@@ -113,6 +113,53 @@ Test(java, version_text_from_properties)
     cr_assert_eq(pp_java_major("x"), -1);
 }
 
+/* What a JVM (or a process answering in its place) says is untrusted text: every value in the
+ * metadata is bounded and has no newline or control byte of its own. */
+Test(java, untrusted_metadata_text_is_bounded_and_escaped)
+{
+    char props[8192];
+    char big[2000];
+    memset(big, 'A', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    snprintf(props, sizeof(props),
+             "java.version=99.0-SPOOFED\\nopenjdk version \"1\"\n"
+             "java.vm.name=EvilVM;frame\x1b[31m\r\n"
+             "java.runtime.name=%s\njava.vm.info=a\tb\x7f\xff\n",
+             big);
+    char *v = pp_java_version_from_props(props);
+    cr_assert_not_null(v);
+    size_t newlines = 0;
+    for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
+        newlines += *c == '\n';
+        cr_assert(*c == '\n' || (*c >= 0x20 && *c < 0x7f), "byte 0x%02x in %s", *c, v);
+    }
+    cr_assert_eq(newlines, 2, "%s", v); /* polyprof's own, between the three lines */
+    cr_assert(strstr(v, "java version \"99.0-SPOOFED\\x0aopenjdk version \"1\"\""), "%s", v);
+    cr_assert(strstr(v, "EvilVM;frame\\x1b[31m (build"), "%s", v);
+    cr_assert(strstr(v, "a\\x09b\\x7f\\xff)"), "%s", v);
+    cr_assert_lt(strlen(v), 3 * 640, "%zu bytes", strlen(v));
+    cr_assert_null(strstr(v, big), "the 2,000-byte value was not bounded");
+    free(v);
+
+    /* VM.flags: fields escaped, bounded; at most PP_JVM_FLAGS_MAX flags */
+    json_t *a = pp_jvm_flags_parse(
+        "     intx Evil\x1b[2J = 1\x07         {product} {command line}\n", PP_JVM_FLAGS_ALL);
+    cr_assert_eq(json_array_size(a), 1);
+    json_t *f = json_array_get(a, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(f, "name")), "Evil\\x1b[2J");
+    cr_assert_str_eq(json_string_value(json_object_get(f, "value")), "1\\x07");
+    json_decref(a);
+    size_t cap = 1u << 20, len = 0;
+    char *many = malloc(cap);
+    for (int i = 0; i < PP_JVM_FLAGS_MAX + 100; i++)
+        len += (size_t)snprintf(many + len, cap - len,
+                                "     intx Flag%05d = %d  {product} {command line}\n", i, i);
+    a = pp_jvm_flags_parse(many, PP_JVM_FLAGS_ALL);
+    cr_assert_eq(json_array_size(a), PP_JVM_FLAGS_MAX);
+    json_decref(a);
+    free(many);
+}
+
 Test(java, jfr_start_cmdline)
 {
     char buf[640];
