@@ -1,4 +1,5 @@
 /* Unix sockets of profiled processes, with owner and peer checks: see peersock.h. */
+#include "base/child.h"
 #include "base/peersock.h"
 
 #include <errno.h>
@@ -17,13 +18,6 @@
 #include "base/inroot.h"
 #include "base/log.h"
 #include "base/procfiles.h"
-
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int pp_peer_from_pid(int pid, pp_peer *peer)
 {
@@ -102,9 +96,9 @@ static bool nap(long ms, const pp_peersock_opts *o)
     for (int i = 0; i < o->ncancel && n < 4; i++)
         if (o->cancel_fds[i] >= 0)
             p[n++] = (struct pollfd){.fd = o->cancel_fds[i], .events = POLLIN};
-    double until = mono_now() + (double)ms / 1000;
+    double until = pp_mono_now() + (double)ms / 1000;
     for (;;) {
-        double left = until - mono_now();
+        double left = until - pp_mono_now();
         if (left <= 0)
             return true;
         int r = poll(p, (nfds_t)n, (int)(left * 1000) + 1);
@@ -132,7 +126,7 @@ static int connect_path(const char *path, const pp_peersock_opts *o)
             return fd;
         if (errno != EAGAIN && errno != EINTR)
             break;
-        if (mono_now() + (double)ms / 1000 > o->deadline) {
+        if (pp_mono_now() + (double)ms / 1000 > o->deadline) {
             errno = ETIMEDOUT;
             break;
         }
@@ -201,13 +195,13 @@ int pp_peersock_connect_fd(int fd, const pp_peer *peer, const pp_peersock_opts *
     return s;
 }
 
-int pp_peersock_connect_at(int dirfd, const char *name, const pp_peer *peer,
-                           const pp_peersock_opts *o, char *err, size_t errlen)
+/* pp_peersock_connect_fd on the file fd held (-1: opening what failed), which it closes. */
+static int connect_held(int fd, const char *what, const pp_peer *peer, const pp_peersock_opts *o,
+                        char *err, size_t errlen)
 {
-    int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        snprintf(err, errlen, "cannot open %s: %s", o->what ? o->what : name, strerror(e));
+        snprintf(err, errlen, "cannot open %s: %s", o->what ? o->what : what, strerror(e));
         errno = e;
         return -1;
     }
@@ -218,19 +212,15 @@ int pp_peersock_connect_at(int dirfd, const char *name, const pp_peer *peer,
     return s;
 }
 
+int pp_peersock_connect_at(int dirfd, const char *name, const pp_peer *peer,
+                           const pp_peersock_opts *o, char *err, size_t errlen)
+{
+    return connect_held(openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), name, peer, o, err,
+                        errlen);
+}
+
 int pp_peersock_connect_in_root(const char *path, const pp_peer *peer, const pp_peersock_opts *o,
                                 char *err, size_t errlen)
 {
-    int fd = pp_open_in_proc_root(peer->pid, path, O_PATH);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "cannot open %s: %s", o->what ? o->what : path, strerror(e));
-        errno = e;
-        return -1;
-    }
-    int s = pp_peersock_connect_fd(fd, peer, o, err, errlen);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return s;
+    return connect_held(pp_open_in_proc_root(peer->pid, path, O_PATH), path, peer, o, err, errlen);
 }

@@ -41,13 +41,6 @@
 
 #define DRAIN_INTERVAL_MS 2000
 
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static double cpu_seconds(void)
 {
     struct rusage ru;
@@ -92,11 +85,11 @@ void pp_session_signals_setup(void)
  * registers those of walked runtimes with their walker (adopt, NULL for none). */
 static bool wait_signal(int sfd, pp_sampler *sampler, pp_adopter *adopt, pp_discovery *disc, int ms)
 {
-    double until = mono_now() + (ms < 0 ? 0 : ms) / 1000.0;
+    double until = pp_mono_now() + (ms < 0 ? 0 : ms) / 1000.0;
     int news_fd = sampler ? pp_sampler_news_fd(sampler) : -1;
     int adopt_ms = -1;
     for (;;) {
-        int left = (int)((until - mono_now()) * 1000 + 0.5);
+        int left = (int)((until - pp_mono_now()) * 1000 + 0.5);
         if (left < 0)
             left = 0;
         struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = news_fd, .events = POLLIN}};
@@ -114,8 +107,8 @@ static bool wait_signal(int sfd, pp_sampler *sampler, pp_adopter *adopt, pp_disc
         if (r > 0 && news_fd >= 0 && (p[1].revents & (POLLERR | POLLHUP | POLLNVAL)))
             news_fd = -1; /* never expected; the drain still reads what was announced */
         if (adopt)
-            adopt_ms = pp_adopter_run(adopt, sampler, disc, mono_now());
-        if (mono_now() >= until)
+            adopt_ms = pp_adopter_run(adopt, sampler, disc, pp_mono_now());
+        if (pp_mono_now() >= until)
             return false;
     }
 }
@@ -292,7 +285,7 @@ static int write_session(const pp_config *cfg, const json_t *static_md, const js
             rc = -1;
         } else {
             pp_info("Saved collapsed stacks to %s (%.0f ms after the session end)", path,
-                    (mono_now() - session_end) * 1000);
+                    (pp_mono_now() - session_end) * 1000);
             if (cfg->flamegraph)
                 write_flamegraph(cfg, path, text, len, &ro);
         }
@@ -573,7 +566,7 @@ static void drain(run_state *rs, pp_profile *prof)
 static int run_session(run_state *rs, bool *stop)
 {
     const pp_config *cfg = rs->cfg;
-    double start = mono_now(), deadline = start + cfg->duration;
+    double start = pp_mono_now(), deadline = start + cfg->duration;
     time_t wall_start = time(NULL);
     double cpu0 = cpu_seconds();
     pp_host_metrics metrics;
@@ -584,10 +577,10 @@ static int run_session(run_state *rs, bool *stop)
         pp_critical("out of memory");
         return -1;
     }
-    double t0 = mono_now();
+    double t0 = pp_mono_now();
     if (pp_discover(rs->disc, &procs) < 0)
         pp_warn("cannot read /proc: processes are not classified this session");
-    double disc_ms = (mono_now() - t0) * 1000;
+    double disc_ms = (pp_mono_now() - t0) * 1000;
     pp_identity_set_procs(rs->ident, &procs);
     each_runtime_hook(rs, &procs, false); /* e.g. JIT symbols for the sampler */
     pp_runner_task tasks[PP_KIND_COUNT];
@@ -603,13 +596,13 @@ static int run_session(run_state *rs, bool *stop)
 
     bool maps_refreshed = false;
     for (;;) {
-        double left = deadline - mono_now();
+        double left = deadline - pp_mono_now();
         if (left <= 0)
             break;
         if (!maps_refreshed && left * 1000 <= DRAIN_INTERVAL_MS) {
             each_runtime_hook(rs, &procs, true); /* code compiled during the session */
             maps_refreshed = true;
-            left = deadline - mono_now();
+            left = deadline - pp_mono_now();
         }
         int ms = left * 1000 < DRAIN_INTERVAL_MS ? (int)(left * 1000 + 0.5) : DRAIN_INTERVAL_MS;
         if (wait_signal(rs->sfd, rs->sampler, rs->adopt, rs->disc, ms)) {
@@ -617,14 +610,14 @@ static int run_session(run_state *rs, bool *stop)
             pp_uploader_stop_window(rs->up); /* the stop's bound counts from the signal */
             break;
         }
-        if (rs->sampler && mono_now() < deadline) {
+        if (rs->sampler && pp_mono_now() < deadline) {
             drain(rs, prof);
             log_drain(prof);
         }
         pp_metrics_poll(&metrics);
     }
-    double end = fmin(deadline, mono_now());
-    double t_end = mono_now();
+    double end = fmin(deadline, pp_mono_now());
+    double t_end = pp_mono_now();
     pp_sampler_stats now = {0}, delta = {0};
     if (rs->sampler) {
         drain(rs, prof);
@@ -657,12 +650,12 @@ static int run_session(run_state *rs, bool *stop)
     merge_hook_stacks(rs, prof);
     if (pp_profile_drop_tids(prof) < 0) /* the threads served the merge; the output has none */
         pp_warn("out of memory while folding the threads' stacks");
-    double t_merged = mono_now();
+    double t_merged = pp_mono_now();
     pp_identity_annotate(rs->ident, prof, rs->disc, end);
     json_t *ext = session_extmeta(cfg);
     pp_extmeta_apply(ext, prof);
     pp_debug("session end: drain and merge %.1f ms, identity %.1f ms", (t_merged - t_end) * 1000,
-             (mono_now() - t_merged) * 1000);
+             (pp_mono_now() - t_merged) * 1000);
     pp_symbolizer_stats ss;
     pp_symbolizer_get_stats(rs->sym, &ss);
     json_t *counters = own_counters(

@@ -16,19 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/child.h"
 #include "base/inroot.h"
 #include "base/log.h"
 #include "base/peersock.h"
 #include "base/procfiles.h"
 
 #define MAX_ARG 4096
-
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* The calling thread's cancel descriptor (pp_jattach_set_cancel_fd), -1 for none, and the
  * process-wide one (pp_jattach_cancel_all; an eventfd made on first use, -1 if none could be). */
@@ -77,13 +71,13 @@ static int poll_cancellable(struct pollfd *p, int n, int ms)
 /* Sleeps ms, or less when a cancel descriptor becomes readable: then false (errno ECANCELED). */
 static bool sleep_ms(long ms)
 {
-    double until = mono_now() + (double)ms / 1000;
+    double until = pp_mono_now() + (double)ms / 1000;
     for (;;) {
-        double left = until - mono_now();
+        double left = until - pp_mono_now();
         struct pollfd p[2];
         if (poll_cancellable(p, 0, left > 0 ? (int)(left * 1000) + 1 : 0) == -2)
             return false;
-        if (left <= 0 || mono_now() >= until)
+        if (left <= 0 || pp_mono_now() >= until)
             return true;
     }
 }
@@ -257,7 +251,7 @@ static int start_listener(int pid, const pp_jattach_status *st, const struct sta
     if (kill(pid, SIGQUIT) < 0) {
         snprintf(err, errlen, "cannot signal JVM %d: %s", pid, strerror(errno));
     } else {
-        double stop = mono_now() + 6.0;
+        double stop = pp_mono_now() + 6.0;
         if (stop > deadline)
             stop = deadline;
         for (long ms = 20;; ms += 20) {
@@ -267,7 +261,7 @@ static int start_listener(int pid, const pp_jattach_status *st, const struct sta
                 snprintf(err, errlen, "JVM %d exited while starting its attach listener", pid);
                 break;
             }
-            double left = stop - mono_now();
+            double left = stop - pp_mono_now();
             if (left <= 0) {
                 e = ETIMEDOUT;
                 snprintf(err, errlen,
@@ -373,7 +367,7 @@ static int start_listener_once(int pid, const pp_jattach_status *st, const struc
             errno = fd < 0 ? e : 0;
             return fd;
         }
-        double left = deadline - mono_now();
+        double left = deadline - pp_mono_now();
         if (left <= 0 || !sleep_ms(left < 0.02 ? (long)(left * 1000) + 1 : 20)) {
             int e = left <= 0 ? ETIMEDOUT : ECANCELED;
             if (e == ETIMEDOUT)
@@ -391,7 +385,7 @@ static int start_listener_once(int pid, const pp_jattach_status *st, const struc
 static int wait_fd(int fd, short events, double deadline)
 {
     for (;;) {
-        double left = deadline - mono_now();
+        double left = deadline - pp_mono_now();
         if (left <= 0) {
             errno = ETIMEDOUT;
             return -1;
@@ -499,7 +493,7 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
     *out = NULL;
     if (errlen)
         err[0] = '\0';
-    double deadline = mono_now() + timeout_s;
+    double deadline = pp_mono_now() + timeout_s;
     char path[128], text[4096];
     snprintf(path, sizeof(path), "/proc/%d/status", pid);
     pp_jattach_status st;

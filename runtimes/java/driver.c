@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/child.h"
 #include "base/log.h"
 #include "base/elfinfo.h"
 #include "base/inroot.h"
@@ -41,13 +42,6 @@
 #include "base/resource.h"
 #include "runtimes/runner.h"
 #include "runtimes/runtime.h"
-
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* ---- metadata and appid ---- */
 
@@ -110,7 +104,7 @@ json_t *pp_java_metadata(int pid)
     json_t *flags = NULL;
     if (may_attach(pid)) {
         /* one budget for both requests: a JVM that does not answer costs it once */
-        double until = mono_now() + PP_JAVA_QUICK_TIMEOUT;
+        double until = pp_mono_now() + PP_JAVA_QUICK_TIMEOUT;
         char *out = NULL, err[256];
         if (pp_jattach_jcmd(pid, "VM.system_properties", PP_JAVA_QUICK_TIMEOUT, &out, err,
                             sizeof(err)) == 0) {
@@ -127,8 +121,9 @@ json_t *pp_java_metadata(int pid)
         }
         free(out);
         out = NULL;
-        if (!pp_java_jvm_flags_none() && until - mono_now() > 0 &&
-            pp_jattach_jcmd(pid, "VM.flags -all", until - mono_now(), &out, err, sizeof(err)) == 0)
+        if (!pp_java_jvm_flags_none() && until - pp_mono_now() > 0 &&
+            pp_jattach_jcmd(pid, "VM.flags -all", until - pp_mono_now(), &out, err, sizeof(err)) ==
+                0)
             flags = pp_java_jvm_flags(out);
         free(out);
     }
@@ -260,7 +255,7 @@ static void start_one(java_session *s, jvm *j)
             set_error(j, "error", err);
         }
     } else if (pp_jfr_rec_start(&j->rec, jfr_sampler(s->ctx, j->proc.pid), s->ctx->frequency,
-                                s->duration_s, s->deadline - mono_now(), err, sizeof(err)) < 0) {
+                                s->duration_s, s->deadline - pp_mono_now(), err, sizeof(err)) < 0) {
         pp_warn_proc(j->proc.pid, j->proc.start_ticks, "java: cannot start JFR in pid %d: %s",
                      j->proc.pid, err);
         set_error(j, "error", err);
@@ -315,7 +310,7 @@ static void *java_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t 
         watch = pp_java_watch_open();
     pthread_mutex_unlock(&watch_lock);
     s->n = n;
-    s->duration_s = (int)ceil(deadline - mono_now()) + 30;
+    s->duration_s = (int)ceil(deadline - pp_mono_now()) + 30;
     for (size_t i = 0; i < n; i++) {
         s->jvms[i].proc = procs[i];
         s->jvms[i].rec.tmp_fd = s->jvms[i].rec.cwd_fd = s->jvms[i].rec.errdir_fd = -1;
@@ -345,7 +340,7 @@ static void join_starts(java_session *s)
  * runs on its thread), or discards a recording whose start got no answer. */
 static void finish_one(java_session *s, jvm *j)
 {
-    double left = s->finish_by - mono_now();
+    double left = s->finish_by - pp_mono_now();
     if (!j->err[0] && !j->rec.running) {
         j->jfr_rc = -1;
         snprintf(j->jfr_err, sizeof(j->jfr_err), "no recording");
@@ -357,7 +352,7 @@ static void finish_one(java_session *s, jvm *j)
                        : -1;
         if (!pp)
             snprintf(j->jfr_err, sizeof(j->jfr_err), "out of memory");
-        left = s->finish_by - mono_now();
+        left = s->finish_by - pp_mono_now();
     }
     /* a start that got no answer may still have started the recording */
     pp_jfr_rec_discard(&j->rec, fmin(PP_JAVA_QUICK_TIMEOUT, left > 0.2 ? left : 0.2));
@@ -377,7 +372,7 @@ static void *finish_worker(void *arg)
 /* jfr mode: finish_one on every JVM, a few at a time. */
 static void finish_all(java_session *s)
 {
-    s->finish_by = fmin(s->deadline, mono_now()) + FINISH_S;
+    s->finish_by = fmin(s->deadline, pp_mono_now()) + FINISH_S;
     atomic_store(&s->next, 0);
     pthread_t th[START_THREADS];
     size_t nth = 0;
@@ -400,7 +395,7 @@ static void wait_session(java_session *s)
     int wfd = pp_java_watch_fd(watch);
     pp_java_watch_read(watch, NULL, 0); /* drop what piled up between sessions */
     for (;;) {
-        double left = s->deadline - mono_now();
+        double left = s->deadline - pp_mono_now();
         if (left <= 0)
             break;
         struct pollfd p[2] = {{.fd = s->stop_fd, .events = POLLIN}, {.fd = wfd, .events = POLLIN}};
