@@ -258,9 +258,10 @@ def test_a_fork_that_execs_is_no_longer_counted_as_python(tmp_path):
     its warning for a process that was no longer Python)."""
     app = App(["/usr/bin/python3.11", str(APPS / "pywalk_fork_exec.py")], start_new_session=True)
     out = tmp_path / "out"
-    p = subprocess.Popen([str(POLYPROF), "-d", "8", "-f", "99", "-o", str(out), "--python-mode",
-                          "builtin", "-v"], stderr=subprocess.PIPE, text=True)
+    p = None
     try:
+        p = subprocess.Popen([str(POLYPROF), "-d", "8", "-f", "99", "-o", str(out),
+                              "--python-mode", "builtin", "-v"], stderr=subprocess.PIPE, text=True)
         log = LineReader(p.stderr)
         log.wait_line(lambda x: f"python pid {app.pid}: CPython" in x, 20, "the parent walked")
         os.kill(app.pid, signal.SIGUSR2)  # it forks the child now, during the session
@@ -270,10 +271,10 @@ def test_a_fork_that_execs_is_no_longer_counted_as_python(tmp_path):
         os.kill(child, signal.SIGUSR1)  # it execs the shell loop now
         assert p.wait(timeout=60) == 0, log.text()
     finally:
-        if p.poll() is None:
+        if p and p.poll() is None:
             p.kill()
             p.wait()
-        os.killpg(app.pid, signal.SIGKILL)
+        os.killpg(app.pid, signal.SIGKILL)  # the parent, its child and the child's shell loop
         app.stop()
     prof = last_profile(out)
     mine = [c for c in prof.header["polyprof"]["runtime_samples"] if c["pid"] == child]
