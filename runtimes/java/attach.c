@@ -155,7 +155,8 @@ static bool process_alive(int pid)
 /* The JVM's socket /tmp/.java_pid<nspid>, resolved inside its root (a container's symlinks
  * cannot lead to a host socket), as an O_PATH descriptor of the socket file itself: connect()
  * goes through "/proc/self/fd/<fd>", which names that very file. -1 when there is no socket, or
- * when it is the file stale (nobody listens on it) describes. */
+ * when it is the file stale (not the JVM's: nobody listens on it, or another user made it)
+ * describes. */
 static int open_socket(int pid, int nspid, const struct stat *stale)
 {
     char name[64];
@@ -266,7 +267,7 @@ static int start_listener(int pid, const pp_jattach_status *st, const struct sta
                 e = ETIMEDOUT;
                 snprintf(err, errlen,
                          stale ? "JVM %d did not start its attach listener (/tmp/.java_pid%d is "
-                                 "still a socket nobody listens on, which polyprof could not "
+                                 "still a socket that is not the JVM's, which polyprof could not "
                                  "remove)"
                                : "JVM %d did not start its attach listener (no /tmp/.java_pid%d "
                                  "after SIGQUIT)",
@@ -321,9 +322,9 @@ static void starting_release(int pid)
 }
 
 /* Removes the JVM's socket path while it is still the file stale describes (a socket nobody
- * listens on): HotSpot restarts a running listener on SIGQUIT only when the path is missing, and
- * otherwise prints a thread dump on the JVM's stdout. True when the stale file is no longer at
- * the path (removed here, or already replaced or removed). */
+ * listens on, or one another user made): HotSpot restarts a running listener on SIGQUIT only when
+ * the path is missing, and otherwise prints a thread dump on the JVM's stdout. True when the stale
+ * file is no longer at the path (removed here, or already replaced or removed). */
 static bool remove_stale(int pid, int nspid, const struct stat *stale)
 {
     int dfd = pp_open_in_proc_root(pid, "/tmp", O_PATH | O_DIRECTORY);
@@ -516,11 +517,24 @@ int pp_jattach_cmd(int pid, const char *cmd, const char *a1, const char *a2, con
         return -1;
     }
     int sock = open_socket(pid, st.nspid, NULL);
+    struct stat stale;
+    if (sock >= 0 && fstat(sock, &stale) == 0 && stale.st_uid != st.euid) {
+        /* Not the JVM's socket: another user made it (bound before the JVM's listener started,
+         * to be asked in its place). Nothing is sent to it: it is removed (root may, in a sticky
+         * /tmp) and the JVM's own listener started, whose socket HotSpot renames over the path
+         * anyway; a planted name never denies the attach. */
+        pp_debug("attach: /tmp/.java_pid%d of JVM %d is owned by uid %u, not by the JVM's user "
+                 "(uid %u): removing it and starting the JVM's attach listener",
+                 st.nspid, pid, (unsigned)stale.st_uid, (unsigned)st.euid);
+        close(sock);
+        sock = start_listener_once(pid, &st, &stale, deadline, err, errlen);
+        if (sock < 0)
+            return -1;
+    }
     if (sock < 0 && (sock = start_listener_once(pid, &st, NULL, deadline, err, errlen)) < 0)
         return -1; /* errno set by start_listener */
     char *reply = NULL;
     ssize_t n = exchange(pid, sock, &st, req, reqlen, deadline, false, &reply, err, errlen);
-    struct stat stale;
     int e0 = errno;
     if (n < 0 && e0 == ECONNREFUSED && fstat(sock, &stale) == 0) {
         /* Nobody listens on the socket: not this JVM's (HotSpot removes a stale one when it

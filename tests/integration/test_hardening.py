@@ -577,8 +577,8 @@ def test_impostor_attach_socket_gets_nothing(version, hot_classes, launchers, st
     yet and answers as the JVM would. polyprof used to connect and send VM.system_properties,
     VM.flags, Compiler.perfmap and the JFR commands with their file paths, and took the answers
     (java_version '99.0-SPOOFED … EvilVM;frame'). The socket is not owned by the JVM's user:
-    polyprof connects to nothing, the JVM gets [Profiling error: …] and the metadata it can
-    read without attach."""
+    polyprof connects to nothing, removes it and starts the JVM's own listener, so the planted
+    socket denies nothing: the metadata and the recording are the JVM's."""
     jdk(version)
     comm = f"pp_java{version}"
     app = start_app(launchers / comm, "-cp", hot_classes, "Hot", 2)
@@ -589,11 +589,15 @@ def test_impostor_attach_socket_gets_nothing(version, hot_classes, launchers, st
     out = LineReader(imp.stdout)
     try:
         out.wait_line(lambda x: x.startswith("listening"), 30, "the impostor to listen")
-        assert sock.stat().st_uid == NOBODY
+        planted = sock.stat()
+        assert planted.st_uid == NOBODY
         args = ["-d", 3, "-f", 99, "--java-mode", "jfr", "--pids", app.pid, "-o", outdir, "-v"]
         r = subprocess.run([str(POLYPROF), *map(str, args)], capture_output=True, text=True,
                            timeout=120)
         assert r.returncode == 0, r.stderr[-3000:]
+        now = sock.stat()
+        assert (now.st_ino, now.st_uid) != (planted.st_ino, NOBODY), "the planted socket stayed"
+        assert now.st_uid == 0, "the JVM's own socket at the path"
     finally:
         imp.kill()
         imp.wait()
@@ -606,8 +610,9 @@ def test_impostor_attach_socket_gets_nothing(version, hot_classes, launchers, st
     lines = prof.for_comm(comm)
     assert lines, r.stderr[-3000:]
     errors = {x for f, _ in lines for x in f[4:] if x.startswith("[Profiling error")}
-    want = f"/tmp/.java_pid{app.pid} of JVM {app.pid} is owned by uid {NOBODY}, not by"
-    assert any(want in x for x in errors), (errors, r.stderr[-3000:])
+    assert not errors, (errors, r.stderr[-3000:])
+    assert f"owned by uid {NOBODY}, not by the JVM's user" in r.stderr, r.stderr[-3000:]
     md = prof.header["application_metadata"][int(lines[0][0][0])]
     assert md["java_version"].startswith(f'openjdk version "{version}.'), md
-    assert md["jvm_flags"] == []
+    assert "EvilVM" not in md["java_version"] and md["jvm_flags"], "the JVM's own answers"
+    assert any(x.endswith("_[j]") for f, _ in lines for x in f), "the JVM's recording"
