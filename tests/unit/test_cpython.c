@@ -19,13 +19,6 @@
 #define FIXTURE "tests/fixtures/python/stacks.py"
 #define PYENV "/root/.pyenv/versions/"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* ---- the fixture process ---- */
 
 typedef struct fixture {
@@ -53,9 +46,9 @@ static void fixture_launch(fixture *f, char *const *argv)
     f->child = pp_child_start(&o, err, sizeof(err));
     cr_assert(f->child, "%s", err);
     f->pid = pp_child_pid(f->child);
-    double end = now() + 30;
+    double end = pp_mono_now() + 30;
     FILE *rf = NULL;
-    while (!(rf = fopen(f->readyfile, "r")) && now() < end) {
+    while (!(rf = fopen(f->readyfile, "r")) && pp_mono_now() < end) {
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -100,30 +93,9 @@ static long fixture_tid(const fixture *f, const char *name)
     return atol(p + strlen(key));
 }
 
-/* Line of the "# L:<name>" marker in a fixture file. */
-static int marker_in(const char *file, const char *name)
-{
-    FILE *fp = fopen(file, "r");
-    cr_assert(fp);
-    char line[512], key[64];
-    snprintf(key, sizeof(key), "# L:%s\n", name);
-    int n = 0, found = 0;
-    while (fgets(line, sizeof(line), fp)) {
-        n++;
-        const char *k = strstr(line, "# L:");
-        if (k && strcmp(k, key) == 0) {
-            found = n;
-            break;
-        }
-    }
-    fclose(fp);
-    cr_assert(found, "marker %s", name);
-    return found;
-}
-
 static int marker(const char *name)
 {
-    return marker_in(FIXTURE, name);
+    return pp_test_marker(FIXTURE, name);
 }
 
 /* ---- captured samples ---- */
@@ -255,8 +227,8 @@ static void expect_stacks_soon(pp_py_proc *p, const fixture *f, int minor)
     char err[256];
     cap *c = calloc(1, sizeof(*c));
     const char *why = "no sample";
-    double end = now() + 10;
-    while (why && now() < end) {
+    double end = pp_mono_now() + 10;
+    while (why && pp_mono_now() < end) {
         c->n = 0;
         cr_assert(pp_py_sample(p, capture, c, err, sizeof(err)) >= 0, "%s", err);
         why = check(f, c, minor, false);
@@ -292,9 +264,9 @@ static void run_version(const char *python, const char *version_prefix, int mino
     const char *why = "no sample";
     char tidmsg[96];
     bool gil_seen = false;
-    double end = now() + 10;
+    double end = pp_mono_now() + 10;
     int samples = 0;
-    while (now() < end) {
+    while (pp_mono_now() < end) {
         c->n = 0;
         int n = pp_py_sample(p, capture, c, err, sizeof(err));
         cr_assert(n >= 0, "sample: %s", err);
@@ -741,20 +713,20 @@ static void run_subinterp(const char *python)
     fixture f;
     fixture_start_script(&f, python, "tests/fixtures/python/subinterp.py", NULL);
     char err[256];
-    double end = now() + 10;
+    double end = pp_mono_now() + 10;
     pp_py_open_status st;
     pp_py_proc *p = pp_py_open(f.pid, &st, err, sizeof(err));
     cr_assert(p, "%s", err);
     cap *c = calloc(1, sizeof(*c));
     long sub = fixture_tid(&f, "sub");
     bool ok = false;
-    while (!ok && now() < end) {
+    while (!ok && pp_mono_now() < end) {
         c->n = 0;
         cr_assert(pp_py_sample(p, capture, c, err, sizeof(err)) >= 0, "%s", err);
         const cap_stack *s = by_tid(c, sub), *m = by_tid(c, f.pid);
         ok = c->n == 2 && s && m && s->n == 2 && frame_is(&s->fr[0], "<module>", "<string>", 8) &&
              frame_is(&s->fr[1], "subfunc", "<string>", 7) &&
-             frame_is(&m->fr[m->n - 1], "main_wait", f.path, marker_in(f.path, "main_wait"));
+             frame_is(&m->fr[m->n - 1], "main_wait", f.path, pp_test_marker(f.path, "main_wait"));
     }
     cr_assert(ok, "%s: %d stacks; sub:%s", python, c->n,
               by_tid(c, sub) ? describe(by_tid(c, sub)) : " none");
@@ -785,7 +757,8 @@ Test(cpython, other_mount_namespace)
     char err[256];
     pp_child *pc = pp_child_start(&probe, err, sizeof(err));
     pp_child_result res;
-    bool can = pc && pp_child_wait(pc, now() + 30, &res) == 0 && res.exited && !res.exit_code;
+    bool can =
+        pc && pp_child_wait(pc, pp_mono_now() + 30, &res) == 0 && res.exited && !res.exit_code;
     pp_child_free(pc);
     if (!can)
         cr_skip_test("cannot create a mount namespace here");

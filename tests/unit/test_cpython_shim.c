@@ -17,30 +17,9 @@
 #define FIXTURE "tests/fixtures/python/initshim.py"
 #define PYENV "/root/.pyenv/versions/"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Line of the "# L:<name>" marker in the fixture. */
 static int marker(const char *name)
 {
-    FILE *fp = fopen(FIXTURE, "r");
-    cr_assert(fp, "run from the repository root");
-    char line[512], key[64];
-    snprintf(key, sizeof(key), "# L:%s\n", name);
-    int n = 0, found = 0;
-    while (!found && fgets(line, sizeof(line), fp)) {
-        n++;
-        const char *k = strstr(line, "# L:");
-        if (k && strcmp(k, key) == 0)
-            found = n;
-    }
-    fclose(fp);
-    cr_assert(found, "marker %s", name);
-    return found;
+    return pp_test_marker(FIXTURE, name);
 }
 
 typedef struct parked {
@@ -63,8 +42,8 @@ static void start(parked *f, const char *python)
     f->child = pp_child_start(&o, err, sizeof(err));
     cr_assert(f->child, "%s", err);
     f->pid = pp_child_pid(f->child);
-    double end = now() + 30;
-    while (access(ready, F_OK) != 0 && now() < end) {
+    double end = pp_mono_now() + 30;
+    while (access(ready, F_OK) != 0 && pp_mono_now() < end) {
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -122,8 +101,8 @@ static void expect_no_shim(const parked *f, const char *python, int minor, bool 
         p->L.shim_code = 0;
     seen s = {.ok = false};
     want w = {.f = f, .init = minor >= 11 ? "Parked.__init__" : "__init__", .s = &s};
-    double end = now() + 10;
-    while (!s.ok && now() < end) {
+    double end = pp_mono_now() + 10;
+    while (!s.ok && pp_mono_now() < end) {
         s.text[0] = '\0';
         cr_assert(pp_py_sample(p, check_main, &w, err, sizeof(err)) >= 0, "%s", err);
     }

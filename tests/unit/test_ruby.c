@@ -60,24 +60,6 @@ static void fixture_stop(fixture *f)
     pp_test_rmtree(f->dir);
 }
 
-static int marker_in(const char *script, const char *name)
-{
-    FILE *fp = fopen(script, "r");
-    cr_assert(fp);
-    char line[512], key[64];
-    snprintf(key, sizeof(key), "# L:%s\n", name);
-    int n = 0, found = 0;
-    while (!found && fgets(line, sizeof(line), fp)) {
-        n++;
-        const char *k = strstr(line, "# L:");
-        if (k && strcmp(k, key) == 0)
-            found = n;
-    }
-    fclose(fp);
-    cr_assert(found, "marker %s", name);
-    return found;
-}
-
 /* The main thread's frames as the BPF walker reads them (innermost first), named. */
 static size_t walk_main(pp_rb_proc *p, char out[][600], size_t cap)
 {
@@ -119,7 +101,7 @@ static void expect_stack(pp_rb_proc *p, const char *script, const char *path, co
     cr_assert(nw <= 16);
     for (size_t i = 0; i < nw; i++)
         pp_rb_frame_text(exp[i], sizeof(exp[i]), want[i][0], path,
-                         want[i][1] ? marker_in(script, want[i][1]) : 0);
+                         want[i][1] ? pp_test_marker(script, want[i][1]) : 0);
     size_t n = 0, same = 0;
     for (int i = 0; i < 300; i++) {
         pp_rmem_begin_sample(&p->mem);

@@ -154,4 +154,24 @@ static inline void pp_test_kill(pid_t pid)
     waitpid(pid, NULL, 0);
 }
 
+/* The line number of the "# L:<name>" marker comment in a fixture file (asserts it is there).
+ * Tests name source lines by these markers rather than by numbers that move with edits. */
+static inline int pp_test_marker(const char *file, const char *name)
+{
+    FILE *fp = fopen(file, "r");
+    cr_assert(fp, "%s: run from the repository root", file);
+    char line[512], key[64];
+    snprintf(key, sizeof(key), "# L:%s\n", name);
+    int n = 0, found = 0;
+    while (!found && fgets(line, sizeof(line), fp)) {
+        n++;
+        const char *k = strstr(line, "# L:");
+        if (k && strcmp(k, key) == 0)
+            found = n;
+    }
+    fclose(fp);
+    cr_assert(found, "marker %s in %s", name, file);
+    return found;
+}
+
 #endif
