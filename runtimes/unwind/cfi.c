@@ -547,6 +547,11 @@ long pp_cfi_build(int fd, pp_cfi_table *t, char *err, size_t errsz)
         fail(&b, "no CFI (.eh_frame with .eh_frame_hdr, or .debug_frame) in the file");
         goto out;
     }
+    pp_cfi_row *fit = realloc(t->rows, t->n * sizeof(*fit)); /* the cache counts these bytes */
+    if (fit) {
+        t->rows = fit;
+        t->cap = t->n;
+    }
     ret = (long)t->n;
 out:
     free(starts);
