@@ -324,3 +324,32 @@ Test(cfi, hostile_eh_frame_hdr)
     }
     free(img);
 }
+
+/* Section headers stripped (e_shoff, e_shnum zeroed): the same rows, through PT_GNU_EH_FRAME. */
+Test(cfi, no_section_headers)
+{
+    Dl_info di;
+    cr_assert(dladdr((void *)qsort, &di) && di.dli_fname);
+    int lf = open(di.dli_fname, O_RDONLY);
+    cr_assert(lf >= 0);
+    struct stat st;
+    cr_assert(fstat(lf, &st) == 0);
+    char *img = malloc((size_t)st.st_size);
+    cr_assert(read(lf, img, (size_t)st.st_size) == st.st_size);
+    close(lf);
+    Elf64_Ehdr *eh = (Elf64_Ehdr *)(void *)img;
+    eh->e_shoff = 0;
+    eh->e_shnum = 0;
+    eh->e_shstrndx = 0;
+    int fd = memfd_with(img, (size_t)st.st_size);
+    free(img);
+    pp_cfi_table a, b;
+    char err[256];
+    long n = pp_cfi_build(fd, &a, err, sizeof(err));
+    close(fd);
+    cr_assert(n > 1000, "%ld rows without section headers (%s)", n, err);
+    cr_assert(build_path(di.dli_fname, &b, err, sizeof(err)) == n);
+    cr_assert(!memcmp(a.rows, b.rows, (size_t)n * sizeof(pp_cfi_row)), "rows differ");
+    pp_cfi_free(&a);
+    pp_cfi_free(&b);
+}
