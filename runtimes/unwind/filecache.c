@@ -575,6 +575,34 @@ out:
     return st;
 }
 
+static bool drop_ref(pp_filecache *c, int pid, uint64_t dev, uint64_t ino)
+{
+    pp_htab_probe p;
+    for (ref_ent *r = pp_htab_first(&c->refs, ref_hash(pid, dev, ino), &p); r;
+         r = pp_htab_next(&c->refs, &p))
+        if (r->pid == pid && r->dev == dev && r->ino == ino) {
+            pp_htab_remove(&c->refs, r);
+            return true;
+        }
+    return false;
+}
+
+void pp_filecache_unmap(pp_filecache *c, int pid, uint64_t dev, uint64_t ino)
+{
+    pthread_mutex_lock(&c->mu);
+    proc_ent *pe = proc_get(c, pid, false);
+    if (pe && drop_ref(c, pid, dev, ino)) {
+        for (size_t i = 0; i < pe->n; i++)
+            if (pe->v[i]->dev == dev && pe->v[i]->ino == ino) {
+                fc_ident *id = pe->v[i];
+                pe->v[i] = pe->v[--pe->n];
+                ident_unref(c, id);
+                break;
+            }
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
 void pp_filecache_release_pid(pp_filecache *c, int pid)
 {
     pthread_mutex_lock(&c->mu);
@@ -584,13 +612,7 @@ void pp_filecache_release_pid(pp_filecache *c, int pid)
         size_t n = pe->n;
         pp_htab_remove(&c->procs, pe);
         for (size_t i = 0; i < n; i++) {
-            uint64_t h = ref_hash(pid, v[i]->dev, v[i]->ino);
-            pp_htab_probe p;
-            for (ref_ent *r = pp_htab_first(&c->refs, h, &p); r; r = pp_htab_next(&c->refs, &p))
-                if (r->pid == pid && r->dev == v[i]->dev && r->ino == v[i]->ino) {
-                    pp_htab_remove(&c->refs, r);
-                    break;
-                }
+            drop_ref(c, pid, v[i]->dev, v[i]->ino);
             ident_unref(c, v[i]);
         }
         free(v);

@@ -100,6 +100,9 @@ void pp_filecache_free(pp_filecache *c);
  * the state of the file's entry, with its id in *id (0 while the file is not yet identified).
  * Never blocks on I/O. */
 pp_fc_state pp_filecache_map(pp_filecache *c, int pid, const pp_fc_mapping *m, uint32_t *id);
+/* Process pid no longer maps the file of (dev, ino) (munmap, dlclose): its reference is released.
+ * No-op when it held none. */
+void pp_filecache_unmap(pp_filecache *c, int pid, uint64_t dev, uint64_t ino);
 /* The process is gone (or rescanned from scratch): every reference it held is released. */
 void pp_filecache_release_pid(pp_filecache *c, int pid);
 

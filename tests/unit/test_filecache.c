@@ -193,6 +193,15 @@ Test(filecache, shared_by_processes_and_copies)
     pp_filecache_release_pid(c, p1);
     pp_filecache_foreach(c, count_cb, memset(seen, 0, sizeof(seen)));
     cr_assert_eq(seen[1].refs, 2, "p2 still maps both inodes");
+    /* p2 unmaps the copy: that inode's reference goes, a repeated unmap changes nothing */
+    pp_filecache_unmap(c, p2, b.m.dev, b.m.ino);
+    pp_filecache_unmap(c, p2, b.m.dev, b.m.ino);
+    pp_filecache_foreach(c, count_cb, memset(seen, 0, sizeof(seen)));
+    cr_assert_eq(seen[1].refs, 1, "after the unmap only p2's mapping of a references it");
+    cr_assert_eq(pp_filecache_map(c, p2, &b.m, &id3), PP_FC_BUILDING,
+                 "a new mapping of the released inode is identified again");
+    cr_assert_eq(wait_done(c, p2, &b.m, &id3), PP_FC_READY);
+    cr_assert_eq(id3, id1);
     pp_filecache_release_pid(c, p2);
     pp_filecache_foreach(c, count_cb, memset(seen, 0, sizeof(seen)));
     cr_assert_eq(seen[1].refs, 0, "released by both processes");
