@@ -31,6 +31,8 @@ typedef struct {
     char *err;
     size_t errsz;
     size_t max_rows;
+    uint64_t work;     /* CFI rows libdw has interpreted (from each FDE's start) */
+    uint64_t max_work; /* bound of work */
 } builder;
 
 static void fail(builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -180,7 +182,16 @@ static int sweep(builder *b, Dwarf_CFI *cfi, const uint64_t *starts, size_t n, s
             return -1;
         pc = s;
         open = false;
+        size_t k = 0; /* rows of this FDE so far: libdw interprets them all again for the next */
         while (pc < next) {
+            b->work += ++k;
+            if (b->work > b->max_work) {
+                fail(b,
+                     "CFI too costly to interpret (more than %llu row steps; an FDE with %zu "
+                     "rows): the file is not unwound by CFI",
+                     (unsigned long long)b->max_work, k);
+                return -1;
+            }
             Dwarf_Frame *f = NULL;
             if (dwarf_cfi_addrframe(cfi, pc, &f) != 0) {
                 free(f);
@@ -549,8 +560,18 @@ static bool names_ok(Elf *e)
 
 long pp_cfi_build(int fd, pp_cfi_table *t, char *err, size_t errsz)
 {
+    return pp_cfi_build_limited(fd, NULL, t, err, errsz);
+}
+
+long pp_cfi_build_limited(int fd, const pp_cfi_limits *lim, pp_cfi_table *t, char *err,
+                          size_t errsz)
+{
     memset(t, 0, sizeof(*t));
-    builder b = {.t = t, .err = err, .errsz = errsz, .max_rows = PP_CFI_MAX_ROWS};
+    builder b = {.t = t,
+                 .err = err,
+                 .errsz = errsz,
+                 .max_rows = lim && lim->max_rows ? lim->max_rows : PP_CFI_MAX_ROWS,
+                 .max_work = lim && lim->max_work ? lim->max_work : PP_CFI_MAX_WORK};
     if (errsz)
         err[0] = 0;
     struct stat st;
@@ -625,7 +646,7 @@ long pp_cfi_build(int fd, pp_cfi_table *t, char *err, size_t errsz)
     if (nhdr >= 0 && (cfi = dwarf_getcfi_elf(e)) != NULL) {
         long n = nhdr;
         if (n > (long)b.max_rows) {
-            fail(&b, "%ld FDEs: more than the per-file cap of rows", n);
+            fail(&b, "%ld FDEs: more than %zu unwind rows (the per-file cap)", n, b.max_rows);
             goto out;
         }
         if (n > 0 && sweep(&b, cfi, starts, (size_t)n, NULL, 0) < 0)
