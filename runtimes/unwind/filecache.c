@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "base/hash.h"
 #include "base/hashtab.h"
 #include "base/log.h"
+#include "base/procmap_query.h"
 #include "base/workpool.h"
 
 typedef struct fc_file {
@@ -291,14 +293,68 @@ static int build_id_note(void *arg, const char *name, size_t namesz, uint32_t ty
 
 /* The mapped file, open: /proc/<pid>/map_files/<start>-<end>, else the path under the process's
  * root when it is the maps line's inode. -1 with errno. */
+/* The process still maps the file (dev, ino) at start: asked with PROCMAP_QUERY, else read from
+ * the maps text (at most 64 MiB of it). */
+static bool still_mapped(int pid, uint64_t start, uint64_t dev, uint64_t ino)
+{
+    char p[64];
+    snprintf(p, sizeof(p), "/proc/%d/maps", pid);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct pp_procmap_query q = {.size = sizeof(q), .query_addr = start};
+    bool ok = false;
+    if (ioctl(fd, PP_PROCMAP_QUERY, &q) == 0) {
+        ok = q.vma_start == start && makedev(q.dev_major, q.dev_minor) == dev && q.inode == ino;
+    } else if (errno == ENOTTY || errno == EINVAL) {
+        FILE *f = fdopen(fd, "r");
+        if (f) {
+            fd = -1;
+            char line[512];
+            size_t total = 0;
+            while (total < ((size_t)64 << 20) && fgets(line, sizeof(line), f)) {
+                total += strlen(line);
+                unsigned long long lo = 0, hi, off, in = 0;
+                unsigned ma = 0, mi = 0;
+                bool here = sscanf(line, "%llx-%llx %*4s %llx %x:%x %llu", &lo, &hi, &off, &ma, &mi,
+                                   &in) == 6 &&
+                            lo == start;
+                ok = here && makedev(ma, mi) == dev && in == ino;
+                if (!strchr(line, '\n')) /* the rest of a long line (a path) */
+                    while (fgets(line, sizeof(line), f) && !strchr(line, '\n'))
+                        total += strlen(line);
+                if (here)
+                    break;
+            }
+            fclose(f);
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
 static int open_mapped(const job *j, const fc_ident *id)
 {
     char p[4200];
     snprintf(p, sizeof(p), "/proc/%d/map_files/%llx-%llx", j->pid, (unsigned long long)j->start,
              (unsigned long long)j->end);
     int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd >= 0 || !j->path || j->path[0] != '/')
-        return fd;
+    if (fd >= 0) {
+        /* the file mapped there now is the maps line's: same inode, or (a stacked file system
+         * may show another inode through the link) the process still maps that inode there,
+         * not another file mapped at the range since the caller read its maps */
+        struct stat st;
+        if (fstat(fd, &st) == 0 &&
+            (((uint64_t)st.st_dev == id->dev && (uint64_t)st.st_ino == id->ino) ||
+             still_mapped(j->pid, j->start, id->dev, id->ino)))
+            return fd;
+        close(fd);
+        errno = ESTALE;
+        return -1;
+    }
+    if (!j->path || j->path[0] != '/')
+        return -1;
     snprintf(p, sizeof(p), "/proc/%d/root%s", j->pid, j->path);
     fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)

@@ -9,9 +9,12 @@
  * last mapper was released leaves it, so a reused inode number never finds old rows).
  *
  * Reading the file. The worker opens /proc/<pid>/map_files/<start>-<end>, the very file the
- * process maps (a file renamed over it on disk is not read); where that cannot be opened, the
- * mapping's path under /proc/<pid>/root, accepted only when its fstat shows the maps line's
- * device and inode. Reads are bounded (pp_cfi_build's caps).
+ * process maps (a file renamed over it on disk is not read), and takes it when its fstat shows the
+ * maps line's device and inode, or (a stacked file system may show another inode through the
+ * link) when the process still maps that inode at start (PROCMAP_QUERY, else the maps text): a
+ * range remapped to another file since the caller read its maps is refused. Where map_files
+ * cannot be opened, the mapping's path under /proc/<pid>/root, accepted only when its fstat
+ * shows the maps line's device and inode. Reads are bounded (pp_cfi_build's caps).
  *
  * Off the caller's path. pp_filecache_map never blocks on I/O: an unknown identity is queued to a
  * worker (base/workpool.h) and reported PP_FC_BUILDING; later calls see READY or FAILED.

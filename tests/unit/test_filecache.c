@@ -261,6 +261,31 @@ Test(filecache, file_replaced_on_disk_keeps_the_mapped_rows)
     pp_cfi_free(&new_rows);
 }
 
+/* The range the caller read in the maps now maps another file (unmapped and remapped before the
+ * worker looked): map_files gives that other file, which is not taken for the maps line's. */
+Test(filecache, range_remapped_to_another_file)
+{
+    compile("a", 1);
+    compile("b", 2);
+    mapped a = map_file(path_of("a"));
+    struct stat sb;
+    cr_assert(stat(path_of("b"), &sb) == 0);
+    pid_t p = holder();
+    pp_fc_mapping m = a.m; /* a's range, with b's identity as a stale maps line showed it */
+    m.dev = (uint64_t)sb.st_dev;
+    m.ino = (uint64_t)sb.st_ino;
+    m.path = NULL;
+    pp_filecache *c = pp_filecache_new(0, 1);
+    uint32_t id = 0;
+    pp_fc_state st = wait_done(c, p, &m, &id);
+    cr_assert_eq(st, PP_FC_FAILED, "state %d: b's identity got the rows of a", st);
+    /* the true maps line is accepted */
+    cr_assert_eq(wait_done(c, p, &a.m, &id), PP_FC_READY);
+    pp_filecache_free(c);
+    pp_test_kill(p);
+    munmap(a.addr, a.len);
+}
+
 static void bytes_cb(void *arg, const pp_fc_info *in)
 {
     size_t *b = arg;
