@@ -78,7 +78,7 @@ typedef struct pp_fc_info {
     uint32_t id;
     pp_fc_state state;
     uint64_t gen;    /* the generation at which it became READY/FAILED */
-    size_t bytes;    /* rows' bytes counted against the cap */
+    size_t bytes;    /* counted against the cap: the rows' bytes plus the entry's own */
     size_t refs;     /* identities (mapped inodes) referencing it through live processes */
     size_t nrows;    /* READY: rows */
     const char *key; /* valid during the callback only */
@@ -86,7 +86,7 @@ typedef struct pp_fc_info {
 } pp_fc_info;
 
 typedef struct pp_fc_stats {
-    size_t cap_bytes, bytes; /* the cap and the rows' bytes held */
+    size_t cap_bytes, bytes; /* the cap and the bytes held (rows plus each entry's own) */
     size_t files, ready, building, failed;
     uint64_t evicted, built, build_failed;
 } pp_fc_stats;
@@ -96,7 +96,8 @@ typedef struct pp_filecache pp_filecache;
 /* max_bytes 0: $POLYPROF_UNWIND_CACHE_MIB, else PP_FILECACHE_DEFAULT_BYTES. threads: the worker
  * threads building rows (0: 1). NULL when out of memory. */
 pp_filecache *pp_filecache_new(size_t max_bytes, size_t threads);
-/* Never waits: builds that are running finish on their threads and free what is left. */
+/* Never waits: builds that are running finish on their threads and free what is left. Put every
+ * acquired entry before (one still acquired is left allocated). */
 void pp_filecache_free(pp_filecache *c);
 
 /* Process pid maps m's file: records the reference (idempotent per pid and identity) and returns
