@@ -272,6 +272,8 @@ long pp_pmsrc_refresh(pp_pmsrc *src, int fd, bool jitdump, uint64_t *inline_left
         return 0;
     }
     *j = (job){.src = src, .fd = fd, .jitdump = jitdump};
+    pp_debug("symbols: perf map: %llu MiB to read, in the background",
+             (unsigned long long)(unread >> 20));
     src->busy = true;
     src->refs++;
     pthread_mutex_unlock(&src->mu);
