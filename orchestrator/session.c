@@ -559,6 +559,7 @@ static void drain(run_state *rs, pp_profile *prof)
     pp_symbolizer_begin_pass(rs->sym);
     if (pp_sampler_drain(rs->sampler, prof) < 0)
         pp_warn("some samples could not be stored (out of memory)");
+    pp_symbolizer_end_pass(rs->sym);
 }
 
 /* One session: discovery, runtime profilers and sampler over the same window, merge, identity,
@@ -577,6 +578,7 @@ static int run_session(run_state *rs, bool *stop)
         pp_critical("out of memory");
         return -1;
     }
+    pp_symbolizer_begin_session(rs->sym, cfg->duration); /* large perf maps: read meanwhile */
     double t0 = pp_mono_now();
     if (pp_discover(rs->disc, &procs) < 0)
         pp_warn("cannot read /proc: processes are not classified this session");
@@ -607,7 +609,8 @@ static int run_session(run_state *rs, bool *stop)
         int ms = left * 1000 < DRAIN_INTERVAL_MS ? (int)(left * 1000 + 0.5) : DRAIN_INTERVAL_MS;
         if (wait_signal(rs->sfd, rs->sampler, rs->adopt, rs->disc, ms)) {
             *stop = true;
-            pp_uploader_stop_window(rs->up); /* the stop's bound counts from the signal */
+            pp_uploader_stop_window(rs->up);     /* the stop's bound counts from the signal */
+            pp_symbolizer_stop_reading(rs->sym); /* a perf map being read: at its next chunk */
             break;
         }
         if (rs->sampler && pp_mono_now() < deadline) {

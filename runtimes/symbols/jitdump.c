@@ -131,7 +131,7 @@ long pp_jitdump_records(pp_perfmap *m, const void *data, size_t len, uint64_t li
     return added;
 }
 
-long pp_jitdump_update(pp_perfmap *m, int fd)
+long pp_jitdump_update_some(pp_perfmap *m, int fd, uint64_t max_bytes)
 {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -140,7 +140,7 @@ long pp_jitdump_update(pp_perfmap *m, int fd)
     }
     bool same = m->dev == (uint64_t)st.st_dev && m->ino == (uint64_t)st.st_ino &&
                 (uint64_t)st.st_size >= m->parsed;
-    if (same && m->size == (uint64_t)st.st_size)
+    if (same && m->complete && m->size == (uint64_t)st.st_size)
         return 0;
     if (!same) {
         pp_perfmap_free(m);
@@ -148,6 +148,7 @@ long pp_jitdump_update(pp_perfmap *m, int fd)
         m->ino = (uint64_t)st.st_ino;
     }
     m->size = (uint64_t)st.st_size;
+    m->complete = 0;
     m->clock = (m->clock + 1) & 0x7fffffffu;
     unsigned char *buf = malloc(CHUNK);
     if (!buf)
@@ -162,12 +163,17 @@ long pp_jitdump_update(pp_perfmap *m, int fd)
         }
         m->parsed = (uint64_t)h;
     }
+    uint64_t start = m->parsed;
     for (;;) {
+        if (m->parsed > start && m->parsed - start + CHUNK > max_bytes)
+            break; /* no room for another chunk: the next call goes on from here */
         ssize_t r = pread(fd, buf, CHUNK, (off_t)m->parsed);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
+        if (r <= 0) {
+            m->complete = 1;
             break;
+        }
         uint64_t used = 0;
         int closed = 0;
         added +=
@@ -175,11 +181,19 @@ long pp_jitdump_update(pp_perfmap *m, int fd)
         m->parsed += used;
         if (closed) {
             m->parsed = (uint64_t)st.st_size; /* nothing more will come: read no more */
+            m->complete = 1;
             break;
         }
-        if (used == 0)
-            break; /* a partial record: read again next time */
+        if (used == 0) {
+            m->complete = 1; /* a partial record: read again when the file grows */
+            break;
+        }
     }
     free(buf);
     return added;
+}
+
+long pp_jitdump_update(pp_perfmap *m, int fd)
+{
+    return pp_jitdump_update_some(m, fd, UINT64_MAX);
 }

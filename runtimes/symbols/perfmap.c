@@ -65,7 +65,7 @@ int pp_perfmap_parse_line(const char *line, size_t len, uint64_t *start, uint64_
 
 #define CHUNK (1u << 20)    /* bytes read from the file at a time */
 #define BATCH 65536         /* new entries merged into the map at a time */
-#define KEEP_FRACTION 3 / 4 /* an eviction leaves the map at this part of its bound */
+#define KEEP_FRACTION 1 / 2 /* an eviction leaves the map at this part of its bound */
 /* pp_pm_sym.used: the clock of its last lookup with this bit, else the clock of the read that
  * added it; sorted from the largest, entries that named a sample come first (last used first),
  * then the others (newest first) */
@@ -98,6 +98,7 @@ static void clear(pp_perfmap *m)
     m->arena = NULL;
     m->n = m->cap = m->alen = m->acap = m->garbage = 0;
     m->size = m->parsed = 0;
+    m->complete = 0;
     m->headlen = m->taillen = 0;
 }
 
@@ -123,7 +124,11 @@ static int by_addr_then_age(const void *pa, const void *pb)
 /* Merges the new entries pend (file order) into the sorted map; at one address the newest wins. */
 static int merge(pp_perfmap *m, pp_pm_sym *pend, size_t np)
 {
-    qsort(pend, np, sizeof(*pend), by_addr_then_age);
+    size_t k = 1; /* a JIT mostly writes at rising addresses: then there is nothing to sort */
+    while (k < np && pend[k - 1].addr <= pend[k].addr)
+        k++;
+    if (k < np)
+        qsort(pend, np, sizeof(*pend), by_addr_then_age);
     size_t w = 0;
     for (size_t i = 0; i < np; i++) {
         if (w && pend[w - 1].addr == pend[i].addr) {
@@ -153,13 +158,52 @@ static int merge(pp_perfmap *m, pp_pm_sym *pend, size_t np)
     return 0;
 }
 
-static int by_use(const void *pa, const void *pb, void *arg)
+/* The bytes of the entries whose `used` is at least t. */
+static uint64_t cost_from(const pp_perfmap *m, const uint32_t *cost, uint64_t t)
 {
-    const pp_pm_sym *s = arg;
-    const pp_pm_sym *a = &s[*(const size_t *)pa], *b = &s[*(const size_t *)pb];
-    if (a->used != b->used)
-        return a->used > b->used ? -1 : 1;
-    return a->name > b->name ? -1 : a->name < b->name; /* newer first */
+    uint64_t sum = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->syms[i].used >= t)
+            sum += cost[i];
+    return sum;
+}
+
+/* Marks in keep the entries an eviction keeps, in the order of their `used` (from the
+ * largest) within target bytes: the smallest threshold whose entries fit is found by bisection
+ * between the smallest and the largest value (a few passes over the map, no sort: a large map
+ * is evicted from many times while it is read), then entries just below it fill what is left. */
+static void choose(const pp_perfmap *m, const uint32_t *cost, unsigned char *keep, size_t target)
+{
+    uint64_t lo = UINT32_MAX, hi = 0; /* between the smallest value and past the largest */
+    for (size_t i = 0; i < m->n; i++) {
+        lo = m->syms[i].used < lo ? m->syms[i].used : lo;
+        hi = m->syms[i].used > hi ? m->syms[i].used : hi;
+    }
+    hi++; /* cost_from(hi) = 0 fits */
+    if (lo > hi)
+        lo = hi;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (cost_from(m, cost, mid) <= target)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    uint64_t total = 0;
+    int64_t below = -1; /* the largest value under the threshold */
+    for (size_t i = 0; i < m->n; i++) {
+        if (m->syms[i].used >= lo) {
+            keep[i] = 1;
+            total += cost[i];
+        } else if ((int64_t)m->syms[i].used > below) {
+            below = m->syms[i].used;
+        }
+    }
+    for (size_t i = m->n; i-- > 0 && below >= 0;) /* same age: from the highest address */
+        if (m->syms[i].used == (uint64_t)below && total + cost[i] <= target) {
+            keep[i] = 1;
+            total += cost[i];
+        }
 }
 
 /* Keeps the entries whose keep[i] is set, with a fresh arena holding only their names. */
@@ -210,28 +254,20 @@ static void enforce(pp_perfmap *m)
             compact(m, NULL);
         return;
     }
-    size_t *order = malloc((m->n ? m->n : 1) * sizeof(*order));
+    uint32_t *cost = malloc((m->n ? m->n : 1) * sizeof(*cost));
     unsigned char *keep = calloc(m->n ? m->n : 1, 1);
-    if (order && keep) {
+    if (cost && keep) {
         for (size_t i = 0; i < m->n; i++)
-            order[i] = i;
-        qsort_r(order, m->n, sizeof(*order), by_use, m->syms);
-        size_t target = limit * KEEP_FRACTION, total = 0;
-        for (size_t k = 0; k < m->n; k++) {
-            size_t cost = sizeof(pp_pm_sym) + strlen(name_of(m, &m->syms[order[k]])) + 1;
-            if (total + cost > target)
-                break;
-            total += cost;
-            keep[order[k]] = 1;
-        }
-        free(order);
-        order = NULL;
+            cost[i] = (uint32_t)(sizeof(pp_pm_sym) + strlen(name_of(m, &m->syms[i])) + 1);
+        choose(m, cost, keep, limit * KEEP_FRACTION);
+        free(cost);
+        cost = NULL;
         if (compact(m, keep) == 0) {
             free(keep);
             return;
         }
     }
-    free(order);
+    free(cost);
     free(keep);
     m->dropped += m->n; /* out of memory: start over rather than exceed the bound */
     size_t keep_parsed = m->parsed;
@@ -339,7 +375,7 @@ static bool same_bytes(int fd, uint64_t off, const char *want, size_t len)
            memcmp(buf, want, len) == 0;
 }
 
-long pp_perfmap_update(pp_perfmap *m, int fd)
+long pp_perfmap_update_some(pp_perfmap *m, int fd, uint64_t max_bytes)
 {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -348,10 +384,11 @@ long pp_perfmap_update(pp_perfmap *m, int fd)
     }
     m->clock = (m->clock + 1) & ~USED;
     bool same = m->dev == (uint64_t)st.st_dev && m->ino == (uint64_t)st.st_ino;
-    if (same && m->size == (uint64_t)st.st_size && m->mtime_s == st.st_mtim.tv_sec &&
+    if (same && m->complete && m->size == (uint64_t)st.st_size && m->mtime_s == st.st_mtim.tv_sec &&
         m->mtime_ns == st.st_mtim.tv_nsec)
         return 0;
-    /* appended to (a JIT adds lines): what was read is still there, byte for byte at its ends */
+    /* appended to (a JIT adds lines), or read in part so far: what was read is still there,
+     * byte for byte at its ends */
     bool grew = same && (uint64_t)st.st_size >= m->parsed &&
                 same_bytes(fd, 0, m->head, m->headlen) &&
                 same_bytes(fd, m->parsed - m->taillen, m->tail, m->taillen);
@@ -362,14 +399,18 @@ long pp_perfmap_update(pp_perfmap *m, int fd)
     m->size = (uint64_t)st.st_size;
     m->mtime_s = st.st_mtim.tv_sec;
     m->mtime_ns = st.st_mtim.tv_nsec;
+    m->complete = 0;
     char *buf = malloc(CHUNK);
     if (!buf)
         return -1;
     pp_pm_sym *pend = NULL;
     size_t np = 0, pcap = 0, have = 0;
-    uint64_t off = m->parsed;
+    uint64_t off = m->parsed, start = m->parsed;
     long added = 0;
     for (;;) {
+        /* no room for another chunk: stop at a line boundary, the next call goes on */
+        if (off > start && off - start + CHUNK > max_bytes)
+            break;
         ssize_t r = pread(fd, buf + have, CHUNK - have, (off_t)(off + have));
         if (r < 0 && errno == EINTR)
             continue;
@@ -394,8 +435,10 @@ long pp_perfmap_update(pp_perfmap *m, int fd)
             m->taillen = complete < sizeof(m->tail) ? complete : sizeof(m->tail);
             memcpy(m->tail, buf + complete - m->taillen, m->taillen);
         }
-        if (eof)
+        if (eof) {
+            m->complete = 1;
             break;
+        }
         memmove(buf, buf + complete, have - complete);
         off += complete;
         have -= complete;
@@ -406,4 +449,19 @@ long pp_perfmap_update(pp_perfmap *m, int fd)
     free(buf);
     enforce(m);
     return added;
+}
+
+long pp_perfmap_update(pp_perfmap *m, int fd)
+{
+    return pp_perfmap_update_some(m, fd, UINT64_MAX);
+}
+
+uint64_t pp_perfmap_unread(const pp_perfmap *m, int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    bool same = m->dev == (uint64_t)st.st_dev && m->ino == (uint64_t)st.st_ino &&
+                (uint64_t)st.st_size >= m->parsed;
+    return same ? (uint64_t)st.st_size - m->parsed : (uint64_t)st.st_size;
 }

@@ -14,9 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/log.h"
+#include "base/child.h"
 #include "base/inroot.h"
+#include "base/log.h"
 #include "base/procfiles.h"
+#include "runtimes/symbols/pmreader.h"
 #include "runtimes/symbols/symbols_internal.h"
 
 #define DEFAULT_MAX_BINARIES 256
@@ -61,8 +63,8 @@ typedef struct pp_proc {
     uint64_t maps_pass;
     uint64_t used_pass; /* last pass that named one of its addresses (or announced it) */
     int dead;           /* last maps read failed (exited): dropped at the next pass */
-    /* perf map */
-    pp_perfmap perfmap;
+    /* perf map (or jitdump), read in the background when large (pmreader.h) */
+    pp_pmsrc *pm;
     int perfmap_present;
     uint64_t perfmap_pass;
     struct pp_proc *next;
@@ -91,8 +93,13 @@ struct pp_symbolizer {
     int no_query;             /* the kernel has no PROCMAP_QUERY: maps are read as text */
     bool dso_names;           /* --insert-dso-name: "<symbol> (<dso>)" */
     uint64_t pm_dropped_gone; /* perf map entries dropped in processes no longer cached */
+    pp_pmreader *pmr;         /* reads large perf maps on a worker thread */
+    uint64_t inline_left;     /* perf map bytes the caller may still read itself this pass */
     pp_symbolizer_stats stats;
 };
+
+static void perfmap_refresh(pp_symbolizer *s, pp_proc *p);
+static bool has_anon(const pp_proc *p);
 
 /* ---- lifecycle ---- */
 
@@ -105,7 +112,9 @@ pp_symbolizer *pp_symbolizer_new(size_t max_binaries)
     s->max_binary_bytes = DEFAULT_MAX_BINARY_BYTES;
     s->slots = calloc(s->max_binaries, sizeof(binslot));
     s->kallsyms_path = strdup("/proc/kallsyms");
-    if (!s->slots || !s->kallsyms_path) {
+    s->pmr = pp_pmreader_new();
+    if (!s->slots || !s->kallsyms_path || !s->pmr) {
+        pp_pmreader_free(s->pmr, 0);
         free(s->slots);
         free(s->kallsyms_path);
         free(s);
@@ -113,6 +122,7 @@ pp_symbolizer *pp_symbolizer_new(size_t max_binaries)
     }
     s->pass = 1;
     s->next_gen = 1;
+    s->inline_left = PP_PMREAD_INLINE_PER_PASS;
     return s;
 }
 
@@ -146,8 +156,12 @@ static void proc_free(pp_symbolizer *s, pp_proc *p)
     pp_roots_put(&s->roots, p->root);
     p->root = -1;
     maps_free(p->maps, p->nmaps);
-    s->pm_dropped_gone += p->perfmap.dropped;
-    pp_perfmap_free(&p->perfmap);
+    if (p->pm) {
+        pp_pmsrc_stats st;
+        pp_pmsrc_get_stats(p->pm, &st);
+        s->pm_dropped_gone += st.dropped;
+        pp_pmsrc_put(p->pm); /* a read of it still running ends on its own */
+    }
     free(p);
 }
 
@@ -155,6 +169,10 @@ void pp_symbolizer_free(pp_symbolizer *s)
 {
     if (!s)
         return;
+    /* a read of a large perf map ends at its next chunk (a few ms): waited for briefly, so
+     * that it does not outlive the exit's checks; one that does ends on its own */
+    pp_pmreader_stop(s->pmr);
+    pp_pmreader_wait_idle(s->pmr, pp_mono_now() + 0.5);
     for (size_t i = 0; i < s->max_binaries; i++)
         binary_free(s->slots[i].bin);
     free(s->slots);
@@ -170,6 +188,7 @@ void pp_symbolizer_free(pp_symbolizer *s)
     pp_kcache_free(s->kcache);
     pp_symtab_free(&s->vdso);
     free(s->kallsyms_path);
+    pp_pmreader_free(s->pmr, 0);
     free(s);
 }
 
@@ -178,6 +197,8 @@ void pp_symbolizer_begin_pass(pp_symbolizer *s)
     if (!s)
         return;
     s->pass++;
+    s->inline_left = PP_PMREAD_INLINE_PER_PASS;
+    pp_pmreader_pause(s->pmr, true); /* the drain's lookups wait for one chunk at most */
     /* Dropped: processes whose maps could not be read (exited); processes unused for two
      * passes that are gone; any process unused for IDLE_PASSES. A later lookup re-creates them,
      * reading maps at most once per pass. This bounds the table to live, recently seen
@@ -212,8 +233,13 @@ void pp_symbolizer_get_stats(const pp_symbolizer *s, pp_symbolizer_stats *out)
     out->perfmap_entries_dropped = s->pm_dropped_gone;
     for (size_t b = 0; b < PID_BUCKETS; b++)
         for (const pp_proc *p = s->buckets[b]; p; p = p->next) {
-            out->perfmap_entries_dropped += p->perfmap.dropped;
-            out->perfmap_bytes += p->perfmap.cap * sizeof(*p->perfmap.syms) + p->perfmap.acap;
+            if (p->pm) {
+                pp_pmsrc_stats st;
+                pp_pmsrc_get_stats(p->pm, &st);
+                out->perfmap_entries_dropped += st.dropped;
+                out->perfmap_bytes += st.bytes;
+                out->perfmap_reading += st.reading;
+            }
             out->procs++;
         }
 }
@@ -465,7 +491,9 @@ void pp_symbolizer_note_pid(pp_symbolizer *s, int pid)
         proc_read_maps(s, p);
         return;
     }
-    get_proc(s, pid);
+    pp_proc *p = get_proc(s, pid);
+    if (p && has_anon(p))
+        perfmap_refresh(s, p); /* a large map starts being read now, not at the session end */
 }
 
 void pp_symbolizer_forget_pid(pp_symbolizer *s, int pid)
@@ -709,6 +737,8 @@ static void perfmap_refresh(pp_symbolizer *s, pp_proc *p)
     if (p->perfmap_pass == s->pass)
         return;
     p->perfmap_pass = s->pass;
+    if (!p->pm && !(p->pm = pp_pmsrc_new(s->pmr)))
+        return;
     char name[64];
     snprintf(name, sizeof(name), "/tmp/perf-%d.map", p->nspid);
     int fd = open_in_root(s, p, name, O_RDONLY | O_NONBLOCK);
@@ -716,25 +746,70 @@ static void perfmap_refresh(pp_symbolizer *s, pp_proc *p)
     if (jitdump)
         fd = open_in_root(s, p, jitdump, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
-        pp_perfmap_free(&p->perfmap);
+        pp_pmsrc_clear(p->pm);
         p->perfmap_present = 0;
         return;
     }
-    uint64_t dropped = p->perfmap.dropped;
-    long n = jitdump ? pp_jitdump_update(&p->perfmap, fd) : pp_perfmap_update(&p->perfmap, fd);
-    close(fd);
+    /* read here when little is new, else by the reader's worker (never a large file on the
+     * path of a drain or of the session's end) */
+    long n = pp_pmsrc_refresh(p->pm, fd, jitdump != NULL, &s->inline_left);
     p->perfmap_present = n >= 0;
+    pp_pmsrc_stats st;
+    pp_pmsrc_get_stats(p->pm, &st);
     if (n > 0)
         pp_debug("symbols: perf map %s of pid %d: %ld new entries, %zu held (%zu KiB)",
-                 jitdump ? jitdump : name, p->pid, n, p->perfmap.n,
-                 pp_perfmap_memory(&p->perfmap) >> 10);
-    if (p->perfmap.dropped > dropped && !p->perfmap.cap_logged) {
-        p->perfmap.cap_logged = 1;
+                 jitdump ? jitdump : name, p->pid, n, st.entries, st.bytes >> 10);
+    if (st.dropped && !st.cap_logged) {
+        pp_pmsrc_set_cap_logged(p->pm);
         pp_info("symbols: the perf map of pid %d needs more than its memory bound: keeping the "
                 "most recently used entries (%llu dropped so far; counted in the profile "
                 "header as perf_map_entries_dropped)",
-                p->pid, (unsigned long long)p->perfmap.dropped);
+                p->pid, (unsigned long long)st.dropped);
     }
+}
+
+static bool has_anon(const pp_proc *p)
+{
+    for (size_t i = 0; i < p->nmaps; i++)
+        if (p->maps[i].kind == PP_MAP_ANON)
+            return true;
+    return false;
+}
+
+void pp_symbolizer_end_pass(pp_symbolizer *s)
+{
+    if (s)
+        pp_pmreader_pause(s->pmr, false);
+}
+
+void pp_symbolizer_begin_session(pp_symbolizer *s, double seconds)
+{
+    if (!s)
+        return;
+    pp_pmreader_begin_session(s->pmr, seconds);
+    /* maps left in part by the last session's budget go on being read now */
+    for (size_t b = 0; b < PID_BUCKETS; b++)
+        for (pp_proc *p = s->buckets[b]; p; p = p->next) {
+            pp_pmsrc_stats st;
+            if (!p->pm)
+                continue;
+            pp_pmsrc_get_stats(p->pm, &st);
+            if (!st.complete && !st.reading) {
+                p->perfmap_pass = 0;
+                perfmap_refresh(s, p);
+            }
+        }
+}
+
+void pp_symbolizer_stop_reading(pp_symbolizer *s)
+{
+    if (s)
+        pp_pmreader_stop(s->pmr);
+}
+
+bool pp_symbolizer_wait_reads(pp_symbolizer *s, double deadline)
+{
+    return !s || pp_pmreader_wait_idle(s->pmr, deadline);
 }
 
 /* ---- user frames ---- */
@@ -790,10 +865,11 @@ size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size
     switch ((pp_map_kind)m->kind) {
     case PP_MAP_ANON: {
         perfmap_refresh(s, p);
-        const char *jit = p->perfmap_present ? pp_perfmap_find(&p->perfmap, ip) : NULL;
+        char jit[PP_SYM_MAX_NAME + 1];
+        bool found = p->perfmap_present && p->pm && pp_pmsrc_find(p->pm, ip, jit, sizeof(jit));
         char dso[64];
         snprintf(dso, sizeof(dso), "/tmp/perf-%d.map", pid);
-        if (jit)
+        if (found)
             return named(s, buf, bufsz, jit, dso);
         return unnamed(s, buf, bufsz, dso);
     }

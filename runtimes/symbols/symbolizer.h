@@ -38,8 +38,9 @@ typedef struct pp_symbolizer_stats {
     /* JIT perf map entries dropped by the per-process memory bound (symbols_internal.h
      * PP_PERFMAP_MAX_BYTES), since the symbolizer was created */
     uint64_t perfmap_entries_dropped;
-    uint64_t perfmap_bytes; /* memory held by the JIT perf maps of the processes known now */
-    uint64_t procs;         /* processes known now (their maps, perf maps) */
+    uint64_t perfmap_bytes;   /* memory held by the JIT perf maps of the processes known now */
+    uint64_t procs;           /* processes known now (their maps, perf maps) */
+    uint64_t perfmap_reading; /* of them, those whose perf map is being read in the background */
 } pp_symbolizer_stats;
 
 /* max_binaries: bound of the symbol-table cache (0 = default 256). The tables are also bounded
@@ -52,6 +53,20 @@ void pp_symbolizer_free(pp_symbolizer *s);
 /* Marks the start of a drain pass: allows each pid's maps to be re-read once more if needed,
  * and re-reads /tmp/perf-<pid>.map files that changed. */
 void pp_symbolizer_begin_pass(pp_symbolizer *s);
+
+/* The end of a drain pass: the background reading of large perf maps, paused at the pass's
+ * start (its lookups wait for one chunk at most), goes on. */
+void pp_symbolizer_end_pass(pp_symbolizer *s);
+/* A session of `seconds` begins: large perf maps (and jitdumps) are read on a worker thread
+ * during it, in 1 MiB chunks, for at most max(2 s, a quarter of the session) in all; a map not
+ * read to its end by then is read on in the next session (its frames meanwhile named from what
+ * was read, else "(/tmp/perf-<pid>.map)"). */
+void pp_symbolizer_begin_session(pp_symbolizer *s, double seconds);
+/* Ends the background reading for good, at its next chunk (a stop signal). */
+void pp_symbolizer_stop_reading(pp_symbolizer *s);
+/* Waits until no perf map is being read in the background, at most until the monotonic
+ * deadline (pp_mono_now); true when none is. */
+bool pp_symbolizer_wait_reads(pp_symbolizer *s, double deadline);
 
 /* Names user address ip of process pid (a host pid). Writes a NUL-terminated frame (see above)
  * into buf and returns its length (truncated to bufsz-1). Never fails. */

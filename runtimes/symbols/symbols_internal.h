@@ -156,6 +156,7 @@ typedef struct pp_perfmap {
     uint32_t clock;
     /* the file read so far */
     uint64_t dev, ino, size, parsed; /* parsed: offset after the last complete line read */
+    int complete;                    /* read to the end of the file (as large as size) */
     int64_t mtime_s, mtime_ns;
     char head[64], tail[64]; /* its first bytes and the bytes before parsed */
     size_t headlen, taillen;
@@ -168,6 +169,13 @@ void pp_perfmap_free(pp_perfmap *m);
  * change, the appended lines when it only grew, everything again otherwise. Returns the
  * entries added, or -1 when it cannot be read (m is then empty). */
 long pp_perfmap_update(pp_perfmap *m, int fd);
+/* pp_perfmap_update reading at most about max_bytes of the file (whole lines, one 1 MiB chunk
+ * more at most): m->complete stays 0 while some is left, and the next call goes on from where
+ * this one stopped (or starts again when the file was rewritten meanwhile). */
+long pp_perfmap_update_some(pp_perfmap *m, int fd, uint64_t max_bytes);
+/* The bytes of the file open at fd that m has not read yet: after what it parsed when the file
+ * is the one m read, all of it otherwise. */
+uint64_t pp_perfmap_unread(const pp_perfmap *m, int fd);
 /* Adds the complete lines of data (a perf map's text; a last line without '\n' counts too) to
  * m, applying the bound. Returns entries added. */
 long pp_perfmap_parse(pp_perfmap *m, const char *data, size_t len);
@@ -187,6 +195,8 @@ long pp_jitdump_records(pp_perfmap *m, const void *data, size_t len, uint64_t li
                         int *closed);
 /* pp_perfmap_update for a jitdump open at fd: the records appended since the last call. */
 long pp_jitdump_update(pp_perfmap *m, int fd);
+/* pp_jitdump_update reading at most about max_bytes (see pp_perfmap_update_some). */
+long pp_jitdump_update_some(pp_perfmap *m, int fd, uint64_t max_bytes);
 
 /* ---- /proc/<pid>/maps (procmaps.c) ---- */
 

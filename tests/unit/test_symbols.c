@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "base/child.h"
 #include "base/procfiles.h"
 #include "runtimes/symbols/symbolizer.h"
 #include "runtimes/symbols/symbols_internal.h"
@@ -812,6 +813,53 @@ Test(symbols, live_go_stripped_pclntab)
     pp_symbolizer *s = pp_symbolizer_new(0);
     cr_assert_str_eq(sym_user(s, c.pid, c.v[0] + 1), "main.main");
     cr_assert_str_eq(sym_user(s, c.pid, c.v[1] + 1), "main.work");
+    reap(&c);
+    pp_symbolizer_free(s);
+}
+
+/* A large perf map (more than a pass may read itself) is read by the background worker, never
+ * by the lookup that finds it: the lookup names the frame from what is there (nothing yet), the
+ * worker reads the map meanwhile, and the next pass names it. A stop ends a read at its next
+ * chunk. */
+Test(symbols, large_perf_map_is_read_in_the_background)
+{
+    char p[512], map[128], want[64];
+    fixpath(p, sizeof(p), "fix");
+    child c = spawn(p, NULL);
+    cr_assert(c.v[3] != 0, "anonymous exec mmap failed");
+    uint64_t anon = c.v[3];
+    snprintf(map, sizeof(map), "/tmp/perf-%d.map", c.pid);
+    FILE *f = fopen(map, "w");
+    cr_assert(f);
+    for (long i = 0; i < 150000; i++) /* ~9 MiB of other functions, then the one that runs */
+        fprintf(f, "%lx 40 LazyCompile:~filler_%ld /srv/app/x.js:1\n", 0x10000000 + i * 0x40, i);
+    fprintf(f, "%lx 100 jit_last_line\n", (unsigned long)anon);
+    cr_assert(fclose(f) == 0);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    snprintf(want, sizeof(want), "(/tmp/perf-%d.map)", c.pid);
+    pp_symbolizer_begin_pass(s);
+    cr_assert_str_eq(sym_user(s, c.pid, anon + 0x10), want, "read on the lookup's path");
+    pp_symbolizer_end_pass(s);
+    cr_assert(pp_symbolizer_wait_reads(s, pp_mono_now() + 30));
+    pp_symbolizer_begin_pass(s);
+    cr_assert_str_eq(sym_user(s, c.pid, anon + 0x10), "jit_last_line");
+    pp_symbolizer_end_pass(s);
+    /* rewritten whole: read again in the background; a stop ends that read for good */
+    f = fopen(map, "r+");
+    cr_assert(f);
+    fputs("20000000 40 rewritten_head", f);
+    cr_assert(fclose(f) == 0);
+    pp_symbolizer_begin_pass(s);
+    cr_assert_str_eq(sym_user(s, c.pid, anon + 0x10), want, "the old map's names after a rewrite");
+    pp_symbolizer_stop_reading(s);
+    pp_symbolizer_end_pass(s);
+    cr_assert(pp_symbolizer_wait_reads(s, pp_mono_now() + 30));
+    pp_symbolizer_begin_pass(s);
+    {
+        const char *got = sym_user(s, c.pid, anon + 0x10);
+        cr_assert_str_eq(got, want, "read on after the stop: %s", got);
+    }
+    unlink(map);
     reap(&c);
     pp_symbolizer_free(s);
 }
