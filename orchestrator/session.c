@@ -605,7 +605,9 @@ static int run_session(run_state *rs, bool *stop)
             left = deadline - pp_mono_now();
         }
         int ms = left * 1000 < DRAIN_INTERVAL_MS ? (int)(left * 1000 + 0.5) : DRAIN_INTERVAL_MS;
-        if (wait_signal(rs->sfd, rs->sampler, rs->adopt, rs->disc, ms)) {
+        bool signalled = wait_signal(rs->sfd, rs->sampler, rs->adopt, rs->disc, ms);
+        pp_log_flush(); /* grouped per-process lines whose window has closed */
+        if (signalled) {
             *stop = true;
             pp_uploader_stop_window(rs->up); /* the stop's bound counts from the signal */
             break;
