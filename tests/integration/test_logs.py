@@ -100,3 +100,51 @@ def test_three_sessions_warning_once_then_counted_summary_per_session(tmp_path, 
     assert lines[-1].endswith(f"INFO: polyprof: {total} repeated per-process messages were "
                               "counted and not logged (each is logged once per process and "
                               "hour)"), lines[-3:]
+
+
+SLEEPER = "import time\nprint('ready', flush=True)\ntime.sleep(120)\n"
+
+
+def test_burst_of_processes_one_warning_line_per_cause(tmp_path):
+    """Issue 28: 50 processes failing the same way at once (a py-spy that always fails, for 50
+    Python processes) give one WARNING line for that cause, with the count and the pids, not 50
+    lines; a process failing another way keeps its own line."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "py-spy").write_text(FAILING_PYSPY)
+    (bindir / "py-spy").chmod(0o755)
+    # one more that fails with another message: another cause
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "sleeper.py").write_text(SLEEPER)
+    apps = []
+    try:
+        for _ in range(50):
+            apps.append(App(["/usr/bin/python3.11", "-c", SLEEPER]))
+        odd = App(["/usr/bin/python3.11", str(other / "sleeper.py")])
+        apps.append(odd)
+        pids = [a.pid for a in apps]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("POLYPROF_")}
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        (bindir / "py-spy").write_text(FAILING_PYSPY.replace(
+            "exit 1", f'case "$*" in *"-p {odd.pid} "*) echo "Error: another cause" >&2;; esac\n'
+            "exit 1"))
+        r = subprocess.run(
+            [str(POLYPROF), "-d", "2", "-f", "49", "-o", str(tmp_path / "out"), "--pids",
+             ",".join(map(str, pids)), "--python-mode", "pyspy", "--no-java", "--no-ruby",
+             "--no-php", "--no-flamegraph"], capture_output=True, text=True, env=env, timeout=60)
+    finally:
+        for a in apps:
+            a.stop()
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stderr.splitlines()
+    spy = [x for x in lines if "WARNING" in x and "py-spy exited with code 1" in x]
+    same = [x for x in spy if "another cause" not in x]
+    assert len(same) == 1, "\n".join(spy[:60])
+    m = re.search(r"WARNING: polyprof: python pid (\d+) \(python3\.11\): py-spy exited with code 1; "
+                  r"stderr: Error: Failed to suspend process.* \(and 49 more processes: pids "
+                  r"([\d, ]+)(?:, \.\.\.)?\)$", same[0])
+    assert m, same[0]
+    shown = [int(m[1])] + [int(x) for x in m[2].split(", ")]
+    assert len(shown) >= 5 and set(shown) <= set(pids) and odd.pid not in shown, same[0]
+    assert len([x for x in spy if "another cause" in x and f"pid {odd.pid} " in x]) == 1, spy
