@@ -534,6 +534,7 @@ static int run_init(run_state *rs, const pp_config *cfg)
             .frequency = cfg->frequency,
             .pids = rs->pids,
             .npids = rs->npids,
+            .frame_pointers = cfg->perf_mode_given && strcmp(cfg->perf_mode_given, "fp") == 0,
         };
         rs->sampler = pp_sampler_start(&so, rs->sym, err, sizeof(err));
         if (!rs->sampler) {

@@ -224,6 +224,7 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
         goto fail;
     }
     s->skel->rodata->filter_pids = o->npids > 0;
+    s->skel->rodata->unwind_cfi = !o->frame_pointers;
     struct stat st;
     if (stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != PROC_PID_INIT_INO) {
         s->skel->rodata->pidns_dev = st.st_dev;

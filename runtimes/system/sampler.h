@@ -20,6 +20,8 @@ typedef struct pp_sampler_opts {
     size_t npids;
     size_t stack_cache; /* BPF: stack traces kept before the cache rotates; 0 = the default
                            (tests set it low to exercise rotation) */
+    bool frame_pointers; /* BPF: user stacks by frame pointers only (--perf-mode fp); else by
+                            CFI rows with frame-pointer fallback */
 } pp_sampler_opts;
 
 /* Cumulative counters since start. */
