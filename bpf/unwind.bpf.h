@@ -155,10 +155,10 @@ static long unw_step(__u32 i, void *arg)
     case PP_UNW_PLT:
         cfa = sp + 8 + ((ip & 15) >= 11 ? 8 : 0);
         break;
-    default: /* no row: frame pointers */
+    default: /* no row: frame pointers (counted also when they lead nowhere) */
+        s->fallback++;
         if (!bp || unw_read(&ra, bp + 8) || unw_read(&cfa, bp))
             return 1;
-        s->fallback++;
         s->ip = ra;
         s->sp = bp + 16;
         s->bp = cfa;
