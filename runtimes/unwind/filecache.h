@@ -79,6 +79,7 @@ typedef struct pp_fc_info {
     size_t refs;     /* identities (mapped inodes) referencing it through live processes */
     size_t nrows;    /* READY: rows */
     const char *key; /* valid during the callback only */
+    const char *err; /* FAILED: why (valid during the callback only) */
 } pp_fc_info;
 
 typedef struct pp_fc_stats {
