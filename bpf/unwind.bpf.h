@@ -212,7 +212,11 @@ __noinline __u64 take_user_stack(struct bpf_perf_event_data *ctx, __u32 pid)
     struct unw_ctx c = {.s = s};
     bpf_loop(PP_MAX_STACK_DEPTH + 1, unw_step, &c, 0);
     __u32 n = s->n;
-    if (n == 0 || n > PP_MAX_STACK_DEPTH)
+    if (n == 0) { /* the ip is in no mapping loaded (one mapped since the last scan): as before */
+        bump(PP_CNT_UNW_UNLOADED);
+        return take_stack(ctx, BPF_F_USER_STACK);
+    }
+    if (n > PP_MAX_STACK_DEPTH)
         return STACK_NONE;
     add(PP_CNT_UNW_CFI_FRAMES, s->cfi);
     add(PP_CNT_UNW_FP_FRAMES, s->fallback);

@@ -24,10 +24,18 @@ Q=$!
 sysctl -qw kernel.bpf_stats_enabled=1
 for mode in fp bpf; do
     mkdir -p "$TMP/$mode"
-    "$ROOT/build/polyprof" -d "$SECS" -f 99 --pids "$Q" --perf-mode "$mode" --no-flamegraph \
-        -o "$TMP/$mode" > "$TMP/$mode.log" 2>&1 &
-    P=$!
-    sleep $((SECS - 2))
+    for try in $(seq 1 120); do # another polyprof may hold the host lock: wait for it
+        "$ROOT/build/polyprof" -d "$SECS" -f 99 --pids "$Q" --perf-mode "$mode" \
+            --no-flamegraph -o "$TMP/$mode" > "$TMP/$mode.log" 2>&1 &
+        P=$!
+        sleep 2
+        if ! kill -0 "$P" 2>/dev/null && grep -q "acquire polyprof's lock" "$TMP/$mode.log"; then
+            sleep $((RANDOM % 4 + 1))
+            continue
+        fi
+        break
+    done
+    sleep $((SECS - 4))
     STATS=$(bpftool prog show name pp_sample -j)
     wait "$P" || { cat "$TMP/$mode.log"; exit 1; }
     python3 - "$mode" "$STATS" "$TMP/$mode/last_profile.col" <<'PY'

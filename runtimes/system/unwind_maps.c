@@ -27,6 +27,7 @@ typedef struct umap {
     uint64_t start, end, offset, dev, ino, bias;
     uint32_t id; /* the file cache's id; 0: none (anonymous, or not identified yet) */
     int file;    /* file-backed */
+    int settled; /* the cache answered for good (an id, or FAILED: frame pointers there) */
 } umap;
 
 typedef struct uproc {
@@ -378,18 +379,21 @@ static void unref(pp_unwind_maps *u, const umap *v, size_t n)
 /* Identifies m's file in the cache (its id, once known) and references it. */
 static void identify(pp_unwind_maps *u, int pid, umap *m, const char *path)
 {
-    if (!m->file || m->id)
+    if (!m->file || m->settled)
         return;
     pp_fc_mapping fm = {
         .start = m->start, .end = m->end, .dev = m->dev, .ino = m->ino, .path = path};
     uint32_t id = 0;
     pp_fc_state s = pp_filecache_map(u->fc, pid, &fm, &id);
+    if (s == PP_FC_FAILED)
+        m->settled = 1; /* no rows for this file: not asked again until it is mapped anew */
     if (!id || s == PP_FC_FAILED || s == PP_FC_NONE)
         return;
     ufile *f = file_get(u, id, true);
     if (!f)
         return;
     m->id = id;
+    m->settled = 1;
     f->refs++;
     u->dirty = true;
 }
@@ -452,7 +456,7 @@ void pp_unwind_maps_add_pid(pp_unwind_maps *u, int pid)
         for (size_t j = 0; p && j < p->n && !old; j++)
             if (same_mapping(&p->maps[j], m))
                 old = &p->maps[j];
-        if (old && (old->id || !m->file)) {
+        if (old && (old->settled || !m->file)) {
             *m = *old;
             ufile *f = m->id ? file_get(u, m->id, false) : NULL;
             if (f)
@@ -517,7 +521,7 @@ void pp_unwind_maps_sync(pp_unwind_maps *u)
         }
         bool pending = false; /* a file mapping not identified by the cache yet */
         for (size_t j = 0; j < p->n; j++)
-            pending |= p->maps[j].file && !p->maps[j].id;
+            pending |= p->maps[j].file && !p->maps[j].settled;
         if (pending || now - p->scanned_ms >= RESCAN_MS) {
             int pid = p->pid;
             size_t before = u->nprocs;
