@@ -15,7 +15,10 @@
  *
  * A process registered in `rt_procs` also has its interpreter frames walked at the sample, by the
  * walker its entry names (bpf/walkers.bpf.h): the runtime trace is hashed and sent like a stack
- * trace, and its hash is the third part of the counts key. */
+ * trace, and its hash is the third part of the counts key.
+ *
+ * User stacks are unwound by CFI (bpf/unwind.bpf.h) unless user space chose frame pointers
+ * (--perf-mode fp), or the process's mappings are not loaded yet. */
 #include "bpf/vmlinux_min.h"
 
 #include <bpf/bpf_core_read.h>
@@ -102,11 +105,16 @@ struct {
     __type(value, __u64);
 } counters SEC(".maps");
 
-static __always_inline void bump(__u32 idx)
+static __always_inline void add(__u32 idx, __u64 n)
 {
     __u64 *v = bpf_map_lookup_elem(&counters, &idx);
     if (v)
-        (*v)++;
+        *v += n;
+}
+
+static __always_inline void bump(__u32 idx)
+{
+    add(idx, 1);
 }
 
 /* Processes whose samples are counted per thread (pid -> 1; filled by user space for runtime
@@ -229,6 +237,8 @@ __noinline __u64 take_stack(struct bpf_perf_event_data *ctx, __u64 flags)
         h = mix(h, r->ips[i]);
     return send_trace(r, h, nr, sizeof(*r));
 }
+
+#include "bpf/unwind.bpf.h"
 
 /* The sampled task's thread pointer (pthread_self() on x86_64 glibc: the fs base), which the
  * walkers match against the runtime's record of its threads; 0 where it is not read yet. */
@@ -354,7 +364,7 @@ static __always_inline int record(struct bpf_perf_event_data *ctx, void *counts,
         bump(PP_CNT_KSTACK_LOST);
         key.kernel_stack = STACK_NONE;
     }
-    key.user_stack = take_stack(ctx, BPF_F_USER_STACK);
+    key.user_stack = take_user_stack(ctx, pid);
     if (key.user_stack == STACK_LOST) {
         bump(PP_CNT_USTACK_LOST);
         key.user_stack = STACK_NONE;

@@ -18,6 +18,7 @@ enum bpf_map_type {
     BPF_MAP_TYPE_ARRAY = 2,
     BPF_MAP_TYPE_PERCPU_ARRAY = 6,
     BPF_MAP_TYPE_LRU_HASH = 9,
+    BPF_MAP_TYPE_LPM_TRIE = 11,
     BPF_MAP_TYPE_RINGBUF = 27,
 };
 
@@ -29,6 +30,11 @@ enum {
 
 enum {
     BPF_F_USER_STACK = 256,
+};
+
+enum {
+    BPF_F_NO_PREALLOC = 1,
+    BPF_F_MMAPABLE = 1024,
 };
 
 enum {
@@ -57,11 +63,13 @@ struct task_struct {
 } __attribute__((preserve_access_index));
 
 /* x86_64: the user registers saved at kernel entry (bpf_task_pt_regs), for walkers of
- * interpreters that keep their state in registers. */
+ * interpreters that keep their state in registers and for the CFI unwinder. */
 struct pt_regs {
     unsigned long r15;
     unsigned long r14;
+    unsigned long bp;
     unsigned long ip;
+    unsigned long sp;
 } __attribute__((preserve_access_index));
 
 /* The perf_event programs' context; the verifier knows it by name. Its fields are never read

@@ -187,6 +187,14 @@ static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double 
     json_object_set_new(w, "inherited", json_integer((json_int_t)d->walk_inherited));
     json_object_set_new(w, "frames_lost", json_integer((json_int_t)d->walk_frames_lost));
     json_object_set_new(o, "runtime_walks", w);
+    json_t *u = json_object(); /* native user stacks (docs/ARCHITECTURE.md, "Native unwinding") */
+    json_object_set_new(u, "table_bytes", json_integer((json_int_t)d->unwind_table_bytes));
+    json_object_set_new(u, "cfi_frames", json_integer((json_int_t)d->unwind_cfi_frames));
+    json_object_set_new(u, "fp_frames", json_integer((json_int_t)d->unwind_fp_frames));
+    json_object_set_new(u, "fallback_samples", json_integer((json_int_t)d->unwind_fallback));
+    json_object_set_new(u, "truncated_samples", json_integer((json_int_t)d->unwind_truncated));
+    json_object_set_new(u, "unloaded_samples", json_integer((json_int_t)d->unwind_unloaded));
+    json_object_set_new(o, "unwind", u);
     return o;
 }
 
@@ -214,6 +222,12 @@ static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *bef
     d->walk_stale = now->walk_stale - before->walk_stale;
     d->walk_inherited = now->walk_inherited - before->walk_inherited;
     d->walk_frames_lost = now->walk_frames_lost - before->walk_frames_lost;
+    d->unwind_cfi_frames = now->unwind_cfi_frames - before->unwind_cfi_frames;
+    d->unwind_fp_frames = now->unwind_fp_frames - before->unwind_fp_frames;
+    d->unwind_fallback = now->unwind_fallback - before->unwind_fallback;
+    d->unwind_truncated = now->unwind_truncated - before->unwind_truncated;
+    d->unwind_unloaded = now->unwind_unloaded - before->unwind_unloaded;
+    d->unwind_table_bytes = now->unwind_table_bytes; /* a level, not a count */
 }
 
 /* The .html flame graph beside the .col at col_path (--flamegraph, gProfiler's default). A
@@ -534,6 +548,7 @@ static int run_init(run_state *rs, const pp_config *cfg)
             .frequency = cfg->frequency,
             .pids = rs->pids,
             .npids = rs->npids,
+            .frame_pointers = cfg->perf_mode_given && strcmp(cfg->perf_mode_given, "fp") == 0,
         };
         rs->sampler = pp_sampler_start(&so, rs->sym, err, sizeof(err));
         if (!rs->sampler) {

@@ -14,11 +14,14 @@
 #include <unistd.h>
 
 #include "bpf/sampler.h"
+#include "bpf/unwind.h"
+#include "base/child.h"
 #include "base/log.h"
 #include "base/procfiles.h"
 #include "runtimes/system/cpus.h"
 #include "runtimes/system/ksym_bpf.h"
 #include "runtimes/system/stackcache.h"
+#include "runtimes/system/unwind_maps.h"
 #include "runtimes/system/walks.h"
 #include "sampler.skel.h"
 
@@ -60,6 +63,8 @@ struct pp_bpf_sampler {
     _Alignas(8) unsigned char bkeys[BATCH * MAX_KEY];
     _Alignas(8) unsigned char bvals[BATCH * MAX_VAL];
     uint64_t *counter_buf;
+    pp_filecache *fc;       /* unwind rows per file (CFI mode) */
+    pp_unwind_maps *unwind; /* the unwinder's maps (CFI mode; NULL: frame pointers only) */
 };
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -86,6 +91,8 @@ void pp_bpf_sampler_stop(pp_bpf_sampler *s)
     free(s->links);
     free(s->fds);
     pp_walks_destroy(&s->walks);
+    pp_unwind_maps_free(s->unwind);
+    pp_filecache_free(s->fc);
     ring_buffer__free(s->news);
     ring_buffer__free(s->traces);
     pp_stackcache_free(s->stacks);
@@ -105,6 +112,8 @@ static int on_news(void *ctx, void *data, size_t size)
     if (size >= sizeof(pid)) {
         memcpy(&pid, data, sizeof(pid));
         pp_symbolizer_note_pid(s->sym, (int)pid);
+        if (s->unwind)
+            pp_unwind_maps_add_pid(s->unwind, (int)pid);
         s->nnews++;
         if (s->nnewpids < NEWPIDS_MAX) /* beyond: found by the next session's discovery */
             s->newpids[s->nnewpids++] = (int)pid;
@@ -185,6 +194,26 @@ size_t pp_bpf_sampler_new_pids(pp_bpf_sampler *s, int *pids, size_t cap)
 void pp_bpf_sampler_take_news(pp_bpf_sampler *s)
 {
     ring_buffer__consume(s->news);
+    if (s->unwind)
+        pp_unwind_maps_sync(s->unwind);
+}
+
+/* The CFI unwinder's user-space side: the per-file row cache and the maps it fills. Without it
+ * no process is in unw_procs, so every user stack is unwound by frame pointers. */
+static int start_unwind(pp_bpf_sampler *s, char *err, size_t errlen)
+{
+    s->fc = pp_filecache_new(0, 1);
+    if (!s->fc) {
+        snprintf(err, errlen, "out of memory for the unwind cache");
+        return -1;
+    }
+    pp_unwind_maps_fds fds = {.procs = bpf_map__fd(s->skel->maps.unw_procs),
+                              .maps = bpf_map__fd(s->skel->maps.unw_maps),
+                              .pages = bpf_map__fd(s->skel->maps.unw_pages),
+                              .rows = bpf_map__fd(s->skel->maps.unw_rows)};
+    s->unwind =
+        pp_unwind_maps_new(&fds, bpf_map__max_entries(s->skel->maps.unw_rows), s->fc, err, errlen);
+    return s->unwind ? 0 : -1;
 }
 
 pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sym, char *err,
@@ -224,6 +253,10 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
         goto fail;
     }
     s->skel->rodata->filter_pids = o->npids > 0;
+    s->skel->rodata->unwind_cfi = !o->frame_pointers;
+    /* frame pointers only: the rows array is not allocated (the other unwind maps allocate
+     * their entries as they are added) */
+    bpf_map__set_max_entries(s->skel->maps.unw_rows, o->frame_pointers ? 1 : PP_UNW_ROWS_DEFAULT);
     struct stat st;
     if (stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != PROC_PID_INIT_INO) {
         s->skel->rodata->pidns_dev = st.st_dev;
@@ -236,6 +269,7 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
                                s->skel->maps.threads1};
     for (size_t i = 0; i < sizeof(sized) / sizeof(sized[0]); i++)
         bpf_map__set_max_entries(sized[i], entries);
+    double t0 = pp_mono_now();
     int rc = sampler_bpf__load(s->skel);
     if (rc) {
         snprintf(err, errlen,
@@ -244,6 +278,8 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
                  strerror(-rc));
         goto fail;
     }
+    pp_debug("sampler: BPF programs loaded in %.1f ms (user stacks by %s)",
+             (pp_mono_now() - t0) * 1000.0, o->frame_pointers ? "frame pointers" : "CFI");
     /* Kernel frames are named by the kernel itself when it lets us (else from /proc/kallsyms). */
     char kerr[256];
     s->sym = sym;
@@ -252,6 +288,8 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
         pp_symbolizer_set_kernel_namer(sym, pp_ksym_bpf_namer, s->ksym);
     else
         pp_debug("%s; kernel symbols will come from /proc/kallsyms", kerr);
+    if (!o->frame_pointers && start_unwind(s, kerr, sizeof(kerr)) < 0)
+        pp_warn("%s; user stacks will be unwound by frame pointers only", kerr);
     s->news = ring_buffer__new(bpf_map__fd(s->skel->maps.news), on_news, s, NULL);
     if (!s->news) {
         snprintf(err, errlen, "cannot open the sampler's ring buffer: %s", strerror(errno));
@@ -494,6 +532,8 @@ static int drain_locked(pp_bpf_sampler *s, pp_profile *out)
     s->reconsumed = false;
     int rc = drain_map(s, counts_fd, sizeof(struct pp_sample_key), sizeof(struct pp_sample_val),
                        emit_entry, out);
+    if (s->unwind)
+        pp_unwind_maps_sync(s->unwind); /* exits, rescans, rows the cache finished */
     drain_map(s, threads_fd, sizeof(uint32_t), sizeof(struct pp_thread_val), NULL, NULL);
     /* The traces of the old generation served the entries counted before the last rotation,
      * just drained. When the current one is full: forget every hash in the kernel first (each is
@@ -542,6 +582,16 @@ void pp_bpf_sampler_get_stats(pp_bpf_sampler *s, pp_sampler_stats *st)
     st->walk_stale = counter(s, PP_CNT_WALK_STALE);
     st->walk_inherited = counter(s, PP_CNT_WALK_INHERITED);
     st->walk_frames_lost = s->walk_frames_lost;
+    st->unwind_cfi_frames = counter(s, PP_CNT_UNW_CFI_FRAMES);
+    st->unwind_fp_frames = counter(s, PP_CNT_UNW_FP_FRAMES);
+    st->unwind_fallback = counter(s, PP_CNT_UNW_FALLBACK);
+    st->unwind_truncated = counter(s, PP_CNT_UNW_TRUNCATED);
+    st->unwind_unloaded = counter(s, PP_CNT_UNW_UNLOADED);
+    if (s->unwind) {
+        pp_unwind_stats us;
+        pp_unwind_maps_stats(s->unwind, &us);
+        st->unwind_table_bytes = us.table_bytes;
+    }
 }
 
 /* Whether pid's registration describes an image it no longer runs (an exec keeps the pid and

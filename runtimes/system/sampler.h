@@ -18,8 +18,10 @@ typedef struct pp_sampler_opts {
     int frequency;        /* Hz */
     const int *pids;      /* restrict to these tgids (NULL = whole host) */
     size_t npids;
-    size_t stack_cache; /* BPF: stack traces kept before the cache rotates; 0 = the default
-                           (tests set it low to exercise rotation) */
+    size_t stack_cache;  /* BPF: stack traces kept before the cache rotates; 0 = the default
+                            (tests set it low to exercise rotation) */
+    bool frame_pointers; /* BPF: user stacks by frame pointers only (--perf-mode fp); else by
+                            CFI rows with frame-pointer fallback */
 } pp_sampler_opts;
 
 /* Cumulative counters since start. */
@@ -41,6 +43,11 @@ typedef struct pp_sampler_stats {
     uint64_t walk_frames_lost; /* runtime frames user space could not name (freed, reused) */
     uint64_t threads_full;     /* perf-event mode: samples of tracked threads not counted (the
                                   per-thread table was full) */
+    /* user stacks (BPF mode): frames unwound by CFI rows and by frame-pointer fallback, samples
+     * with at least one fallback frame, samples cut at the depth limit, samples of processes
+     * whose mappings were not loaded yet (frame pointers throughout); the rows' bytes loaded */
+    uint64_t unwind_cfi_frames, unwind_fp_frames, unwind_fallback, unwind_truncated,
+        unwind_unloaded, unwind_table_bytes;
 } pp_sampler_stats;
 
 typedef struct pp_sampler pp_sampler;
