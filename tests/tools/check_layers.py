@@ -15,8 +15,9 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RANK = {"base": 0, "merge": 1, "runtimes": 2, "orchestrator": 3}
-# Folders of runtimes/ that are not a runtime: the native sampler and the symbolizer.
-SHARED_RUNTIME_DIRS = {"system", "symbols"}
+# Folders of runtimes/ that are not a runtime: the native sampler, the symbolizer and the native
+# unwinder's rows and per-file cache.
+SHARED_RUNTIME_DIRS = {"system", "symbols", "unwind"}
 WORDS = re.compile(
     r"\b(java|jvm|jfr|python|cpython|pyspy|py-spy|ruby|rbspy|php|phpspy|dotnet|\.net|"
     r"node|nodejs|v8|golang|asprof|async-profiler)\b|\bPP_KIND_(?!NATIVE\b|COUNT\b|ENUM_\b)\w+",
