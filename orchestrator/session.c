@@ -175,6 +175,11 @@ static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double 
     json_object_set_new(o, "perf_map_entries_dropped", json_integer((json_int_t)perfmap_dropped));
     /* perf-event mode: samples of tracked threads not counted per thread (table full) */
     json_object_set_new(o, "sampled_threads_dropped", json_integer((json_int_t)d->threads_full));
+    json_t *u = json_object(); /* native unwinding by CFI (docs/ARCHITECTURE.md) */
+    json_object_set_new(u, "cfi", json_integer((json_int_t)d->unwind_cfi));
+    json_object_set_new(u, "fp_fallback", json_integer((json_int_t)d->unwind_fp));
+    json_object_set_new(u, "truncated", json_integer((json_int_t)d->unwind_truncated));
+    json_object_set_new(o, "native_unwind", u);
     json_t *w = json_object(); /* in-sampler walks by outcome (docs/ARCHITECTURE.md) */
     json_object_set_new(w, "ok", json_integer((json_int_t)d->walk_ok));
     json_object_set_new(w, "no_thread_state", json_integer((json_int_t)d->walk_no_thread));
@@ -204,6 +209,9 @@ static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *bef
     d->news = now->news - before->news;
     d->news_lost = now->news_lost - before->news_lost;
     d->threads_full = now->threads_full - before->threads_full;
+    d->unwind_cfi = now->unwind_cfi - before->unwind_cfi;
+    d->unwind_fp = now->unwind_fp - before->unwind_fp;
+    d->unwind_truncated = now->unwind_truncated - before->unwind_truncated;
     d->walk_ok = now->walk_ok - before->walk_ok;
     d->walk_no_thread = now->walk_no_thread - before->walk_no_thread;
     d->walk_idle = now->walk_idle - before->walk_idle;
@@ -534,6 +542,8 @@ static int run_init(run_state *rs, const pp_config *cfg)
             .frequency = cfg->frequency,
             .pids = rs->pids,
             .npids = rs->npids,
+            .fp_only = cfg->perf_fp_only,
+            .stack_size = (unsigned)cfg->perf_dwarf_stack_size,
         };
         rs->sampler = pp_sampler_start(&so, rs->sym, err, sizeof(err));
         if (!rs->sampler) {

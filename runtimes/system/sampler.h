@@ -18,9 +18,14 @@ typedef struct pp_sampler_opts {
     int frequency;        /* Hz */
     const int *pids;      /* restrict to these tgids (NULL = whole host) */
     size_t npids;
-    size_t stack_cache; /* BPF: stack traces kept before the cache rotates; 0 = the default
-                           (tests set it low to exercise rotation) */
+    size_t stack_cache;  /* BPF: stack traces kept before the cache rotates; 0 = the default
+                            (tests set it low to exercise rotation) */
+    bool fp_only;        /* --perf-mode fp: user stacks by frame pointers only (no CFI) */
+    unsigned stack_size; /* perf-event: user stack bytes copied per sample for the CFI unwinder
+                            (--perf-dwarf-stack-size; 0 = PP_SAMPLER_STACK_SIZE) */
 } pp_sampler_opts;
+
+#define PP_SAMPLER_STACK_SIZE 8192 /* gProfiler's --perf-dwarf-stack-size default */
 
 /* Cumulative counters since start. */
 typedef struct pp_sampler_stats {
@@ -41,6 +46,10 @@ typedef struct pp_sampler_stats {
     uint64_t walk_frames_lost; /* runtime frames user space could not name (freed, reused) */
     uint64_t threads_full;     /* perf-event mode: samples of tracked threads not counted (the
                                   per-thread table was full) */
+    /* native unwinding (CFI): samples whose user stack was unwound with CFI rows only, with at
+     * least one frame by frame pointers (no rows for its pc), and those whose walk stopped
+     * before the stack's end (a short stack copy, the frame cap, an address in no mapping) */
+    uint64_t unwind_cfi, unwind_fp, unwind_truncated;
 } pp_sampler_stats;
 
 typedef struct pp_sampler pp_sampler;

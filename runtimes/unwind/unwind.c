@@ -84,7 +84,8 @@ pp_unwind_result pp_unwind(const pp_unwind_regs *regs, const uint8_t *stack, siz
         case PP_CFI_PLT:
             cfa = sp + 8 + ((pc & 15) >= 11 ? 8 : 0);
             break;
-        default:           /* no row, a gap, an unsupported rule: frame pointers */
+        default: /* no row, a gap, an unsupported rule: frame pointers */
+            r.fp_steps++;
             if (bp == 0) { /* the outermost frame's rbp (_start clears it) */
                 r.stop = PP_UNWIND_END;
                 return r;
@@ -97,6 +98,8 @@ pp_unwind_result pp_unwind(const pp_unwind_regs *regs, const uint8_t *stack, siz
             row = NULL;
             break;
         }
+        if (row)
+            r.cfi_steps++;
         if (cfa <= sp) { /* the caller's frame lies above this one, always */
             r.stop = PP_UNWIND_BAD_FRAME;
             return r;
@@ -110,10 +113,6 @@ pp_unwind_result pp_unwind(const pp_unwind_regs *regs, const uint8_t *stack, siz
             r.stop = PP_UNWIND_STACK_SHORT;
             return r;
         }
-        if (row)
-            r.cfi_steps++;
-        else
-            r.fp_steps++;
         if (v == 0) { /* no caller */
             r.stop = PP_UNWIND_END;
             return r;

@@ -48,8 +48,8 @@ typedef enum {
 
 typedef struct pp_unwind_result {
     size_t n;           /* ips written */
-    unsigned cfi_steps; /* caller steps taken with a CFI row */
-    unsigned fp_steps;  /* caller steps taken by frame pointers (no row for the pc) */
+    unsigned cfi_steps; /* caller steps taken (or tried) with a CFI row */
+    unsigned fp_steps;  /* caller steps taken (or tried) by frame pointers: no row for the pc */
     pp_unwind_stop stop;
 } pp_unwind_result;
 
