@@ -31,12 +31,20 @@ typedef struct pp_cfi_row {
     int32_t rbp_off; /* 0: rbp unchanged; else the caller's rbp is saved at CFA + rbp_off */
 } pp_cfi_row;
 
-/* One file's rows, sorted by pc, adjacent duplicates merged. */
+/* One file's rows, sorted by pc (unique), adjacent rows with the same rule merged. Each FDE's
+ * rows end with a PP_CFI_NONE row where no other FDE starts right there. A __restore_rt found by
+ * its code bytes gets a PP_CFI_SIGRETURN row over its 9 bytes (whatever its CFI says). Rows
+ * come from .eh_frame (FDEs listed by .eh_frame_hdr's table, i.e. PT_GNU_EH_FRAME) and from
+ * .debug_frame for pcs .eh_frame does not cover. */
 typedef struct pp_cfi_table {
     pp_cfi_row *rows;
     size_t n, cap;
     uint64_t text_lo, text_hi; /* the executable segments' virtual address range */
 } pp_cfi_table;
+
+/* Bounds of one file's rows: a file with more rows, or larger, gets none (pp_cfi_build fails). */
+#define PP_CFI_MAX_ROWS ((size_t)4 << 20)   /* 4 Mi rows: 96 MiB before the cache's cap */
+#define PP_CFI_MAX_FILE ((uint64_t)1 << 30) /* 1 GiB */
 
 /* Compiles the CFI of the ELF file open at fd (read-only, bounded: a hostile file gives an error,
  * never a crash or an unbounded loop) into t. Returns the row count (>= 0), or -1 with a reason in
