@@ -550,8 +550,9 @@ static int run_init(run_state *rs, const pp_config *cfg)
             pp_critical("cannot start the system sampler: %s", err);
             return -1;
         }
-        pp_info("system sampler running (%s mode, %d Hz)", pp_sampler_kind_name(rs->sampler),
-                cfg->frequency);
+        pp_info("system sampler running (%s mode, %d Hz, native stacks by %s)",
+                pp_sampler_kind_name(rs->sampler), cfg->frequency,
+                cfg->perf_fp_only ? "frame pointers only" : "CFI with frame-pointer fallback");
         for (int k = 1; k < PP_KIND_COUNT; k++)
             rs->ctx[k].sampler = rs->sampler; /* for in-sampler walks */
         rs->adopt = pp_sampler_can_walk(rs->sampler) ? pp_adopter_new() : NULL;

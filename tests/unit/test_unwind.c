@@ -291,3 +291,140 @@ Test(unwind, stops_at_the_frame_cap)
     free(stack);
     free(m.w);
 }
+
+/* ---- a real case: this test's own stack, with the rows pp_cfi_build compiles from the loaded
+ * files (the test binary, libc, the sanitizer runtimes), against libgcc's unwinder
+ * (backtrace(3)): the same callers. ---- */
+#include <execinfo.h>
+#include <link.h>
+#include <pthread.h>
+
+typedef struct real_obj {
+    uint64_t lo, hi, bias; /* executable range, load bias */
+    pp_cfi_table t;
+    int has_rows;
+} real_obj;
+
+typedef struct real_code {
+    real_obj o[64];
+    size_t n;
+} real_code;
+
+static int add_obj(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    real_code *c = arg;
+    for (int i = 0; i < info->dlpi_phnum && c->n < 64; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        real_obj *o = &c->o[c->n++];
+        memset(o, 0, sizeof(*o));
+        o->bias = info->dlpi_addr;
+        o->lo = info->dlpi_addr + ph->p_vaddr;
+        o->hi = o->lo + ph->p_memsz;
+        const char *path = info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe";
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        char err[256];
+        if (fd >= 0) {
+            o->has_rows = pp_cfi_build(fd, &o->t, err, sizeof(err)) >= 0;
+            close(fd);
+        }
+    }
+    return 0;
+}
+
+static int real_lookup(void *arg, uint64_t pc, const pp_cfi_row **row)
+{
+    real_code *c = arg;
+    *row = NULL;
+    for (size_t i = 0; i < c->n; i++)
+        if (pc >= c->o[i].lo && pc < c->o[i].hi) {
+            if (c->o[i].has_rows)
+                *row = pp_cfi_find(&c->o[i].t, pc - c->o[i].bias);
+            return 1;
+        }
+    return 0;
+}
+
+typedef struct snap {
+    pp_unwind_regs regs;
+    uint8_t stack[8192];
+    size_t len;
+    void *bt[64];
+    int nbt;
+} snap;
+
+/* Copies the raw stack, redzones included (as the kernel does for a sample). */
+__attribute__((no_sanitize_address, noinline)) static void raw_copy(uint8_t *dst, uint64_t src,
+                                                                    size_t n)
+{
+    const volatile uint8_t *p = (const volatile uint8_t *)(uintptr_t)src;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = p[i];
+}
+
+__attribute__((noinline)) static void capture(snap *s)
+{
+    uint64_t sp, bp, ip;
+    __asm__ volatile("mov %%rsp, %0\n\tmov %%rbp, %1\n\tlea 0(%%rip), %2"
+                     : "=r"(sp), "=r"(bp), "=r"(ip));
+    pthread_attr_t a;
+    void *lo;
+    size_t size;
+    cr_assert_eq(pthread_getattr_np(pthread_self(), &a), 0);
+    cr_assert_eq(pthread_attr_getstack(&a, &lo, &size), 0);
+    pthread_attr_destroy(&a);
+    uint64_t top = (uint64_t)(uintptr_t)lo + size;
+    s->len = top - sp < sizeof(s->stack) ? (size_t)(top - sp) : sizeof(s->stack);
+    raw_copy(s->stack, sp, s->len);
+    s->regs = (pp_unwind_regs){.ip = ip, .sp = sp, .bp = bp};
+    s->nbt = backtrace(s->bt, 64);
+}
+
+__attribute__((noinline)) static int depth_two(snap *s)
+{
+    capture(s);
+    __asm__ volatile("" ::: "memory"); /* not a tail call */
+    return s->nbt;
+}
+
+__attribute__((noinline)) static int depth_one(snap *s)
+{
+    int n = depth_two(s);
+    __asm__ volatile("" ::: "memory");
+    return n + 1;
+}
+
+Test(unwind, real_stack_matches_libgcc_unwinder)
+{
+    static real_code c;
+    c.n = 0;
+    dl_iterate_phdr(add_obj, &c);
+    snap *s = calloc(1, sizeof(*s));
+    cr_assert_not_null(s);
+    cr_assert_gt(depth_one(s), 4);
+    uint64_t ips[PP_UNWIND_MAX_FRAMES];
+    pp_unwind_result r =
+        pp_unwind(&s->regs, s->stack, s->len, real_lookup, &c, ips, PP_UNWIND_MAX_FRAMES);
+    /* ours: capture (the asm), then its callers: depth_two, depth_one, this test, Criterion...
+     * backtrace()'s: possibly the sanitizer's interceptor, then capture (at the call to
+     * backtrace), then the same callers: they must agree from there to libc's start. */
+    for (size_t i = 0; getenv("PP_TEST_DEBUG") && i < r.n; i++)
+        fprintf(stderr, "%zu ours %#lx bt %p\n", i, (unsigned long)ips[i],
+                (int)i < s->nbt ? s->bt[i] : NULL);
+    int j = 0;
+    while (j < s->nbt && (uint64_t)(uintptr_t)s->bt[j] != ips[1] + 1)
+        j++;
+    size_t k = 1;
+    for (; k < r.n && j < s->nbt && ips[k] + 1 == (uint64_t)(uintptr_t)s->bt[j]; k++, j++)
+        ;
+    cr_assert_eq(r.stop, PP_UNWIND_END, "stop %d", r.stop);
+    cr_assert_eq(k, r.n, "only %zu of %zu frames agree with libgcc's (cfi %u fp %u)", k, r.n,
+                 r.cfi_steps, r.fp_steps);
+    cr_assert_eq(j, s->nbt, "libgcc found more frames");
+    free(s);
+    cr_assert_gt(r.cfi_steps, 3);
+    for (size_t i = 0; i < c.n; i++)
+        pp_cfi_free(&c.o[i].t);
+}
