@@ -153,7 +153,7 @@ static int add_map(void *arg, const pp_maps_line *ml)
     return 0;
 }
 
-/* (Re)reads p's executable mappings. Rows already acquired are released. */
+/* (Re)reads p's executable mappings (kept as they were when the process cannot be read). */
 static void read_maps(pp_perf_unwinder *u, uproc *p)
 {
     p->read_at = pp_mono_now();
@@ -169,20 +169,32 @@ static void read_maps(pp_perf_unwinder *u, uproc *p)
         free(a.maps);
         return;
     }
-    proc_clear(u, p);
-    p->maps = a.maps;
-    p->n = a.n;
-    p->gen = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        umap *m = &p->maps[i];
-        if (!m->file)
+    /* A mapping read before (same range, offset and file) keeps its bias and rows: a re-read
+     * (a pc outside the mappings, dlopen) costs no file read for the others. */
+    umap *old = p->maps;
+    size_t nold = p->n, j = 0;
+    for (size_t i = 0; i < a.n; i++) {
+        umap *m = &a.maps[i];
+        while (j < nold && old[j].start < m->start)
+            j++;
+        if (j < nold && old[j].start == m->start && old[j].end == m->end &&
+            old[j].offset == m->offset && old[j].dev == m->dev && old[j].ino == m->ino) {
+            *m = old[j];
+            old[j].f = NULL; /* moved */
             continue;
-        m->bias_known = read_bias(p->pid, m);
-        if (!m->bias_known)
+        }
+        if (!m->file || !(m->bias_known = read_bias(p->pid, m)))
             continue;
         pp_fc_mapping fm = {.start = m->start, .end = m->end, .dev = m->dev, .ino = m->ino};
         m->state = (uint8_t)pp_filecache_map(u->cache, p->pid, &fm, &m->id);
     }
+    for (size_t k = 0; k < nold; k++)
+        if (old[k].f)
+            pp_filecache_put(u->cache, old[k].f);
+    free(old);
+    p->maps = a.maps;
+    p->n = a.n;
+    p->gen = 0;
 }
 
 /* pp_htab_filter: drops (and releases) the processes that are gone. */
