@@ -227,8 +227,9 @@ run: deps
 
 # ---- benchmarks (programs linked with the library) ----
 BENCH_BIN := $(BUILD)/bench/bench_discovery $(BUILD)/bench/bench_pyreader $(BUILD)/bench/bench_jfr \
-             $(BUILD)/bench/bench_merge $(BUILD)/bench/bench_cfi
+             $(BUILD)/bench/bench_merge $(BUILD)/bench/bench_cfi $(BUILD)/bench/bench_filecache
 $(BUILD)/bench/bench_cfi: $(BUILD)/obj/bench/unwind/bench_cfi.o
+$(BUILD)/bench/bench_filecache: $(BUILD)/obj/bench/unwind/bench_filecache.o
 $(BUILD)/bench/bench_discovery: $(BUILD)/obj/bench/discovery/bench_discovery.o
 $(BUILD)/bench/bench_merge: $(BUILD)/obj/bench/merge/bench_merge.o
 $(BUILD)/bench/bench_pyreader: $(BUILD)/obj/bench/python/bench_reader.o

@@ -31,6 +31,8 @@ typedef struct {
     char *err;
     size_t errsz;
     size_t max_rows;
+    uint64_t work;     /* CFI rows libdw has interpreted (from each FDE's start) */
+    uint64_t max_work; /* bound of work */
 } builder;
 
 static void fail(builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -180,7 +182,16 @@ static int sweep(builder *b, Dwarf_CFI *cfi, const uint64_t *starts, size_t n, s
             return -1;
         pc = s;
         open = false;
+        size_t k = 0; /* rows of this FDE so far: libdw interprets them all again for the next */
         while (pc < next) {
+            b->work += ++k;
+            if (b->work > b->max_work) {
+                fail(b,
+                     "CFI too costly to interpret (more than %llu row steps; an FDE with %zu "
+                     "rows): the file is not unwound by CFI",
+                     (unsigned long long)b->max_work, k);
+                return -1;
+            }
             Dwarf_Frame *f = NULL;
             if (dwarf_cfi_addrframe(cfi, pc, &f) != 0) {
                 free(f);
@@ -425,10 +436,142 @@ static int normalize(builder *b)
     return 0;
 }
 
+/* Copies file bytes [off, off + len) (clamped to the file) into the image. */
+static void read_range(int fd, char *img, uint64_t fsize, uint64_t off, uint64_t len)
+{
+    if (off >= fsize)
+        return;
+    if (len > fsize - off)
+        len = fsize - off;
+    while (len) {
+        ssize_t got = pread(fd, img + off, len, (off_t)off);
+        if (got <= 0)
+            return; /* truncated meanwhile: zeros */
+        off += (uint64_t)got;
+        len -= (uint64_t)got;
+    }
+}
+
+static bool section_wanted(const char *name)
+{
+    return !strcmp(name, ".eh_frame") || !strcmp(name, ".eh_frame_hdr") ||
+           !strcmp(name, ".debug_frame");
+}
+
+/* The file as libelf and libdw read it (elf_memory): an image of the file's size, zero-filled
+ * (allocated lazily: only the parts read take memory) but for the headers, the section names
+ * and the CFI sections (without section headers: the segment holding .eh_frame_hdr). Read into
+ * memory rather than through libelf's descriptor reads, which leak on malformed section tables
+ * (found by tests/fuzz/fuzz_cfi.c), and rather than mapped, which a file truncated meanwhile
+ * would turn into SIGBUS. NULL with the reason in b. */
+static char *sparse_image(builder *b, int fd, uint64_t fsize)
+{
+    if (fsize < sizeof(Elf64_Ehdr)) {
+        fail(b, "not an ELF file (%llu bytes)", (unsigned long long)fsize);
+        return NULL;
+    }
+    char *img = calloc(1, fsize);
+    if (!img) {
+        fail(b, "out of memory for a %llu-byte file", (unsigned long long)fsize);
+        return NULL;
+    }
+    read_range(fd, img, fsize, 0, sizeof(Elf64_Ehdr));
+    Elf64_Ehdr eh;
+    memcpy(&eh, img, sizeof(eh));
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_ident[EI_DATA] != ELFDATA2LSB) {
+        fail(b, "not a 64-bit little-endian ELF file");
+        free(img);
+        return NULL;
+    }
+    uint64_t phnum = 0;
+    if (eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phoff < fsize) {
+        phnum = eh.e_phnum;
+        if (phnum > (fsize - eh.e_phoff) / sizeof(Elf64_Phdr))
+            phnum = (fsize - eh.e_phoff) / sizeof(Elf64_Phdr);
+        read_range(fd, img, fsize, eh.e_phoff, phnum * sizeof(Elf64_Phdr));
+    }
+    uint64_t shnum = 0;
+    bool have_eh_frame = false;
+    if (eh.e_shentsize == sizeof(Elf64_Shdr) && eh.e_shoff && eh.e_shoff < fsize &&
+        fsize - eh.e_shoff >= sizeof(Elf64_Shdr)) {
+        Elf64_Shdr sh0;
+        read_range(fd, img, fsize, eh.e_shoff, sizeof(sh0));
+        memcpy(&sh0, img + eh.e_shoff, sizeof(sh0));
+        shnum = eh.e_shnum ? eh.e_shnum : sh0.sh_size;
+        if (shnum > (fsize - eh.e_shoff) / sizeof(Elf64_Shdr))
+            shnum = (fsize - eh.e_shoff) / sizeof(Elf64_Shdr);
+        read_range(fd, img, fsize, eh.e_shoff, shnum * sizeof(Elf64_Shdr));
+        uint64_t strndx = eh.e_shstrndx == SHN_XINDEX ? sh0.sh_link : eh.e_shstrndx;
+        if (strndx && strndx < shnum) {
+            Elf64_Shdr ss;
+            memcpy(&ss, img + eh.e_shoff + strndx * sizeof(ss), sizeof(ss));
+            if (ss.sh_type == SHT_STRTAB && ss.sh_offset < fsize && ss.sh_size <= (1u << 20)) {
+                read_range(fd, img, fsize, ss.sh_offset, ss.sh_size);
+                uint64_t ssz =
+                    ss.sh_size < fsize - ss.sh_offset ? ss.sh_size : fsize - ss.sh_offset;
+                for (uint64_t i = 1; i < shnum; i++) {
+                    Elf64_Shdr sh;
+                    memcpy(&sh, img + eh.e_shoff + i * sizeof(sh), sizeof(sh));
+                    if (sh.sh_type == SHT_NOBITS || sh.sh_name >= ssz)
+                        continue;
+                    const char *nm = img + ss.sh_offset + sh.sh_name;
+                    if (!memchr(nm, 0, ssz - sh.sh_name) || !section_wanted(nm))
+                        continue;
+                    read_range(fd, img, fsize, sh.sh_offset, sh.sh_size);
+                    have_eh_frame |= !strcmp(nm, ".eh_frame");
+                }
+            }
+        }
+    }
+    for (uint64_t i = 0; i < phnum; i++) {
+        Elf64_Phdr ph;
+        memcpy(&ph, img + eh.e_phoff + i * sizeof(ph), sizeof(ph));
+        if (ph.p_type != PT_GNU_EH_FRAME)
+            continue;
+        read_range(fd, img, fsize, ph.p_offset, ph.p_filesz);
+        for (uint64_t k = 0; !have_eh_frame && k < phnum; k++) {
+            Elf64_Phdr ld;
+            memcpy(&ld, img + eh.e_phoff + k * sizeof(ld), sizeof(ld));
+            if (ld.p_type == PT_LOAD && ph.p_vaddr >= ld.p_vaddr &&
+                ph.p_vaddr - ld.p_vaddr < ld.p_filesz)
+                read_range(fd, img, fsize, ld.p_offset, ld.p_filesz);
+        }
+        break;
+    }
+    return img;
+}
+
+/* Section headers, when present, name their sections through a string table (libelf reads
+ * names out of a section of another type, and leaks what it read, before refusing it). */
+static bool names_ok(Elf *e)
+{
+    size_t shnum = 0, shstrndx = 0;
+    if (elf_getshdrnum(e, &shnum) != 0)
+        return false;
+    if (shnum == 0)
+        return true;
+    if (elf_getshdrstrndx(e, &shstrndx) != 0 || shstrndx == 0 || shstrndx >= shnum)
+        return false;
+    GElf_Shdr sh;
+    Elf_Scn *scn = elf_getscn(e, shstrndx);
+    return scn && gelf_getshdr(scn, &sh) && sh.sh_type == SHT_STRTAB;
+}
+
 long pp_cfi_build(int fd, pp_cfi_table *t, char *err, size_t errsz)
 {
+    return pp_cfi_build_limited(fd, NULL, t, err, errsz);
+}
+
+long pp_cfi_build_limited(int fd, const pp_cfi_limits *lim, pp_cfi_table *t, char *err,
+                          size_t errsz)
+{
     memset(t, 0, sizeof(*t));
-    builder b = {.t = t, .err = err, .errsz = errsz, .max_rows = PP_CFI_MAX_ROWS};
+    builder b = {.t = t,
+                 .err = err,
+                 .errsz = errsz,
+                 .max_rows = lim && lim->max_rows ? lim->max_rows : PP_CFI_MAX_ROWS,
+                 .max_work = lim && lim->max_work ? lim->max_work : PP_CFI_MAX_WORK};
     if (errsz)
         err[0] = 0;
     struct stat st;
@@ -446,12 +589,16 @@ long pp_cfi_build(int fd, pp_cfi_table *t, char *err, size_t errsz)
         return -1;
     }
     uint64_t fsize = (uint64_t)st.st_size;
+    char *img = sparse_image(&b, fd, fsize);
+    if (!img)
+        return -1;
     elf_version(EV_CURRENT);
-    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    Elf *e = elf_memory(img, fsize);
     if (!e || elf_kind(e) != ELF_K_ELF) {
         fail(&b, "not an ELF file");
         if (e)
             elf_end(e);
+        free(img);
         return -1;
     }
     long ret = -1;
@@ -466,6 +613,10 @@ long pp_cfi_build(int fd, pp_cfi_table *t, char *err, size_t errsz)
     }
     if (elf_getphdrnum(e, &phnum) != 0 || phnum > 65535) {
         fail(&b, "malformed ELF: unreadable program headers");
+        goto out;
+    }
+    if (!names_ok(e)) {
+        fail(&b, "malformed ELF: the section-name table is not a string table");
         goto out;
     }
     GElf_Phdr ehph = {0};
@@ -495,7 +646,7 @@ long pp_cfi_build(int fd, pp_cfi_table *t, char *err, size_t errsz)
     if (nhdr >= 0 && (cfi = dwarf_getcfi_elf(e)) != NULL) {
         long n = nhdr;
         if (n > (long)b.max_rows) {
-            fail(&b, "%ld FDEs: more than the per-file cap of rows", n);
+            fail(&b, "%ld FDEs: more than %zu unwind rows (the per-file cap)", n, b.max_rows);
             goto out;
         }
         if (n > 0 && sweep(&b, cfi, starts, (size_t)n, NULL, 0) < 0)
@@ -547,6 +698,11 @@ long pp_cfi_build(int fd, pp_cfi_table *t, char *err, size_t errsz)
         fail(&b, "no CFI (.eh_frame with .eh_frame_hdr, or .debug_frame) in the file");
         goto out;
     }
+    pp_cfi_row *fit = realloc(t->rows, t->n * sizeof(*fit)); /* the cache counts these bytes */
+    if (fit) {
+        t->rows = fit;
+        t->cap = t->n;
+    }
     ret = (long)t->n;
 out:
     free(starts);
@@ -555,6 +711,7 @@ out:
     if (dw)
         dwarf_end(dw);
     elf_end(e);
+    free(img);
     if (ret < 0)
         pp_cfi_free(t);
     return ret;

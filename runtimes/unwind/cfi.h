@@ -35,7 +35,8 @@ typedef struct pp_cfi_row {
  * rows end with a PP_CFI_NONE row where no other FDE starts right there. A __restore_rt found by
  * its code bytes gets a PP_CFI_SIGRETURN row over its 9 bytes (whatever its CFI says). Rows
  * come from .eh_frame (FDEs listed by .eh_frame_hdr's table, i.e. PT_GNU_EH_FRAME) and from
- * .debug_frame for pcs .eh_frame does not cover. */
+ * .debug_frame for pcs .eh_frame does not cover. An .eh_frame without .eh_frame_hdr (rare: a
+ * few static binaries) gives no rows. */
 typedef struct pp_cfi_table {
     pp_cfi_row *rows;
     size_t n, cap;
@@ -43,14 +44,27 @@ typedef struct pp_cfi_table {
 } pp_cfi_table;
 
 /* Bounds of one file's rows: a file with more rows, or larger, gets none (pp_cfi_build fails). */
-#define PP_CFI_MAX_ROWS ((size_t)4 << 20)   /* 4 Mi rows: 96 MiB before the cache's cap */
+#define PP_CFI_MAX_ROWS ((size_t)4 << 20) /* 4 Mi rows: 96 MiB before the cache's cap */
+/* libdw interprets an FDE's CFI from its start for each row: the sum over rows of their index in
+ * their FDE is bounded (gcc's cc1, the largest seen: 35 M; a hostile FDE of many rows would
+ * otherwise cost hours) */
+#define PP_CFI_MAX_WORK ((uint64_t)1 << 27)
 #define PP_CFI_MAX_FILE ((uint64_t)1 << 30) /* 1 GiB */
+
+/* The bounds of one build (pp_cfi_build takes PP_CFI_MAX_ROWS and PP_CFI_MAX_WORK). */
+typedef struct pp_cfi_limits {
+    size_t max_rows;
+    uint64_t max_work;
+} pp_cfi_limits;
 
 /* Compiles the CFI of the ELF file open at fd (read-only, bounded: a hostile file gives an error,
  * never a crash or an unbounded loop) into t. Returns the row count (>= 0), or -1 with a reason in
  * err (no CFI, not ELF, too large, malformed). */
 long pp_cfi_build(int fd, pp_cfi_table *t, char *err, size_t errsz);
 /* The row that covers pc, or NULL (before the first row). */
+/* The same with other bounds (tests; 0 fields take the defaults). */
+long pp_cfi_build_limited(int fd, const pp_cfi_limits *lim, pp_cfi_table *t, char *err,
+                          size_t errsz);
 const pp_cfi_row *pp_cfi_find(const pp_cfi_table *t, uint64_t pc);
 void pp_cfi_free(pp_cfi_table *t);
 

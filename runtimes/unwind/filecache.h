@@ -9,9 +9,12 @@
  * last mapper was released leaves it, so a reused inode number never finds old rows).
  *
  * Reading the file. The worker opens /proc/<pid>/map_files/<start>-<end>, the very file the
- * process maps (a file renamed over it on disk is not read); where that cannot be opened, the
- * mapping's path under /proc/<pid>/root, accepted only when its fstat shows the maps line's
- * device and inode. Reads are bounded (pp_cfi_build's caps).
+ * process maps (a file renamed over it on disk is not read), and takes it when its fstat shows the
+ * maps line's device and inode, or (a stacked file system may show another inode through the
+ * link) when the process still maps that inode at start (PROCMAP_QUERY, else the maps text): a
+ * range remapped to another file since the caller read its maps is refused. Where map_files
+ * cannot be opened, the mapping's path under /proc/<pid>/root, accepted only when its fstat
+ * shows the maps line's device and inode. Reads are bounded (pp_cfi_build's caps).
  *
  * Off the caller's path. pp_filecache_map never blocks on I/O: an unknown identity is queued to a
  * worker (base/workpool.h) and reported PP_FC_BUILDING; later calls see READY or FAILED.
@@ -75,14 +78,15 @@ typedef struct pp_fc_info {
     uint32_t id;
     pp_fc_state state;
     uint64_t gen;    /* the generation at which it became READY/FAILED */
-    size_t bytes;    /* rows' bytes counted against the cap */
+    size_t bytes;    /* counted against the cap: the rows' bytes plus the entry's own */
     size_t refs;     /* identities (mapped inodes) referencing it through live processes */
     size_t nrows;    /* READY: rows */
     const char *key; /* valid during the callback only */
+    const char *err; /* FAILED: why (valid during the callback only) */
 } pp_fc_info;
 
 typedef struct pp_fc_stats {
-    size_t cap_bytes, bytes; /* the cap and the rows' bytes held */
+    size_t cap_bytes, bytes; /* the cap and the bytes held (rows plus each entry's own) */
     size_t files, ready, building, failed;
     uint64_t evicted, built, build_failed;
 } pp_fc_stats;
@@ -92,13 +96,17 @@ typedef struct pp_filecache pp_filecache;
 /* max_bytes 0: $POLYPROF_UNWIND_CACHE_MIB, else PP_FILECACHE_DEFAULT_BYTES. threads: the worker
  * threads building rows (0: 1). NULL when out of memory. */
 pp_filecache *pp_filecache_new(size_t max_bytes, size_t threads);
-/* Never waits: builds that are running finish on their threads and free what is left. */
+/* Never waits: builds that are running finish on their threads and free what is left. Put every
+ * acquired entry before (one still acquired is left allocated). */
 void pp_filecache_free(pp_filecache *c);
 
 /* Process pid maps m's file: records the reference (idempotent per pid and identity) and returns
  * the state of the file's entry, with its id in *id (0 while the file is not yet identified).
  * Never blocks on I/O. */
 pp_fc_state pp_filecache_map(pp_filecache *c, int pid, const pp_fc_mapping *m, uint32_t *id);
+/* Process pid no longer maps the file of (dev, ino) (munmap, dlclose): its reference is released.
+ * No-op when it held none. */
+void pp_filecache_unmap(pp_filecache *c, int pid, uint64_t dev, uint64_t ino);
 /* The process is gone (or rescanned from scratch): every reference it held is released. */
 void pp_filecache_release_pid(pp_filecache *c, int pid);
 

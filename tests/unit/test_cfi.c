@@ -324,3 +324,79 @@ Test(cfi, hostile_eh_frame_hdr)
     }
     free(img);
 }
+
+/* Section headers stripped (e_shoff, e_shnum zeroed): the same rows, through PT_GNU_EH_FRAME. */
+Test(cfi, no_section_headers)
+{
+    Dl_info di;
+    cr_assert(dladdr((void *)qsort, &di) && di.dli_fname);
+    int lf = open(di.dli_fname, O_RDONLY);
+    cr_assert(lf >= 0);
+    struct stat st;
+    cr_assert(fstat(lf, &st) == 0);
+    char *img = malloc((size_t)st.st_size);
+    cr_assert(read(lf, img, (size_t)st.st_size) == st.st_size);
+    close(lf);
+    Elf64_Ehdr *eh = (Elf64_Ehdr *)(void *)img;
+    eh->e_shoff = 0;
+    eh->e_shnum = 0;
+    eh->e_shstrndx = 0;
+    int fd = memfd_with(img, (size_t)st.st_size);
+    free(img);
+    pp_cfi_table a, b;
+    char err[256];
+    long n = pp_cfi_build(fd, &a, err, sizeof(err));
+    close(fd);
+    cr_assert(n > 1000, "%ld rows without section headers (%s)", n, err);
+    cr_assert(build_path(di.dli_fname, &b, err, sizeof(err)) == n);
+    cr_assert(!memcmp(a.rows, b.rows, (size_t)n * sizeof(pp_cfi_row)), "rows differ");
+    pp_cfi_free(&a);
+    pp_cfi_free(&b);
+}
+
+/* One FDE of 2,000 rows: libdw interprets an FDE from its start for each row (2 M row steps
+ * here); past the work bound (1 M in this test, PP_CFI_MAX_WORK in use) the builder stops with a
+ * reason: a hostile FDE of millions of rows must not hold the worker for hours. */
+Test(cfi, costly_fde_is_refused)
+{
+    tmpdir = pp_test_mkdtemp();
+    char src[600], bin[600], cmd[1400];
+    snprintf(src, sizeof(src), "%s/big.s", tmpdir);
+    snprintf(bin, sizeof(bin), "%s/big.so", tmpdir);
+    FILE *f = fopen(src, "w");
+    cr_assert(f);
+    fprintf(f, ".text\n.globl big\n.type big,@function\nbig:\n.cfi_startproc\n");
+    for (int i = 0; i < 1000; i++)
+        fprintf(f, "push %%rax\n.cfi_adjust_cfa_offset 8\npop %%rax\n.cfi_adjust_cfa_offset -8\n");
+    fprintf(f, "ret\n.cfi_endproc\n.size big,.-big\n");
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "gcc -shared -nostdlib -Wl,--eh-frame-hdr -o %s %s", bin, src);
+    cr_assert(system(cmd) == 0, "%s", cmd);
+    pp_cfi_table t;
+    char err[256] = "";
+    int fd = open(bin, O_RDONLY);
+    cr_assert(fd >= 0);
+    pp_cfi_limits lim = {.max_work = 1000000};
+    long n = pp_cfi_build_limited(fd, &lim, &t, err, sizeof(err));
+    cr_assert_eq(n, -1, "%ld rows built from a 2,000-row FDE", n);
+    cr_assert(strstr(err, "costly"), "reason: %s", err);
+    /* under the default bound it is an ordinary function */
+    n = pp_cfi_build(fd, &t, err, sizeof(err));
+    close(fd);
+    cr_assert(n >= 2000, "%ld rows (%s)", n, err);
+    pp_cfi_free(&t);
+}
+
+/* More rows than the per-file cap (/bin/sh: ~250 FDEs, ~2,500 rows): no rows, a reason. */
+Test(cfi, row_cap)
+{
+    int fd = open("/bin/sh", O_RDONLY);
+    cr_assert(fd >= 0);
+    pp_cfi_table t;
+    char err[256] = "";
+    pp_cfi_limits lim = {.max_rows = 1000};
+    cr_assert_eq(pp_cfi_build_limited(fd, &lim, &t, err, sizeof(err)), -1);
+    cr_assert(strstr(err, "more than 1000 unwind rows"), "reason: %s", err);
+    cr_assert_null(t.rows);
+    close(fd);
+}
