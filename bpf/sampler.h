@@ -119,12 +119,13 @@ enum pp_counter {
     PP_CNT_WALK_STALE,     /* the pid execed (or was reused) since it was registered */
     PP_CNT_WALK_INHERITED, /* walked with a registered ancestor's data (a fork of it) */
     /* the CFI unwinder of user stacks (bpf/unwind.bpf.h) */
-    PP_CNT_UNW_CFI_FRAMES, /* frames unwound by CFI rows */
-    PP_CNT_UNW_FP_FRAMES,  /* frames unwound by frame pointers (no row for their pc) */
-    PP_CNT_UNW_FALLBACK,   /* samples with at least one frame-pointer frame */
-    PP_CNT_UNW_TRUNCATED,  /* samples cut at PP_MAX_STACK_DEPTH frames */
-    PP_CNT_UNW_UNLOADED,   /* samples of processes whose mappings are not loaded: all by frame
-                              pointers (bpf_get_stack) */
+    PP_CNT_UNW_CFI_FRAMES,  /* frames unwound by CFI rows */
+    PP_CNT_UNW_FP_FRAMES,   /* frames unwound by frame pointers (no row for their pc) */
+    PP_CNT_UNW_FALLBACK,    /* samples with at least one frame-pointer frame */
+    PP_CNT_UNW_CFI_SAMPLES, /* samples unwound by CFI rows only */
+    PP_CNT_UNW_TRUNCATED,   /* samples cut at PP_MAX_STACK_DEPTH frames */
+    PP_CNT_UNW_UNLOADED,    /* samples of processes whose mappings are not loaded: all by frame
+                               pointers (bpf_get_stack) */
     PP_CNT_MAX
 };
 

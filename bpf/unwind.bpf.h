@@ -222,6 +222,8 @@ __noinline __u64 take_user_stack(struct bpf_perf_event_data *ctx, __u32 pid)
     add(PP_CNT_UNW_FP_FRAMES, s->fallback);
     if (s->fallback)
         bump(PP_CNT_UNW_FALLBACK);
+    else
+        bump(PP_CNT_UNW_CFI_SAMPLES);
     if (s->truncated)
         bump(PP_CNT_UNW_TRUNCATED);
     return send_trace(&s->r, mix(s->h, n), n, sizeof(s->r));

@@ -25,8 +25,6 @@ const char *pp_cli_gprofiler_config_path = "/etc/gprofiler/config.ini";
 enum { LVL_DEFAULT = 0, LVL_CONFIG, LVL_GENV, LVL_PENV, LVL_CMDLINE };
 
 #define VAL_BASE 1000
-#define PERF_NOTICE                                                                                \
-    "polyprof's sampler walks frame pointers in-kernel; --perf-mode fp/smart/dwarf map to bpf"
 
 typedef struct variant {
     size_t row;
@@ -309,6 +307,7 @@ static int apply(ctx *c, size_t row, bool neg, bool on, const char *val, int lev
         pp_perf_mode *m = field(c, o);
         if (neg) {
             *m = PP_PERF_DISABLED;
+            c->cfg->perf_fp_only = false;
             set_str(&c->cfg->perf_mode_given, NULL);
             return PP_CLI_OK;
         }
@@ -322,8 +321,8 @@ static int apply(ctx *c, size_t row, bool neg, bool on, const char *val, int lev
             *m = PP_PERF_DISABLED;
         else
             *m = PP_PERF_BPF;
-        if (!strcmp(mapped, "fp") || !strcmp(mapped, "smart") || !strcmp(mapped, "dwarf"))
-            add_notice(c, PERF_NOTICE);
+        /* fp: frame pointers only (gProfiler's fp); dwarf, smart: the CFI unwinder, as bpf */
+        c->cfg->perf_fp_only = strcmp(mapped, "fp") == 0;
         set_str(&c->cfg->perf_mode_given, val);
         return PP_CLI_OK;
     }

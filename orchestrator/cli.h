@@ -39,11 +39,14 @@ typedef struct pp_config {
     /* --<rt>-maps-regex / --<rt>-exe-regex overrides of discovery's regexes, indexed by
      * pp_proc_kind; NULL = built-in, "" = that kind is never detected by its rule. */
     char *maps_regex[PP_KIND_COUNT];
-    bool insert_dso_name;   /* --insert-dso-name */
-    bool flamegraph;        /* --flamegraph / --no-flamegraph (default true) */
-    char *profiling_mode;   /* --mode: "cpu" (default), "allocation", "none" */
-    pp_perf_mode perf_mode; /* --perf-mode */
-    char *perf_mode_given;  /* the --perf-mode text as given (e.g. "fp"), NULL if default */
+    bool insert_dso_name;      /* --insert-dso-name */
+    bool flamegraph;           /* --flamegraph / --no-flamegraph (default true) */
+    char *profiling_mode;      /* --mode: "cpu" (default), "allocation", "none" */
+    pp_perf_mode perf_mode;    /* --perf-mode */
+    char *perf_mode_given;     /* the --perf-mode text as given (e.g. "fp"), NULL if default */
+    bool perf_fp_only;         /* --perf-mode fp: user stacks by frame pointers only, no CFI */
+    int perf_dwarf_stack_size; /* --perf-dwarf-stack-size: user stack bytes per perf-event
+                                  sample for the CFI unwinder (default 8192) */
 
     /* --<rt>-mode values after alias mapping ("none" -> "disabled"; --no-<rt> sets
      * "disabled"), indexed by pp_proc_kind; NULL for kinds without a mode option. Defaults are

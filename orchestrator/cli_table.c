@@ -122,9 +122,21 @@ static const pp_opt mid_rows[] = {
      .choices = perf_choices,
      .section = "system sampler",
      .metavar = "{bpf,perf-event,disabled,none,fp,smart,dwarf}",
-     .help = "system-wide sampler: bpf (default; falls back to perf-event), perf-event or "
-             "disabled; gProfiler's fp/smart/dwarf map to bpf"},
-    NOOPI("perf-dwarf-stack-size", 1, 65528, NOTIMPL),
+     .help = "system-wide sampler: bpf (default; eBPF, falls back to perf-event when it "
+             "cannot load) or perf-event (perf_event ring buffers, no BPF), both unwinding "
+             "native stacks by CFI (.eh_frame) with frame pointers where a pc has none; dwarf "
+             "and smart mean bpf; fp: bpf with frame pointers only (gProfiler's fp); "
+             "disabled/none: no system sampler"},
+    {.name = "perf-dwarf-stack-size",
+     .kind = PP_OPT_INT,
+     .off = OFF(perf_dwarf_stack_size),
+     .ranged = true,
+     .min = 1,
+     .max = 65528,
+     .def_int = 8192,
+     .metavar = "BYTES",
+     .help = "perf-event sampler: bytes of each sample's user stack copied for the CFI "
+             "unwinder (rounded up to 8; deeper frames are lost)"},
     NOOPF("perf-no-memory-restart", NOTIMPL),
     NOOPF("perf-use-cgroups", NOTIMPL),
     NOOPI("perf-max-cgroups", 0, INT_MAX, NOTIMPL),

@@ -191,6 +191,7 @@ static json_t *own_counters(const pp_sampler_stats *d, const char *mode, double 
     json_object_set_new(u, "table_bytes", json_integer((json_int_t)d->unwind_table_bytes));
     json_object_set_new(u, "cfi_frames", json_integer((json_int_t)d->unwind_cfi_frames));
     json_object_set_new(u, "fp_frames", json_integer((json_int_t)d->unwind_fp_frames));
+    json_object_set_new(u, "cfi_samples", json_integer((json_int_t)d->unwind_cfi));
     json_object_set_new(u, "fallback_samples", json_integer((json_int_t)d->unwind_fallback));
     json_object_set_new(u, "truncated_samples", json_integer((json_int_t)d->unwind_truncated));
     json_object_set_new(u, "unloaded_samples", json_integer((json_int_t)d->unwind_unloaded));
@@ -212,6 +213,7 @@ static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *bef
     d->news = now->news - before->news;
     d->news_lost = now->news_lost - before->news_lost;
     d->threads_full = now->threads_full - before->threads_full;
+    d->unwind_cfi = now->unwind_cfi - before->unwind_cfi;
     d->walk_ok = now->walk_ok - before->walk_ok;
     d->walk_no_thread = now->walk_no_thread - before->walk_no_thread;
     d->walk_idle = now->walk_idle - before->walk_idle;
@@ -548,15 +550,17 @@ static int run_init(run_state *rs, const pp_config *cfg)
             .frequency = cfg->frequency,
             .pids = rs->pids,
             .npids = rs->npids,
-            .frame_pointers = cfg->perf_mode_given && strcmp(cfg->perf_mode_given, "fp") == 0,
+            .fp_only = cfg->perf_fp_only,
+            .stack_size = (unsigned)cfg->perf_dwarf_stack_size,
         };
         rs->sampler = pp_sampler_start(&so, rs->sym, err, sizeof(err));
         if (!rs->sampler) {
             pp_critical("cannot start the system sampler: %s", err);
             return -1;
         }
-        pp_info("system sampler running (%s mode, %d Hz)", pp_sampler_kind_name(rs->sampler),
-                cfg->frequency);
+        pp_info("system sampler running (%s mode, %d Hz, native stacks by %s)",
+                pp_sampler_kind_name(rs->sampler), cfg->frequency,
+                cfg->perf_fp_only ? "frame pointers only" : "CFI with frame-pointer fallback");
         for (int k = 1; k < PP_KIND_COUNT; k++)
             rs->ctx[k].sampler = rs->sampler; /* for in-sampler walks */
         rs->adopt = pp_sampler_can_walk(rs->sampler) ? pp_adopter_new() : NULL;

@@ -253,10 +253,10 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
         goto fail;
     }
     s->skel->rodata->filter_pids = o->npids > 0;
-    s->skel->rodata->unwind_cfi = !o->frame_pointers;
+    s->skel->rodata->unwind_cfi = !o->fp_only;
     /* frame pointers only: the rows array is not allocated (the other unwind maps allocate
      * their entries as they are added) */
-    bpf_map__set_max_entries(s->skel->maps.unw_rows, o->frame_pointers ? 1 : PP_UNW_ROWS_DEFAULT);
+    bpf_map__set_max_entries(s->skel->maps.unw_rows, o->fp_only ? 1 : PP_UNW_ROWS_DEFAULT);
     struct stat st;
     if (stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != PROC_PID_INIT_INO) {
         s->skel->rodata->pidns_dev = st.st_dev;
@@ -279,7 +279,7 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
         goto fail;
     }
     pp_debug("sampler: BPF programs loaded in %.1f ms (user stacks by %s)",
-             (pp_mono_now() - t0) * 1000.0, o->frame_pointers ? "frame pointers" : "CFI");
+             (pp_mono_now() - t0) * 1000.0, o->fp_only ? "frame pointers" : "CFI");
     /* Kernel frames are named by the kernel itself when it lets us (else from /proc/kallsyms). */
     char kerr[256];
     s->sym = sym;
@@ -288,7 +288,7 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
         pp_symbolizer_set_kernel_namer(sym, pp_ksym_bpf_namer, s->ksym);
     else
         pp_debug("%s; kernel symbols will come from /proc/kallsyms", kerr);
-    if (!o->frame_pointers && start_unwind(s, kerr, sizeof(kerr)) < 0)
+    if (!o->fp_only && start_unwind(s, kerr, sizeof(kerr)) < 0)
         pp_warn("%s; user stacks will be unwound by frame pointers only", kerr);
     s->news = ring_buffer__new(bpf_map__fd(s->skel->maps.news), on_news, s, NULL);
     if (!s->news) {
@@ -584,6 +584,7 @@ void pp_bpf_sampler_get_stats(pp_bpf_sampler *s, pp_sampler_stats *st)
     st->walk_frames_lost = s->walk_frames_lost;
     st->unwind_cfi_frames = counter(s, PP_CNT_UNW_CFI_FRAMES);
     st->unwind_fp_frames = counter(s, PP_CNT_UNW_FP_FRAMES);
+    st->unwind_cfi = counter(s, PP_CNT_UNW_CFI_SAMPLES);
     st->unwind_fallback = counter(s, PP_CNT_UNW_FALLBACK);
     st->unwind_truncated = counter(s, PP_CNT_UNW_TRUNCATED);
     st->unwind_unloaded = counter(s, PP_CNT_UNW_UNLOADED);

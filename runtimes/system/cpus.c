@@ -31,7 +31,8 @@ int pp_online_cpus(int *cpus, int max)
     return n > 0 ? n : -1;
 }
 
-int pp_open_cpu_clock(int cpu, int frequency, unsigned long long sample_type, int flags_comm)
+static int open_clock(int cpu, int frequency, unsigned long long sample_type, int flags_comm,
+                      unsigned long long regs_mask, unsigned stack_size)
 {
     struct perf_event_attr attr;
     memset(&attr, 0, sizeof(attr));
@@ -44,5 +45,22 @@ int pp_open_cpu_clock(int cpu, int frequency, unsigned long long sample_type, in
     attr.comm = flags_comm ? 1 : 0;
     attr.comm_exec = flags_comm ? 1 : 0;
     attr.wakeup_events = 8;
+    if (stack_size) {
+        attr.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        attr.sample_regs_user = regs_mask;
+        attr.sample_stack_user = stack_size;
+        attr.exclude_callchain_user = 1;
+    }
     return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+int pp_open_cpu_clock(int cpu, int frequency, unsigned long long sample_type, int flags_comm)
+{
+    return open_clock(cpu, frequency, sample_type, flags_comm, 0, 0);
+}
+
+int pp_open_cpu_clock_stack(int cpu, int frequency, unsigned long long sample_type, int flags_comm,
+                            unsigned long long regs_mask, unsigned stack_size)
+{
+    return open_clock(cpu, frequency, sample_type, flags_comm, regs_mask, stack_size);
 }

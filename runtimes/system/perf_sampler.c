@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <asm/perf_regs.h>
 #include <linux/perf_event.h>
 #include <poll.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 #include "base/log.h"
 #include "base/procfiles.h"
 #include "runtimes/system/cpus.h"
+#include "runtimes/system/perf_unwind.h"
 
 #define MAX_CPUS 1024
 #define RING_PAGES 64 /* data pages per CPU (256 KiB) */
@@ -92,8 +94,20 @@ struct pp_perf_sampler {
     pp_symbolizer *sym;
     pp_htab threads; /* of pp_thread_hits: samples per thread of tracked processes, by tid */
     uint64_t samples, lost, map_full, filtered, drains, ustack_errors, nnews, news_lost,
-        threads_full;
+        threads_full, unwind_cfi, unwind_fallback, unwind_truncated, unwind_cfi_frames,
+        unwind_fp_frames;
+    /* CFI mode (not --perf-mode fp): the kernel's callchain is the kernel part only; user stacks
+     * are unwound here from each sample's registers and stack copy */
+    pp_perf_unwinder *unwinder;
+    unsigned stack_size;
+    unsigned char *buf; /* one record's body, copied out of the ring */
+    size_t bufsz;
 };
+
+/* The user registers each sample carries (PERF_SAMPLE_REGS_USER, in bit order: bp, sp, ip). */
+#define REGS_MASK                                                                                  \
+    ((1ULL << PERF_REG_X86_BP) | (1ULL << PERF_REG_X86_SP) | (1ULL << PERF_REG_X86_IP))
+#define NREGS 3
 
 static uint64_t hash_raw(int pid, uint32_t tid, const uint64_t *ips, size_t n, uint16_t nk)
 {
@@ -348,6 +362,47 @@ static void count_thread(pp_perf_sampler *s, int pid, int tid)
     *e = (pp_thread_hits){.pid = pid, .tid = tid, .samples = 1};
 }
 
+/* The user frames of a sample whose callchain ends at rec + off: PERF_SAMPLE_REGS_USER (u64 abi;
+ * u64 regs[NREGS] unless abi is NONE) then PERF_SAMPLE_STACK_USER (u64 size; char data[size];
+ * u64 dyn_size when size != 0), unwound by s->unwinder. Counts the walk's outcome. */
+static size_t unwind_user(pp_perf_sampler *s, int pid, const unsigned char *rec, size_t len,
+                          size_t off, uint64_t *uips)
+{
+    uint64_t abi, regs[NREGS], size, dyn = 0;
+    if (len < off + 8)
+        return 0;
+    memcpy(&abi, rec + off, 8);
+    off += 8;
+    if (abi == PERF_SAMPLE_REGS_ABI_NONE) /* a kernel thread: no user registers */
+        return 0;
+    if (len < off + sizeof(regs) + 8)
+        return 0;
+    memcpy(regs, rec + off, sizeof(regs));
+    off += sizeof(regs);
+    memcpy(&size, rec + off, 8);
+    off += 8;
+    if (size > len - off || (size && len - off - size < 8))
+        return 0;
+    if (size)
+        memcpy(&dyn, rec + off + size, 8);
+    if (dyn > size)
+        dyn = size;
+    pp_unwind_regs r = {.bp = regs[0], .sp = regs[1], .ip = regs[2]};
+    pp_unwind_result res =
+        pp_perf_unwind(s->unwinder, pid, &r, rec + off, (size_t)dyn, uips, PP_UNWIND_MAX_FRAMES);
+    if (res.n) {
+        s->unwind_cfi_frames += res.cfi_steps;
+        s->unwind_fp_frames += res.fp_steps;
+        if (res.fp_steps)
+            s->unwind_fallback++;
+        else
+            s->unwind_cfi++;
+        if (!pp_unwind_complete(&res))
+            s->unwind_truncated++;
+    }
+    return res.n;
+}
+
 static void handle_sample(pp_perf_sampler *s, const unsigned char *rec, size_t len)
 {
     /* PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN: u32 pid, tid; u64 nr; u64 ips[nr] */
@@ -388,6 +443,9 @@ static void handle_sample(pp_perf_sampler *s, const unsigned char *rec, size_t l
         else if (ctx == USER && nu < MAX_CHAIN)
             uips[nu++] = ip;
     }
+    size_t off = 16 + nr * 8;
+    if (s->unwinder && pid != 0)
+        nu = unwind_user(s, (int)pid, rec, len, off, uips);
     if (nu == 0 && pid != 0)
         s->ustack_errors++;
     if (nu > 0)
@@ -403,7 +461,7 @@ static void read_ring(pp_perf_sampler *s, int i)
     uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
     uint64_t tail = meta->data_tail;
     size_t size = s->ring_size;
-    unsigned char buf[sizeof(struct perf_event_header) + 16 + MAX_CHAIN * 8 + 4096];
+    unsigned char *buf = s->buf;
     while (tail < head) {
         struct perf_event_header hdr;
         for (size_t k = 0; k < sizeof(hdr); k++)
@@ -411,7 +469,7 @@ static void read_ring(pp_perf_sampler *s, int i)
         if (hdr.size < sizeof(hdr) || hdr.size > head - tail)
             break;
         size_t body = hdr.size - sizeof(hdr);
-        if (body <= sizeof(buf)) {
+        if (body <= s->bufsz) {
             for (size_t k = 0; k < body; k++)
                 buf[k] = data[(tail + sizeof(hdr) + k) % size];
             if (hdr.type == PERF_RECORD_SAMPLE) {
@@ -432,8 +490,11 @@ static void read_ring(pp_perf_sampler *s, int i)
                 comm[cl] = '\0';
                 if (pid == tid) /* the process's (leader's) comm, as gProfiler's perf */
                     remember_comm(s, (int)pid, comm);
-                if (hdr.misc & PERF_RECORD_MISC_COMM_EXEC) /* new image: announce it again */
+                if (hdr.misc & PERF_RECORD_MISC_COMM_EXEC) { /* new image: announce it again */
                     seen_forget(s, (int)pid);
+                    if (s->unwinder && pid == tid)
+                        pp_perf_unwinder_forget(s->unwinder, (int)pid);
+                }
             }
         }
         tail += hdr.size;
@@ -522,6 +583,8 @@ void pp_perf_sampler_stop(pp_perf_sampler *s)
     }
     free(s->fds);
     free(s->rings);
+    free(s->buf);
+    pp_perf_unwinder_free(s->unwinder);
     pp_emitter_free(s->emit);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -545,7 +608,8 @@ pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *
     s->pids = o->pids;
     s->npids = o->npids;
     s->page_size = (size_t)sysconf(_SC_PAGESIZE);
-    s->ring_size = RING_PAGES * s->page_size;
+    /* 4x the pages when samples carry a stack copy (8 KiB each by default) */
+    s->ring_size = (o->fp_only ? RING_PAGES : 4 * RING_PAGES) * s->page_size;
     int cpus[MAX_CPUS];
     int n = pp_online_cpus(cpus, MAX_CPUS);
     if (n <= 0) {
@@ -555,18 +619,28 @@ pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *
     s->fds = calloc((size_t)n, sizeof(*s->fds));
     s->rings = calloc((size_t)n, sizeof(*s->rings));
     s->emit = pp_emitter_new(sym);
+    if (!o->fp_only) {
+        /* rounded up to 8 bytes, as the kernel wants it */
+        s->stack_size = ((o->stack_size ? o->stack_size : PP_SAMPLER_STACK_SIZE) + 7u) & ~7u;
+        if (s->stack_size > 65528)
+            s->stack_size = 65528;
+        s->unwinder = pp_perf_unwinder_new();
+    }
+    s->bufsz = 16 + MAX_CHAIN * 8 + 8 + NREGS * 8 + 16 + s->stack_size + 4096;
+    s->buf = malloc(s->bufsz);
     s->wake_fd = eventfd(0, EFD_CLOEXEC);
     s->news_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (!s->fds || !s->rings || !s->emit || s->wake_fd < 0 || s->news_fd < 0 ||
-        table_init(&s->table) < 0 || pp_htab_reserve(&s->seen, SEEN_MAX) < 0 ||
-        pp_htab_reserve(&s->procs, TID_PIDS_MAX) < 0) {
+    if (!s->fds || !s->rings || !s->emit || !s->buf || (!o->fp_only && !s->unwinder) ||
+        s->wake_fd < 0 || s->news_fd < 0 || table_init(&s->table) < 0 ||
+        pp_htab_reserve(&s->seen, SEEN_MAX) < 0 || pp_htab_reserve(&s->procs, TID_PIDS_MAX) < 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
     for (int i = 0; i < n; i++) {
         s->fds[i] = -1;
         int fd =
-            pp_open_cpu_clock(cpus[i], o->frequency, PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN, 1);
+            pp_open_cpu_clock_stack(cpus[i], o->frequency, PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN,
+                                    1, REGS_MASK, s->stack_size);
         s->ncpus = i + 1;
         if (fd < 0) {
             snprintf(err, errlen,
@@ -678,6 +752,11 @@ void pp_perf_sampler_get_stats(pp_perf_sampler *s, pp_sampler_stats *st)
     st->ustack_errors = s->ustack_errors;
     st->drains = s->drains;
     st->threads_full = s->threads_full;
+    st->unwind_cfi = s->unwind_cfi;
+    st->unwind_fallback = s->unwind_fallback;
+    st->unwind_cfi_frames = s->unwind_cfi_frames;
+    st->unwind_fp_frames = s->unwind_fp_frames;
+    st->unwind_truncated = s->unwind_truncated;
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -20,9 +20,12 @@ typedef struct pp_sampler_opts {
     size_t npids;
     size_t stack_cache;  /* BPF: stack traces kept before the cache rotates; 0 = the default
                             (tests set it low to exercise rotation) */
-    bool frame_pointers; /* BPF: user stacks by frame pointers only (--perf-mode fp); else by
-                            CFI rows with frame-pointer fallback */
+    bool fp_only;        /* --perf-mode fp: user stacks by frame pointers only (no CFI) */
+    unsigned stack_size; /* perf-event: user stack bytes copied per sample for the CFI unwinder
+                            (--perf-dwarf-stack-size; 0 = PP_SAMPLER_STACK_SIZE) */
 } pp_sampler_opts;
+
+#define PP_SAMPLER_STACK_SIZE 8192 /* gProfiler's --perf-dwarf-stack-size default */
 
 /* Cumulative counters since start. */
 typedef struct pp_sampler_stats {
@@ -43,10 +46,12 @@ typedef struct pp_sampler_stats {
     uint64_t walk_frames_lost; /* runtime frames user space could not name (freed, reused) */
     uint64_t threads_full;     /* perf-event mode: samples of tracked threads not counted (the
                                   per-thread table was full) */
-    /* user stacks (BPF mode): frames unwound by CFI rows and by frame-pointer fallback, samples
-     * with at least one fallback frame, samples cut at the depth limit, samples of processes
-     * whose mappings were not loaded yet (frame pointers throughout); the rows' bytes loaded */
-    uint64_t unwind_cfi_frames, unwind_fp_frames, unwind_fallback, unwind_truncated,
+    /* native user stacks (CFI; both backends): frames unwound by CFI rows and by frame-pointer
+     * fallback (no row for the pc); samples unwound by CFI rows only, with at least one fallback
+     * frame, whose walk stopped before the stack's end (BPF: the depth limit; perf-event: also a
+     * short stack copy or an address in no mapping); BPF only: samples of processes whose
+     * mappings were not loaded yet (frame pointers throughout) and the rows' bytes loaded */
+    uint64_t unwind_cfi_frames, unwind_fp_frames, unwind_cfi, unwind_fallback, unwind_truncated,
         unwind_unloaded, unwind_table_bytes;
 } pp_sampler_stats;
 

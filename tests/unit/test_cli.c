@@ -219,7 +219,7 @@ static const opt_case opt_cases[] = {
     {{"--pyroscope-basic-auth-file", "/auth"}, "pyroscope_basic_auth_file", "null"},
     {{"--service-name", "svc"}, "service_name", "\"svc\""},
     {{"--token", "SECRET"}, "server_token", "null"},
-    {{"--perf-dwarf-stack-size", "16384"}, "perf_dwarf_stack_size", "\"16384\""},
+    {{"--perf-dwarf-stack-size", "16384"}, "perf_dwarf_stack_size", "16384"},
     {{"--perf-no-memory-restart"}, "perf_no_memory_restart", "true"},
     {{"--java-safemode"}, "java_safemode", "true"},
     {{"--java-safemode", "hserr"}, "java_safemode", "\"hserr\""},
@@ -255,6 +255,8 @@ Test(cli, struct_fields)
     cr_expect_eq(cfg.pids[0], 10);
     cr_expect_eq(cfg.perf_mode, PP_PERF_BPF);
     cr_expect_str_eq(cfg.perf_mode_given, "dwarf");
+    cr_expect_not(cfg.perf_fp_only, "dwarf unwinds by CFI");
+    cr_expect_eq(cfg.perf_dwarf_stack_size, 8192);
     cr_expect_eq(cfg.controller_pid, 7);
     cr_expect_eq(cfg.napp_id_args_filter, 1);
     cr_expect_str_eq(cfg.app_id_args_filter[0], "x");
@@ -763,15 +765,15 @@ Test(cli, upload_file_subcommand)
 
 Test(cli, accepted_named_options)
 {
-    cr_assert_eq(PARSE("-o", "o", "--perf-dwarf-stack-size", "8192", "--perf-no-memory-restart",
-                       "--java-async-profiler-mode=cpu", "--java-safemode",
-                       "--python-pyspy-process", "1", "--max-processes-runtime-profiler", "3",
-                       "--diagnostics", "--curlify-requests"),
-                 PP_CLI_OK, "%s", err);
+    cr_assert_eq(
+        PARSE("-o", "o", "--perf-max-docker-containers", "8192", "--perf-no-memory-restart",
+              "--java-async-profiler-mode=cpu", "--java-safemode", "--python-pyspy-process", "1",
+              "--max-processes-runtime-profiler", "3", "--diagnostics", "--curlify-requests"),
+        PP_CLI_OK, "%s", err);
     cr_expect_eq(cfg.nnamed_options, 8);
     int found = 0;
     for (size_t i = 0; i < cfg.nnamed_options; i++) {
-        if (strcmp(cfg.named_options[i].name, "perf-dwarf-stack-size") == 0) {
+        if (strcmp(cfg.named_options[i].name, "perf-max-docker-containers") == 0) {
             cr_expect_str_eq(cfg.named_options[i].value, "8192");
             found++;
         }
@@ -824,18 +826,35 @@ Test(cli, notices_logged_and_token_never_logged)
     buf[n] = '\0';
     fclose(f);
     cr_expect(strstr(buf, "SUPERSECRET") == NULL, "%s", buf);
-    cr_expect(strstr(buf, "polyprof's sampler walks frame pointers in-kernel; --perf-mode "
-                          "fp/smart/dwarf map to bpf") != NULL,
-              "%s", buf);
+    cr_expect(strstr(buf, "--perf-mode") == NULL, "fp is a mode of its own, no notice: %s", buf);
     cr_expect(strstr(buf, "--python-mode pyperf maps to 'builtin'") != NULL, "%s", buf);
     cr_expect(strstr(buf, "option --diagnostics is accepted for gProfiler compatibility and has "
                           "no effect in polyprof") != NULL,
               "%s", buf);
     cr_expect(strstr(buf, "option --curlify-requests is accepted") != NULL, "%s", buf);
-    /* exactly four lines: two notices, two no-op options */
+    /* exactly three lines: one notice, two no-op options */
     size_t lines = 0;
     for (char *p = buf; *p; p++)
         lines += *p == '\n';
-    cr_expect_eq(lines, 4, "%s", buf);
+    cr_expect_eq(lines, 3, "%s", buf);
     pp_test_rmtree(dir);
+}
+
+/* --perf-mode fp is frame pointers only (gProfiler's meaning); bpf, dwarf, smart and perf-event
+ * unwind by CFI; --perf-dwarf-stack-size sets the perf-event sampler's stack copy. */
+Test(cli, perf_mode_fp_is_frame_pointers_only)
+{
+    const char *cfi[] = {"bpf", "dwarf", "smart", "perf-event"};
+    for (size_t i = 0; i < 4; i++) {
+        cr_assert_eq(PARSE("-o", "o", "--perf-mode", cfi[i]), PP_CLI_OK, "%s", err);
+        cr_expect_not(cfg.perf_fp_only, "%s", cfi[i]);
+        pp_config_free(&cfg);
+    }
+    cr_assert_eq(PARSE("-o", "o", "--perf-mode", "fp", "--perf-dwarf-stack-size", "16384"),
+                 PP_CLI_OK, "%s", err);
+    cr_expect(cfg.perf_fp_only);
+    cr_expect_eq(cfg.perf_mode, PP_PERF_BPF);
+    cr_expect_eq(cfg.perf_dwarf_stack_size, 16384);
+    pp_config_free(&cfg);
+    cr_expect_eq(PARSE("-o", "o", "--perf-dwarf-stack-size", "65536"), PP_CLI_USAGE);
 }
