@@ -362,14 +362,23 @@ Test(asprof, load_with_the_default_arguments_in_a_real_jvm, .timeout = 180)
                             "JVM; trying again in a new JVM\n");
             continue;
         }
+        pp_asprof_lib_free(lib);
         cr_assert(!foreign, "another profiler on the host attached async-profiler to each of "
                             "the 3 test JVMs first: stop it and run the test again");
-        cr_assert_gt(first, 10, "first session: %lld hot samples (%s)", first, err);
+        cr_assert(first >= 0, "first session: %s", err);
         cr_assert(ours, "our library is not mapped in the JVM (not loaded from our directory)");
-        cr_assert_gt(second, 10, "second session: %lld hot samples (%s)", second, err);
-        break;
+        cr_assert(second >= 0, "second session: %s", err);
+        /* 1.5 s at 100 Hz of a spinning JVM: 150 samples on an idle host */
+        cr_assert_gt(first, 10,
+                     "first session: %lld hot samples: host starved (the JVM got too "
+                     "little CPU)",
+                     first);
+        cr_assert_gt(second, 10,
+                     "second session: %lld hot samples: host starved (the JVM got "
+                     "too little CPU)",
+                     second);
+        return;
     }
-    pp_asprof_lib_free(lib);
 }
 
 Test(asprof, errors_say_what_went_wrong)
