@@ -41,12 +41,19 @@ void pp_random_chars(char *out, size_t n)
     out[n] = '\0';
 }
 
+static pp_unique_name_source name_source = pp_random_chars;
+
+void pp_safefile_set_name_source(pp_unique_name_source source)
+{
+    name_source = source ? source : pp_random_chars;
+}
+
 int pp_create_unique_at(int dfd, const char *prefix, const char *suffix, int flags, mode_t mode,
                         char *name, size_t namelen)
 {
     for (int tries = 0; tries < UNIQUE_TRIES; tries++) {
         char rnd[UNIQUE_CHARS + 1];
-        pp_random_chars(rnd, UNIQUE_CHARS);
+        name_source(rnd, UNIQUE_CHARS);
         if ((size_t)snprintf(name, namelen, "%s%s%s", prefix, rnd, suffix ? suffix : "") >=
             namelen) {
             errno = ENAMETOOLONG;

@@ -21,6 +21,13 @@ void pp_random_chars(char *out, size_t n);
 int pp_create_unique_at(int dfd, const char *prefix, const char *suffix, int flags, mode_t mode,
                         char *name, size_t namelen);
 
+/* Where pp_create_unique_at's random part comes from (same contract as pp_random_chars).
+ * Tests only: a predictable source lets a test plant a link or a file at the name that will be
+ * tried and see it refused or skipped. NULL restores pp_random_chars. Not thread-safe: set it
+ * before anything creates files. */
+typedef void (*pp_unique_name_source)(char *out, size_t n);
+void pp_safefile_set_name_source(pp_unique_name_source source);
+
 /* Writes all of data (retrying short writes and EINTR). 0, or -1 with errno. */
 int pp_write_all(int fd, const void *data, size_t len);
 

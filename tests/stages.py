@@ -122,8 +122,30 @@ def parse_tap(text):
     return out
 
 
-def criterion_results(stage, binary, report, rc, log):
-    """Counts one binary's tests from its TAP report; returns the number of failures."""
+def leak_reports(log, defined):
+    """LeakSanitizer reports in a unit binary's log, as (test id or None, report text). A report
+    is printed when a Criterion worker exits, after the test was recorded as passed, and the
+    worker's exit status is not Criterion's concern: without this a leak passed the stage. The
+    test is the one whose body (Criterion names it <suite>_<test>_impl) is in the report's
+    stacks; None when no test body is (a leak in a fixture or at the binary's exit)."""
+    try:
+        text = Path(log).read_text(errors="replace")
+    except OSError:
+        return []
+    impl = {f"{t.split('::', 1)[0]}_{t.split('::', 1)[1]}_impl": t for t in defined}
+    out = []
+    for block in re.split(r"^(?==+\d+==ERROR: LeakSanitizer)", text, flags=re.M)[1:]:
+        block = block.split("\nSUMMARY: ", 1)
+        report = block[0] + ("\nSUMMARY: " + block[1].splitlines()[0] if len(block) > 1 else "")
+        tid = next((impl[f] for f in re.findall(r" in (\w+_impl)\b", report) if f in impl),
+                   None)
+        out.append((tid, report))
+    return out
+
+
+def criterion_results(stage, binary, report, rc, log, leaks=False):
+    """Counts one binary's tests from its TAP report; returns the number of failures. leaks:
+    a LeakSanitizer report in the log fails the test it names (or the binary)."""
     name = Path(binary).name
     defined = set(criterion_defined(binary))
     try:
@@ -133,6 +155,16 @@ def criterion_results(stage, binary, report, rc, log):
     if not results:
         stage.fail(f"{name}: no test report (exit {rc})", tail(log))
         return 1
+    leaked = {}
+    for tid, text in leak_reports(log, defined) if leaks else []:
+        leaked.setdefault(tid, []).append(text)
+    for tid, texts in leaked.items():
+        for r in results:
+            if r[0] == tid and r[1] != "FAILED":
+                r[1], r[2] = "FAILED", ""
+            if r[0] == tid:
+                r[2] += ("\n" if r[2] else "") + "LeakSanitizer: memory leaked (free it; the report is in " \
+                        f"{log}):\n" + "\n".join(t[:3000] for t in texts)
     seen, failures = set(), 0
     for tid, status, detail in results:
         seen.add(tid)
@@ -146,6 +178,11 @@ def criterion_results(stage, binary, report, rc, log):
     for tid in sorted(defined - seen):
         failures += 1
         stage.fail(f"{name}:{tid}: defined but never reported")
+    for tid, texts in leaked.items():
+        if tid is None or tid not in seen:
+            failures += 1
+            stage.fail(f"{name}: memory leaked outside any test body (a fixture, or at exit); "
+                       f"free it (the report is in {log})", "\n".join(t[:3000] for t in texts))
     if rc != 0 and not failures:
         failures += 1
         stage.fail(f"{name}: exited {rc} although every test passed", tail(log))
@@ -156,6 +193,7 @@ def run_unit(binaries):
     stage = Stage("unit")
     d = RESULTS / "unit"
     d.mkdir(parents=True, exist_ok=True)
+    # a leak is found by reading the log (leak_reports): Criterion ignores its workers' status
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
     for b in binaries:
         name = Path(b).name
@@ -165,7 +203,7 @@ def run_unit(binaries):
             rc = subprocess.run([b, f"--tap={report}"], stdout=f, stderr=subprocess.STDOUT,
                                 env=env).returncode
         before = stage.failed
-        criterion_results(stage, b, report, rc, log)
+        criterion_results(stage, b, report, rc, log, leaks=True)
         print(f"  {name}: {'ok' if stage.failed == before else 'FAILED'} "
               f"({time.monotonic() - t0:.1f} s)")
         if stage.failed != before:

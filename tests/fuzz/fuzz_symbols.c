@@ -1,8 +1,10 @@
 /* libFuzzer target for the symbolizer's parsers: the first byte selects the parser, the rest is
  * its input: ELF symbol tables from memory (incl. .gnu_debugdata and .gopclntab), perf-map
  * files/lines, raw .gopclntab images, kallsyms lines and /proc/<pid>/maps lines. */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
@@ -30,6 +32,79 @@ static void probe(pp_symtab *t)
     char buf[64];
     if (t->n)
         pp_frame_write(buf, sizeof(buf), pp_symtab_name(t, &t->syms[0]), "_[k]");
+}
+
+/* The semantic oracle for pp_perfmap_parse_line: the perf-map line grammar written again,
+ * independently and as plainly as possible,
+ *   line  := blank* hex blank+ hex blank name eol*      (eol* only at the very end)
+ *   hex   := ("0x" | "0X")? hexdigit{1,16}              blank := ' ' | '\t'
+ *   name  := byte+ (everything after the one blank that follows SIZE)   eol := '\n' | '\r'
+ * and compared with the parser's verdict and fields on every input. */
+static bool ref_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+static int ref_digit(char c)
+{
+    static const char lower[] = "0123456789abcdef", upper[] = "0123456789ABCDEF";
+    for (int d = 0; d < 16; d++)
+        if (c == lower[d] || c == upper[d])
+            return d;
+    return -1;
+}
+
+static bool ref_hex(const char *s, size_t len, size_t *pos, uint64_t *out)
+{
+    size_t p = *pos;
+    if (len - p >= 2 && s[p] == '0' && (s[p + 1] == 'x' || s[p + 1] == 'X'))
+        p += 2;
+    size_t first = p;
+    uint64_t v = 0;
+    while (p < len && ref_digit(s[p]) >= 0)
+        v = v * 16 + (uint64_t)ref_digit(s[p++]);
+    if (p == first || p - first > 16)
+        return false;
+    *pos = p;
+    *out = v;
+    return true;
+}
+
+static bool ref_perfmap_line(const char *s, size_t len, uint64_t *start, uint64_t *size,
+                             size_t *name_off, size_t *namelen)
+{
+    while (len && (s[len - 1] == '\n' || s[len - 1] == '\r'))
+        len--;
+    size_t p = 0;
+    while (p < len && ref_blank(s[p]))
+        p++;
+    if (!ref_hex(s, len, &p, start))
+        return false;
+    if (p == len || !ref_blank(s[p])) /* START must be followed by a blank */
+        return false;
+    while (p < len && ref_blank(s[p]))
+        p++;
+    if (!ref_hex(s, len, &p, size))
+        return false;
+    if (p == len || !ref_blank(s[p])) /* so must SIZE ("1000 10g name" is malformed) */
+        return false;
+    p++;
+    if (p == len) /* no name */
+        return false;
+    *name_off = p;
+    *namelen = len - p;
+    return true;
+}
+
+static void check_perfmap_line(const char *s, size_t len)
+{
+    uint64_t a = 0, sz = 0, ra = 0, rsz = 0;
+    const char *name = NULL;
+    size_t nl = 0, roff = 0, rnl = 0;
+    bool got = pp_perfmap_parse_line(s, len, &a, &sz, &name, &nl) == 0;
+    bool want = ref_perfmap_line(s, len, &ra, &rsz, &roff, &rnl);
+    if (got != want || (got && (a != ra || sz != rsz || name != s + roff || nl != rnl)))
+        abort(); /* the parser and the grammar disagree on this line */
 }
 
 static void lines(const uint8_t *d, size_t n, int kind, pp_symtab *t)
@@ -72,6 +147,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *name;
         size_t nl;
         pp_perfmap_parse_line((const char *)data, size, &a, &s, &name, &nl);
+        check_perfmap_line((const char *)data, size);
+        for (size_t pos = 0; pos < size;) { /* and each line of it */
+            const uint8_t *eol = memchr(data + pos, '\n', size - pos);
+            size_t ll = eol ? (size_t)(eol - (data + pos)) + 1 : size - pos;
+            check_perfmap_line((const char *)data + pos, ll);
+            pos += ll;
+        }
         pp_perfmap m = {.max_bytes = 4096}; /* small: evictions too */
         pp_perfmap_parse(&m, (const char *)data, size);
         for (size_t i = 0; i + 8 <= size; i += 8) {

@@ -39,16 +39,22 @@ def samples_needed(expected, band=MAX_BAND):
     return math.ceil(16 * p * (1 - p) / (band / 100.0) ** 2)
 
 
+def assert_not_starved(n, need, what):
+    """A check that needs `need` samples to mean anything, given n: fewer fails as 'host
+    starved' (the machine gave the profiled process too little CPU), never as a wrong answer,
+    and never passes."""
+    assert n >= need, (f"{what}: host starved: {n} samples, the check needs {need} (the machine "
+                       f"gave the profiled process too little CPU)")
+
+
 def assert_share(pct, n, expected, what):
     """A sampled share (percent) is within 4 binomial standard deviations of the expected one
     (a false failure about once in 16,000 checks), never tighter than +-5 points. The band is
     never widened past +-8 points: with fewer samples than that needs, the test fails as
     'host starved' instead of accepting a wrong answer (58/42 for 75/25)."""
     p = expected / 100.0
-    need = samples_needed(expected)
-    assert n >= need, (f"{what}: host starved: {n} samples, a +-{MAX_BAND:.0f} point check "
-                       f"of a {expected}% share needs {need} (the machine gave the profiled "
-                       f"process too little CPU)")
+    assert_not_starved(n, samples_needed(expected),
+                       f"{what}: a +-{MAX_BAND:.0f} point check of a {expected}% share")
     tol = max(5.0, 4 * 100.0 * (p * (1 - p) / n) ** 0.5)
     assert abs(pct - expected) <= tol, \
         f"{what}: {pct:.1f}% of {n} samples, expected {expected} +- {tol:.1f}"
@@ -99,6 +105,31 @@ class LineReader:
         self._thread.join(timeout)
         with self._cond:
             return "".join(self.lines)
+
+
+# A comm that is not UTF-8 (a lone 0xff and 0xfe, 0xc3 without its continuation byte), within
+# the kernel's 15 bytes.
+ODD_COMM = b"pp_\xff\xfe\xc3(odd"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def odd_comm_process():
+    """Any user can name a process with bytes that are not UTF-8, and one such process crashed
+    three tests that read polyprof's output. One runs on the host for the whole suite (working
+    a little, so that it is sampled too), killed at the end; every test sees its name."""
+    d = Path(tempfile.mkdtemp(prefix="pp_it_oddcomm_"))
+    app = None
+    try:
+        exe = d / "pp_oddcomm"
+        subprocess.run(["gcc", "-O1", "-o", str(exe), str(APPS / "oddcomm.c")], check=True)
+        app = App([str(exe), ODD_COMM])
+        comm = Path(f"/proc/{app.pid}/comm").read_bytes().rstrip(b"\n")
+        assert comm == ODD_COMM, comm
+        yield app.pid
+    finally:
+        if app:
+            app.stop()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -169,10 +200,11 @@ def run_polyprof(*args, timeout=120, check=True, env=None):
 
 
 class Profile:
-    """A parsed .col file."""
+    """A parsed .col file. Read strictly as UTF-8: polyprof writes UTF-8 whatever the names on
+    the host (a process with a non-UTF-8 name runs through the whole suite: odd_comm_process)."""
 
     def __init__(self, path):
-        text = Path(path).read_text()
+        text = Path(path).read_bytes().decode("utf-8")
         assert not text.endswith("\n"), "no trailing newline"
         lines = text.split("\n")
         assert lines[0].startswith("# {"), "header line"

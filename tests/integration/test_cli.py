@@ -1,9 +1,11 @@
 """The binary's command line: usage errors exit 2 with a clear message, preconditions exit 1."""
 import os
+import re
 import shutil
 import socket
 import subprocess
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -33,7 +35,14 @@ def test_usage_errors_exit_2(args, needle):
 
 def test_version_and_help():
     r = run_polyprof("--version")
-    assert "polyprof" in r.stdout and r.returncode == 0
+    # the exact line, with the versions the sources define (the project's, and gProfiler's it
+    # is compatible with, which the headers' agent_version carries)
+    cli_h = (Path(__file__).resolve().parents[2] / "orchestrator" / "cli.h").read_text()
+    ver = re.search(r'#define PP_VERSION "([^"]+)"', cli_h)[1]
+    compat = re.search(r'#define PP_GPROFILER_COMPAT_VERSION "([^"]+)"', cli_h)[1]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", ver) and re.fullmatch(r"\d+\.\d+\.\d+", compat)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert r.stdout == f"polyprof {ver} (gProfiler-compatible {compat})\n", r.stdout
     r = run_polyprof("--help")
     for flag in ("--output-dir", "--profiling-frequency", "--perf-mode", "--continuous",
                  "--rotating-output", "--pids", "--no-java", "--python-mode"):

@@ -138,7 +138,7 @@ def test_every_session_names_only_its_own_functions(appdir, start_app, tmp_path,
     files = sorted(out.glob("profile_*.col"))
     assert len(files) >= SESSIONS, [f.name for f in files]
     for i, f in enumerate(files):
-        check_session(f.read_text(), expected, f"{mode} session {i + 1} ({f.name})",
+        check_session(f.read_text(encoding="utf-8"), expected, f"{mode} session {i + 1} ({f.name})",
                       complete=i < SESSIONS)
     ups = [u["json"]["profile"] for u in studio.ok_uploads()]
     assert len(ups) >= SESSIONS

@@ -406,9 +406,17 @@ def test_log_file_rotates(tmp_path):
     assert r.returncode == 0, r.stderr
     names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("pp.log"))
     assert names == ["pp.log", "pp.log.1", "pp.log.2"], names
+    texts = {n: (tmp_path / n).read_bytes().decode("utf-8") for n in names}
     for n in names:  # a file is rotated before a line would take it to 500 bytes
-        text = (tmp_path / n).read_text()
+        text = texts[n]
+        # only a single line of 500 bytes or more by itself may make a file that large
         assert 0 < len(text) < 500 or text.count("\n") == 1, (n, len(text))
+    # and not before: each rotated file plus the first line of the next newer one (the line
+    # that did not fit) reaches 500 bytes (a rotation at every line left one-line files)
+    for older, newer in (("pp.log.2", "pp.log.1"), ("pp.log.1", "pp.log")):
+        nxt = texts[newer].splitlines(keepends=True)[0]
+        assert len(texts[older].encode()) + len(nxt.encode()) >= 500, \
+            (older, len(texts[older]), texts[older].count("\n"), len(nxt))
     # the newest lines are in the file itself: oldest to newest, pp.log.2, pp.log.1, pp.log
     stamps = [x[:25] for n in reversed(names) for x in (tmp_path / n).read_text().splitlines()]
     assert stamps == sorted(stamps), stamps
@@ -687,7 +695,7 @@ def test_impostor_attach_socket_gets_nothing(version, hot_classes, launchers, st
         sock.unlink(missing_ok=True)
     got = out.text(timeout=10)
     assert "connection" not in got, f"the impostor was connected to:\n{got}"
-    text = (outdir / "last_profile.col").read_text()
+    text = (outdir / "last_profile.col").read_text(encoding="utf-8")
     assert "SPOOFED" not in text and "EvilVM" not in text
     prof = last_profile(outdir)
     lines = prof.for_comm(comm)

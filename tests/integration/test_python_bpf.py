@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import APPS, POLYPROF, App, LineReader, last_profile, run_polyprof
+from conftest import APPS, POLYPROF, App, LineReader, assert_not_starved, last_profile, run_polyprof
 from test_python import interpreters
 
 
@@ -88,7 +88,9 @@ def test_every_version_exact_function_file_line_and_depth(tmp_path):
         c = cov[pid]
         assert c["profiler"] == "sampler-walk" and c["mode"] == "builtin", (exe, c)
         stacks = by_script(prof, script)
-        assert sum(n for _, n in stacks) == c["sampler_samples"] > 20, (exe, c)
+        assert sum(n for _, n in stacks) == c["sampler_samples"], (exe, c)
+        # 95 % walked is a share: on a starved host (37 of 39 seen) it says nothing
+        assert_not_starved(c["sampler_samples"], 100, f"{exe}: samples with Python frames")
         assert c["runtime_samples"] >= 0.95 * c["sampler_samples"], (exe, c)
         hot = [(f, n) for f, n in stacks if any(name(x).endswith(("hot_a", "hot_b")) for x in f)]
         total = sum(n for _, n in hot)
@@ -145,7 +147,7 @@ def test_threads_that_come_and_go_keep_the_process_walked(tmp_path):
     total = sum(n for _, n in stacks)
     walked = sum(n for f, n in stacks if python_frames(f))
     print(f"{walked} of {total} samples with Python frames")
-    assert total > 150, total
+    assert_not_starved(total, 151, "the churning process's samples")
     assert walked >= 0.85 * total, f"{walked} of {total} samples with Python frames"
     assert leaf_counts(stacks)["busy"] > 0.5 * walked, leaf_counts(stacks)
 
@@ -170,9 +172,15 @@ def test_address_reuse_never_misnames(tmp_path):
             else:
                 assert x in ("[lost symbol]_[p]", "[truncated]") or \
                     name(x) in ("<module>", "steady"), x
-    # Most throwaway functions are freed before the drain names them: lost, and counted.
-    lost = prof.header["polyprof"]["runtime_walks"]["frames_lost"]
+    # Most throwaway functions are freed before the drain names them (all of them on a loaded
+    # host): lost, and counted; but the long-lived functions are named. Both counted in this
+    # process's own stacks (the header's counter is the whole sampler's, where any process's
+    # lost frame counts): a walker that names nothing fails.
+    lost = sum(n for f, n in stacks if "[lost symbol]_[p]" in f)
+    named = sum(n for f, n in stacks if any(name(x) == "steady" for x in python_frames(f)))
+    print(f"throwaway frames: {seen} named, {lost} lost; steady named in {named} samples")
     assert seen + lost > 0, "throwaway frames sampled"
+    assert named > 0, f"steady, a long-lived function, never named ({lost} lost)"
 
 
 def test_syscall_loop_shows_kernel_frames_above_python(tmp_path):

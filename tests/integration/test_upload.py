@@ -101,7 +101,7 @@ def spooled(work, backend="studio"):
 
 
 def local_profiles(outdir):
-    return [p.read_text() for p in sorted(Path(outdir).glob("profile_*.col"))]
+    return [p.read_text(encoding="utf-8") for p in sorted(Path(outdir).glob("profile_*.col"))]
 
 
 def end_time(profile):
@@ -238,7 +238,7 @@ def test_http_500_then_200(studio, work):
     assert r.returncode == 0, r.stderr
     ups = studio.uploads()
     assert [u["status"] for u in ups] == [500, 200]
-    assert ups[1]["json"]["profile"] == (work / "out" / "last_profile.col").read_text()
+    assert ups[1]["json"]["profile"] == (work / "out" / "last_profile.col").read_text(encoding="utf-8")
     assert ups[1]["json"]["gpid"] == "", "a failed upload resets the gpid"
     assert "HTTP 500" in r.stderr
     assert spooled(work) == []
@@ -357,7 +357,7 @@ def test_upload_file(studio, work):
     # a real .col written by polyprof goes through
     r = run(["-d", 1, "-o", work / "out", "--log-file", work / "pp.log"], timeout=60)
     assert r.returncode == 0, r.stderr
-    real = (work / "out" / "last_profile.col").read_text()
+    real = (work / "out" / "last_profile.col").read_text(encoding="utf-8")
     r = run(["--log-file", work / "pp.log", "upload-file", "--file-path",
              work / "out" / "last_profile.col", "--token-file", work / "token", "--service-name",
              "svc", "--server-host", studio.url])
@@ -435,7 +435,7 @@ def test_pyroscope_ingest(pyro, work, appdir, start_app):
     assert re.fullmatch(r"[A-Za-z0-9_./-]+", app_name)
     assert labels == {"hostname": os.uname().nodename}, labels
     assert not q["body"].startswith("#")
-    col = (out / "last_profile.col").read_text()
+    col = (out / "last_profile.col").read_text(encoding="utf-8")
     got = folded_body(q["body"])
     assert got == folded_from_col(col)
     assert any(k.split(";")[0] == "pp_hot_c" for k in got), "the comm is the root frame"
@@ -486,7 +486,7 @@ def test_both_backends_and_pyroscope_retry(studio, pyro, work):
     r = run(["-d", 1, "-o", out, "--pyroscope-server", pyro.url]
             + studio_args(work, studio.url), POLYPROF_UPLOAD_STOP_MS="15000")
     assert r.returncode == 0, r.stderr
-    local = (out / "last_profile.col").read_text()
+    local = (out / "last_profile.col").read_text(encoding="utf-8")
     assert local in [u["json"]["profile"] for u in studio.ok_uploads()]
     reqs = pyro.uploads()
     assert [q["status"] for q in reqs] == [503, 200], (

@@ -246,6 +246,9 @@ static bool env_init(env *e)
     e->jvm = fork();
     cr_assert(e->jvm >= 0);
     if (e->jvm == 0) {
+        /* dies with the test: a failed assertion ends the test's process without env_free,
+         * and a JVM left running spins on the host */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(p[1], 1);
         close(p[0]);
         execl(JDK17, "java", src, (char *)NULL);
@@ -277,13 +280,48 @@ static uint64_t hot_samples(pp_profile *prof, pp_pid_profile *pp)
     return n;
 }
 
-/* One session: start, 1.5 s of profiling, collect, free. Returns the Hot.hot* samples. */
-static uint64_t session(env *e, const pp_asprof_lib *lib)
+/* Whether the JVM maps an async-profiler library that is not ours (not under e->base): another
+ * profiler on the host (another polyprof profiling every JVM, e.g. another test run) attached
+ * to this JVM first. Its profiler then competes with ours in the JVM: this JVM says nothing
+ * about ours. */
+static bool foreign_profiler(const env *e)
+{
+    char path[64], line[4096];
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)e->jvm);
+    FILE *f = fopen(path, "r");
+    bool foreign = false;
+    while (f && fgets(line, sizeof(line), f))
+        if (strstr(line, "/libasyncProfiler.so") && !strstr(line, e->base))
+            foreign = true;
+    if (f)
+        fclose(f);
+    return foreign;
+}
+
+/* Whether the JVM maps our copy of the library (under e->base, deleted since the load). */
+static bool ours_mapped(const env *e)
+{
+    char path[64], line[4096];
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)e->jvm);
+    FILE *f = fopen(path, "r");
+    bool ours = false;
+    while (f && fgets(line, sizeof(line), f))
+        if (strstr(line, "/libasyncProfiler.so") && strstr(line, e->base))
+            ours = true;
+    if (f)
+        fclose(f);
+    return ours;
+}
+
+/* One session: start, 1.5 s of profiling, collect, free. Returns the Hot.hot* samples, or -1
+ * with err when the start or the collection failed. */
+static long long session(env *e, const pp_asprof_lib *lib, char *err, size_t errlen)
 {
     pp_runtime_ctx ctx = {.frequency = 100, .tmpdir = e->sess, .target_tmpdir = e->base};
-    char err[512] = "";
-    pp_asprof_session *s = pp_asprof_start(lib, e->jvm, &ctx, pp_mono_now() + 3, err, sizeof(err));
-    cr_assert_not_null(s, "%s", err);
+    err[0] = '\0';
+    pp_asprof_session *s = pp_asprof_start(lib, e->jvm, &ctx, pp_mono_now() + 3, err, errlen);
+    if (!s)
+        return -1;
     /* the library file is gone once loaded; the output and log wait in the session dir */
     char path[2 * PATH_MAX];
     snprintf(path, sizeof(path), "%s/async-profiler-4.6", e->base);
@@ -291,8 +329,8 @@ static uint64_t session(env *e, const pp_asprof_lib *lib)
     usleep(1500000);
     pp_profile *prof = pp_profile_new();
     pp_pid_profile *pp = pp_profile_get(prof, e->jvm, true);
-    cr_assert_eq(pp_asprof_collect(s, prof, pp, err, sizeof(err)), 0, "%s", err);
-    uint64_t n = hot_samples(prof, pp);
+    long long n =
+        pp_asprof_collect(s, prof, pp, err, errlen) == 0 ? (long long)hot_samples(prof, pp) : -1;
     pp_asprof_free(s);
     pp_profile_free(prof);
     cr_assert_eq(access(e->base, F_OK), -1, "target directory left after the session");
@@ -300,24 +338,47 @@ static uint64_t session(env *e, const pp_asprof_lib *lib)
 }
 
 /* gProfiler's default arguments, mapped, are accepted by the pinned library in JDK 17; a second
- * session reuses the loaded library, whose file is gone. */
-Test(asprof, load_with_the_default_arguments_in_a_real_jvm, .timeout = 120)
+ * session reuses the loaded library, whose file is gone. When another profiler on the host
+ * attached async-profiler to the test's JVM first (seen once: another run profiling every JVM),
+ * the attempt proves nothing either way: it is made again in a new JVM (3 JVMs at most). */
+Test(asprof, load_with_the_default_arguments_in_a_real_jvm, .timeout = 180)
 {
     char jar[PATH_MAX], err[512];
     if (!pinned_jar(jar, sizeof(jar)))
         cr_skip_test("no pinned async-profiler jar (make deps fetches it)");
-    env e;
-    if (!env_init(&e))
-        cr_skip_test("no JDK 17 at " JDK17);
     pp_asprof_lib *lib = pp_asprof_lib_load(jar, err, sizeof(err));
     cr_assert_not_null(lib, "%s", err);
-    cr_assert_gt(session(&e, lib), 10);
-    char mapped[PATH_MAX];
-    cr_assert_eq(pp_find_mapping(e.jvm, "/libasyncProfiler.so", mapped, sizeof(mapped)), 0);
-    cr_assert(strncmp(mapped, e.base, strlen(e.base)) == 0, "%s", mapped);
-    cr_assert_gt(session(&e, lib), 10);
-    pp_asprof_lib_free(lib);
-    env_free(&e);
+    for (int attempt = 1;; attempt++) {
+        env e;
+        if (!env_init(&e))
+            cr_skip_test("no JDK 17 at " JDK17);
+        long long first = session(&e, lib, err, sizeof(err));
+        bool ours = ours_mapped(&e);
+        long long second = first > 10 && ours ? session(&e, lib, err, sizeof(err)) : 0;
+        bool foreign = foreign_profiler(&e);
+        env_free(&e);
+        if (foreign && attempt < 3) {
+            fprintf(stderr, "test_asprof: another profiler attached async-profiler to the test's "
+                            "JVM; trying again in a new JVM\n");
+            continue;
+        }
+        pp_asprof_lib_free(lib);
+        cr_assert(!foreign, "another profiler on the host attached async-profiler to each of "
+                            "the 3 test JVMs first: stop it and run the test again");
+        cr_assert(first >= 0, "first session: %s", err);
+        cr_assert(ours, "our library is not mapped in the JVM (not loaded from our directory)");
+        cr_assert(second >= 0, "second session: %s", err);
+        /* 1.5 s at 100 Hz of a spinning JVM: 150 samples on an idle host */
+        cr_assert_gt(first, 10,
+                     "first session: %lld hot samples: host starved (the JVM got too "
+                     "little CPU)",
+                     first);
+        cr_assert_gt(second, 10,
+                     "second session: %lld hot samples: host starved (the JVM got "
+                     "too little CPU)",
+                     second);
+        return;
+    }
 }
 
 Test(asprof, errors_say_what_went_wrong)

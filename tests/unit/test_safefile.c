@@ -40,6 +40,76 @@ Test(safefile, unique_names_and_replace)
     pp_test_rmtree(dir);
 }
 
+/* A predictable name source (pp_safefile_set_name_source): the first `forced_calls` names are
+ * all "AAAAAAAAAAAA" (the name an attacker planted something at), then "BBBBBBBBBBBB". */
+static int forced_calls;
+static void forced_name(char *out, size_t n)
+{
+    memset(out, forced_calls > 0 ? 'A' : 'B', n);
+    out[n] = '\0';
+    if (forced_calls > 0)
+        forced_calls--;
+}
+
+static void reset_name_source(void)
+{
+    pp_safefile_set_name_source(NULL);
+}
+
+/* The O_EXCL|O_NOFOLLOW of pp_create_unique_at itself: whatever another user planted at the
+ * name tried (a link to a file polyprof must not write, a dangling link, an existing file) is
+ * skipped, never opened, followed or truncated, and the file is created under the next name. */
+Test(safefile, planted_entry_at_the_name_is_skipped, .fini = reset_name_source)
+{
+    char *dir = pp_test_mkdtemp();
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    char victim[PATH_MAX], planted[PATH_MAX], dangling[PATH_MAX], name[64];
+    snprintf(victim, sizeof(victim), "%s/victim", dir);
+    snprintf(dangling, sizeof(dangling), "%s/created-through-link", dir);
+    snprintf(planted, sizeof(planted), "%s/x-AAAAAAAAAAAA.t", dir);
+    pp_test_write_file(victim, "keep", 4);
+    pp_safefile_set_name_source(forced_name);
+
+    const char *targets[] = {victim, dangling, NULL};
+    for (int i = 0; i < 3; i++) {
+        unlink(planted);
+        if (targets[i])
+            cr_assert_eq(symlink(targets[i], planted), 0);
+        else
+            pp_test_write_file(planted, "old", 3); /* an existing file of someone else */
+        forced_calls = 1;
+        int fd = pp_create_unique_at(dfd, "x-", ".t", O_WRONLY | O_TRUNC, 0600, name, sizeof(name));
+        cr_assert(fd >= 0, "case %d: %s", i, strerror(errno));
+        cr_assert_str_eq(name, "x-BBBBBBBBBBBB.t", "case %d: the planted name was used", i);
+        cr_assert_eq(pp_write_all(fd, "new", 3), 0);
+        close(fd);
+        cr_assert_str_eq(pp_test_read_text(victim), "keep", "case %d: written through a link", i);
+        cr_assert_neq(access(dangling, F_OK), 0, "case %d: a dangling link was followed", i);
+        struct stat st;
+        cr_assert_eq(lstat(planted, &st), 0);
+        if (targets[i])
+            cr_assert(S_ISLNK(st.st_mode), "case %d: the planted link was replaced", i);
+        else
+            cr_assert_str_eq(pp_test_read_text(planted), "old", "the existing file was truncated");
+        char made[PATH_MAX];
+        snprintf(made, sizeof(made), "%s/%s", dir, name);
+        cr_assert_str_eq(pp_test_read_text(made), "new");
+        cr_assert_eq(unlink(made), 0);
+    }
+
+    /* every name tried is taken: EEXIST after the bounded tries, nothing opened */
+    unlink(planted);
+    cr_assert_eq(symlink(victim, planted), 0);
+    forced_calls = 1000;
+    errno = 0;
+    cr_assert_eq(pp_create_unique_at(dfd, "x-", ".t", O_WRONLY | O_TRUNC, 0600, name, sizeof(name)),
+                 -1);
+    cr_assert_eq(errno, EEXIST, "%s", strerror(errno));
+    cr_assert_str_eq(pp_test_read_text(victim), "keep");
+    close(dfd);
+    pp_test_rmtree(dir);
+}
+
 Test(safefile, private_dir_checks)
 {
     char *dir = pp_test_mkdtemp();

@@ -349,11 +349,46 @@ Test(symbols, perfmap_parsing)
     l = "0x1000 0x10 Ljava/lang/Thread;::run";
     cr_assert(pp_perfmap_parse_line(l, strlen(l), &a, &sz, &name, &nl) == 0);
     cr_assert_eq(a, 0x1000);
-    const char *bad[] = {
-        "", "1000", "1000 10", "1000 10 ", "xyz 10 name", "1000 zz name", "11111111111111111 1 n"};
+    /* blanks: tabs as separators, leading blanks; exactly one blank after SIZE, the rest is
+     * the name's (a name may start with a blank); a trailing CR LF is not the name's */
+    l = "\t 0X1000\t\t0x10\t\tname with\ttab\r\n";
+    cr_assert(pp_perfmap_parse_line(l, strlen(l), &a, &sz, &name, &nl) == 0);
+    cr_assert_eq(a, 0x1000);
+    cr_assert_eq(sz, 0x10);
+    cr_assert(nl == strlen("\tname with\ttab") && strncmp(name, "\tname with\ttab", nl) == 0,
+              "name '%.*s'", (int)nl, name);
+    l = "ffffffffffffffff ffffffffffffffff x"; /* 16 digits: the largest values */
+    cr_assert(pp_perfmap_parse_line(l, strlen(l), &a, &sz, &name, &nl) == 0);
+    cr_assert(a == UINT64_MAX && sz == UINT64_MAX && nl == 1);
+    const char *bad[] = {"",
+                         "1000",
+                         "1000 10",
+                         "1000 10 ",
+                         "1000 10\t",
+                         "1000 10 \r\n",
+                         "1000 10\n",
+                         "xyz 10 name",
+                         "1000 zz name",
+                         "11111111111111111 1 n", /* 17 digits: overflow */
+                         "1000 11111111111111111 n",
+                         "0x00000000000000001 1 n", /* leading zeros count */
+                         "1000 10g name",           /* junk glued to SIZE */
+                         "1000g 10 name",           /* junk glued to START */
+                         "1000 0x name",
+                         "0x 10 name",
+                         "1000 -10 name",
+                         "-1000 10 name",
+                         "1000,10 name",
+                         "1000  name", /* SIZE missing: "name" is not hex */
+                         "1000 10name",
+                         "1000\n10 name",
+                         " ",
+                         "\t\t",
+                         "\n",
+                         "1000 10 \n"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         cr_assert(pp_perfmap_parse_line(bad[i], strlen(bad[i]), &a, &sz, &name, &nl) != 0,
-                  "accepted '%s'", bad[i]);
+                  "accepted the malformed line '%s'", bad[i]);
     const char data[] = "1000 10 first\ngarbage line\n1010 10 second;x\n1010 8 newer\n2000 0 z";
     pp_perfmap m = {0};
     cr_assert_eq(pp_perfmap_parse(&m, data, sizeof(data) - 1), 4);
