@@ -63,7 +63,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
 .PHONY: all deps run test unit valgrind integration fuzz summary bench format format-check layers \
-        clean install
+        clean install mutants
 # Quiet unless V=1: no "is up to date" line per goal either, so that `make -n <goals> | wc -l`
 # counts the commands that would run.
 ifneq ($(V),1)
@@ -231,6 +231,12 @@ format-check:
 
 layers:
 	@$(STAGES) layers
+
+# Mutation testing (not part of `make test`): each mutation of tests/tools/mutants.json planted in
+# a scratch copy, its narrowest stage run; prints the kill rate and the survivors.
+# MUTANTS_ARGS: e.g. --only ID,ID or --stage-prefix unit (tests/tools/mutants.py --help).
+mutants:
+	@python3 tests/tools/mutants.py $(MUTANTS_ARGS)
 
 # All stages run even when one fails, so that one run reports everything; the summary fails
 # if any did.
