@@ -6,12 +6,14 @@ CLANG    := clang
 BPFTOOL  := bpftool
 BUILD    := build
 
+# A step is one recipe line, `$(Q)$(call say,WHAT,TARGET)command` (the short line is printed by
+# the same shell as the command), so that `make -n | wc -l` counts commands.
 ifeq ($(V),1)
 Q        :=
 say      :=
 else
 Q        := @
-say       = @printf '  %-6s %s\n' $(1) $(2);
+say       = printf '  %-6s %s\n' $(1) $(2);
 endif
 
 WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
@@ -26,17 +28,33 @@ LIB_SRC  := $(sort $(wildcard base/*.c orchestrator/*.c merge/*.c runtimes/*.c r
 LIB_SRC  := $(filter-out orchestrator/main.c,$(LIB_SRC))
 BPF_SRC  := $(wildcard bpf/*.bpf.c)
 SKELS    := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRC))
-# Generated headers: the BPF skeletons and the flame graph page (merge/html.c).
-GEN_HDRS := $(SKELS) $(BUILD)/flamegraph_template.h
+# Generated headers: the BPF skeletons, the flame graph page (merge/html.c) and the list of
+# in-sampler walkers (bpf/sampler.h, bpf/walkers.bpf.h).
+WALKERS_GEN := $(BUILD)/walkers_gen.h $(BUILD)/walkers_gen.bpf.h
+GEN_HDRS := $(SKELS) $(BUILD)/flamegraph_template.h $(WALKERS_GEN)
 
-# The library is compiled once per flavour and linked by the binary, the tests, the benchmarks
-# and every fuzz target: plain (binary, valgrind tests), sanitized (unit tests), fuzz (clang).
+# The library is compiled once per flavour: plain (the binary, the benchmarks, the valgrind
+# tests), sanitized (unit tests), fuzz (clang, the fuzz targets). The binary and the benchmarks
+# link the static archive of the plain objects; the tests and fuzz targets link a shared library
+# of their flavour (objects are position-independent), found through their rpath ($ORIGIN), and
+# depend on it order-only: a changed library file recompiles its objects and relinks the
+# archive, the binary and the three shared libraries, not the ~95 test binaries (a changed
+# interface changes a header, which recompiles and relinks the tests that include it).
+PIC      := -fPIC -fno-semantic-interposition
 OBJ      := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 SAN_OBJ  := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRC))
 FUZZ_OBJ := $(patsubst %.c,$(BUILD)/fuzzobj/%.o,$(LIB_SRC))
 LIB      := $(BUILD)/libpolyprof.a
-SAN_LIB  := $(BUILD)/libpolyprof-san.a
-FUZZ_LIB := $(BUILD)/libpolyprof-fuzz.a
+SO       := $(BUILD)/libpolyprof.so
+SAN_SO   := $(BUILD)/libpolyprof-san.so
+FUZZ_SO  := $(BUILD)/libpolyprof-fuzz.so
+
+# The flags every object and test binary is built with, recorded in build/flags.txt (rewritten,
+# when make reads this file, only if they changed): objects and links depend on it, so a change
+# of flags (or of how tests link: "link=so") rebuilds them instead of mixing old and new objects.
+FLAGS_ID := link=so $(CC) $(CFLAGS) $(PIC) $(SAN) $(FUZZSAN) $(LDLIBS)
+FLAGS    := $(BUILD)/flags.txt
+$(shell mkdir -p $(BUILD) && { echo '$(FLAGS_ID)' | cmp -s - $(FLAGS) || echo '$(FLAGS_ID)' > $(FLAGS); })
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -45,7 +63,12 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
 .PHONY: all deps run test unit valgrind integration fuzz summary bench format format-check layers \
-        clean install
+        clean install mutants
+# Quiet unless V=1: no "is up to date" line per goal either, so that `make -n <goals> | wc -l`
+# counts the commands that would run.
+ifneq ($(V),1)
+.SILENT:
+endif
 # Keep the object files of pattern rules (Make would delete them as intermediates).
 .SECONDARY:
 # A recipe that fails leaves no half-written target behind.
@@ -85,8 +108,7 @@ ASPROF_VERSION := $(shell sed -n 's/^ASPROF_VERSION=//p' tests/tools/install.sh 
 RBSPY_VERSION := $(shell sed -n 's/^RBSPY_VERSION=//p' tests/tools/install.sh 2>/dev/null)
 
 install: $(BUILD)/polyprof
-	$(call say,INST,$(DESTDIR)$(PREFIX))
-	$(Q)install -D -m 0755 $(BUILD)/polyprof $(DESTDIR)$(PREFIX)/bin/polyprof
+	$(Q)$(call say,INST,$(DESTDIR)$(PREFIX))install -D -m 0755 $(BUILD)/polyprof $(DESTDIR)$(PREFIX)/bin/polyprof
 	$(Q)if [ -n "$(LOGDIR)" ]; then install -d -m 0755 "$(DESTDIR)$(LOGDIR)"; fi
 	$(Q)cd resources && find . -type f ! -name '.*' ! -path './flamegraph/*' | while read -r f; do \
 	    if [ -x "$$f" ]; then m=0755; else m=0644; fi; \
@@ -109,69 +131,79 @@ BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
               -e 's/ppc64le/powerpc/' -e 's/mips.*/mips/' -e 's/riscv64/riscv/' \
               -e 's/loongarch64/loongarch/' -e 's/s390x/s390/')
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c | $(BUILD)
-	$(call say,BPF,$<)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror -I. \
+$(BUILD)/%.bpf.o: bpf/%.bpf.c | $(BUILD) $(WALKERS_GEN)
+	$(Q)$(call say,BPF,$<)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror -I. -I$(BUILD) \
 	    -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 	$(Q)llvm-strip -g $@ 2>/dev/null || true
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
-	$(call say,SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
+	$(Q)$(call say,SKEL,$@)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
 $(BUILD):
 	@mkdir -p $@
 
+# The in-sampler walkers, from the registry: each runtime of PP_RUNTIME_LIST (in its order) whose
+# folder has walker.bpf.h (its walker pp_walk_<symbol>, per-process data in walker_info.h) gets
+# walker index PP_WALK_<ID>. walkers_gen.h: PP_WALKER_LIST(X), for the BPF program and user
+# space; walkers_gen.bpf.h: the walkers' includes, for the BPF program only.
+WALKER_SRC := $(wildcard runtimes/*/walker.bpf.h)
+$(WALKERS_GEN) &: runtimes/registry.h $(WALKER_SRC) | $(BUILD)
+	$(Q)$(call say,GEN,$(BUILD)/walkers_gen.h)rows=$$(printf '#include "runtimes/registry.h"\n#define PP_ROW_(id, sym) @row id sym\nPP_RUNTIME_LIST(PP_ROW_)\n' \
+	    | $(CC) -E -P -I. -x c - | tr '@' '\n' | sed -n 's/^row \([A-Z0-9_]*\) \([a-z0-9_]*\).*/\1 \2/p') && \
+	[ -n "$$rows" ] || { echo "walkers: no runtime in PP_RUNTIME_LIST of runtimes/registry.h" >&2; exit 1; }; \
+	{ echo '/* Generated by the Makefile from runtimes/registry.h: do not edit. */'; \
+	  echo '#define PP_WALKER_LIST(X) \'; \
+	  echo "$$rows" | while read -r id sym; do [ -f runtimes/$$sym/walker.bpf.h ] && echo "    X($$id, $$sym) \\"; done; \
+	  echo '    /* end */'; } > $(BUILD)/walkers_gen.h.tmp && \
+	{ echo '/* Generated by the Makefile from runtimes/registry.h: do not edit. */'; \
+	  echo "$$rows" | while read -r id sym; do [ -f runtimes/$$sym/walker.bpf.h ] && \
+	      echo "#include \"runtimes/$$sym/walker.bpf.h\""; done; true; } > $(BUILD)/walkers_gen.bpf.h.tmp && \
+	mv $(BUILD)/walkers_gen.h.tmp $(BUILD)/walkers_gen.h && mv $(BUILD)/walkers_gen.bpf.h.tmp $(BUILD)/walkers_gen.bpf.h
+
 # The flame graph page, compiled in as a NUL-terminated char array (merge/html.c).
 $(BUILD)/flamegraph_template.h: resources/flamegraph/flamegraph.html | $(BUILD)
-	$(call say,GEN,$@)
-	$(Q){ echo 'static const char pp_flamegraph_template[] = {'; \
+	$(Q)$(call say,GEN,$@){ echo 'static const char pp_flamegraph_template[] = {'; \
 	    od -An -v -tx1 $< | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } > $@.tmp && \
 	    mv $@.tmp $@
 
 # ---- C objects: header dependencies come from the compiler (-MMD); the generated headers are
 # built before any object (order-only), and only objects that include one depend on it. ----
-$(BUILD)/obj/%.o: %.c | $(GEN_HDRS)
-	$(call say,CC,$<)
-	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+$(BUILD)/obj/%.o: %.c $(FLAGS) | $(GEN_HDRS)
+	$(Q)$(call say,CC,$<)mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(PIC) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/san/%.o: %.c | $(GEN_HDRS)
-	$(call say,CC-SAN,$<)
-	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -O1 $(SAN) $(DEPFLAGS) -c $< -o $@
+$(BUILD)/san/%.o: %.c $(FLAGS) | $(GEN_HDRS)
+	$(Q)$(call say,CC-SAN,$<)mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(PIC) -O1 $(SAN) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/fuzzobj/%.o: %.c | $(GEN_HDRS)
-	$(call say,CC-FUZ,$<)
-	@mkdir -p $(dir $@)
-	$(Q)$(CLANG) -std=gnu11 -g -O1 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(FUZZSAN) $(DEPFLAGS) -c $< -o $@
+$(BUILD)/fuzzobj/%.o: %.c $(FLAGS) | $(GEN_HDRS)
+	$(Q)$(call say,CC-FUZ,$<)mkdir -p $(dir $@) && $(CLANG) -std=gnu11 -g -O1 $(WARN) -D_GNU_SOURCE -I. -I$(BUILD) $(PIC) $(FUZZSAN) $(DEPFLAGS) -c $< -o $@
 
 $(LIB): $(OBJ)
-$(SAN_LIB): $(SAN_OBJ)
-$(FUZZ_LIB): $(FUZZ_OBJ)
-$(LIB) $(SAN_LIB) $(FUZZ_LIB):
-	$(call say,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
+
+$(SO): $(OBJ)
+	$(Q)$(call say,SO,$@)$(CC) -shared -o $@ $^ $(LDLIBS)
+
+$(SAN_SO): $(SAN_OBJ)
+	$(Q)$(call say,SO,$@)$(CC) -shared $(SAN) -o $@ $^ $(LDLIBS)
+
+$(FUZZ_SO): $(FUZZ_OBJ)
+	$(Q)$(call say,SO,$@)$(CLANG) -shared -fsanitize=address,undefined -o $@ $^ $(LDLIBS)
 
 $(BUILD)/polyprof: $(BUILD)/obj/orchestrator/main.o $(LIB)
-	$(call say,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(call say,LINK,$@)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# ---- tests ----
-$(BUILD)/tests/%: $(BUILD)/san/tests/unit/%.o $(SAN_LIB)
-	$(call say,LINK,$@)
-	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -O1 $(SAN) -o $@ $^ $(LDLIBS) -lcriterion
+# ---- tests: linked with their flavour's shared library (order-only, see above) ----
+SAN_SO_LINK  = -L$(BUILD) -l:$(notdir $(SAN_SO)) -Wl,-rpath,'$$ORIGIN/..'
+SO_LINK      = -L$(BUILD) -l:$(notdir $(SO)) -Wl,-rpath,'$$ORIGIN/../..'
+FUZZ_SO_LINK = -L$(BUILD) -l:$(notdir $(FUZZ_SO)) -Wl,-rpath,'$$ORIGIN/..'
+$(BUILD)/tests/%: $(BUILD)/san/tests/unit/%.o $(FLAGS) | $(SAN_SO)
+	$(Q)$(call say,LINK,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -O1 $(SAN) -o $@ $< $(SAN_SO_LINK) $(LDLIBS) -lcriterion
 
-$(BUILD)/tests/vg/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
-	$(call say,LINK,$@)
-	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+$(BUILD)/tests/vg/%: $(BUILD)/obj/tests/unit/%.o $(FLAGS) | $(SO)
+	$(Q)$(call say,LINK,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -o $@ $< $(SO_LINK) $(LDLIBS) -lcriterion
 
-$(BUILD)/fuzz/%: $(BUILD)/fuzzobj/tests/fuzz/%.o $(FUZZ_LIB)
-	$(call say,LINK,$@)
-	@mkdir -p $(dir $@)
-	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+$(BUILD)/fuzz/%: $(BUILD)/fuzzobj/tests/fuzz/%.o $(FLAGS) | $(FUZZ_SO)
+	$(Q)$(call say,LINK,$@)mkdir -p $(dir $@) && $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_SO_LINK) $(LDLIBS)
 
 # Each stage records its counts in build/results/<stage>.json and prints one line
 # "<stage>: N passed, N failed, N skipped"; `summary` adds the totals. STRICT=1 (set when
@@ -199,6 +231,12 @@ format-check:
 
 layers:
 	@$(STAGES) layers
+
+# Mutation testing (not part of `make test`): each mutation of tests/tools/mutants.json planted in
+# a scratch copy, its narrowest stage run; prints the kill rate and the survivors.
+# MUTANTS_ARGS: e.g. --only ID,ID or --stage-prefix unit (tests/tools/mutants.py --help).
+mutants:
+	@python3 tests/tools/mutants.py $(MUTANTS_ARGS)
 
 # All stages run even when one fails, so that one run reports everything; the summary fails
 # if any did.
@@ -235,9 +273,7 @@ $(BUILD)/bench/bench_merge: $(BUILD)/obj/bench/merge/bench_merge.o
 $(BUILD)/bench/bench_pyreader: $(BUILD)/obj/bench/python/bench_reader.o
 $(BUILD)/bench/bench_jfr: $(BUILD)/obj/bench/java/bench_jfr.o
 $(BENCH_BIN): $(LIB)
-	$(call say,LINK,$@)
-	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS)
+	$(Q)$(call say,LINK,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS)
 
 bench: all
 	bash bench/sampler/run.sh

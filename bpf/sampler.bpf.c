@@ -252,6 +252,9 @@ static __always_inline __u64 rt_thread_pointer(void)
 #endif
 }
 
+/* The walkers of the registry's runtimes (runtimes/<rt>/walker.bpf.h) and their dispatch. */
+#include "walkers_gen.bpf.h"
+
 #include "bpf/walkers.bpf.h"
 
 /* The registered entry of an ancestor of the current task (up to PP_RT_FORK_DEPTH levels) whose

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bpf/php.h"
+#include "runtimes/php/walker_info.h"
 #include "runtimes/php/php_int.h"
 
 #define MAX_STR 1024       /* names and file names longer than this are cut */

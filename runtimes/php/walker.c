@@ -21,7 +21,7 @@
 #include "base/hashtab.h"
 #include "base/log.h"
 #include "base/procfiles.h"
-#include "bpf/php.h"
+#include "runtimes/php/walker_info.h"
 #include "bpf/sampler.h"
 #include "runtimes/php/php_int.h"
 #include "runtimes/system/sampler.h"

@@ -9,14 +9,14 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "bpf/python.h"
+#include "runtimes/python/walker_info.h"
 #include "bpf/sampler.h"
 #include "runtimes/python/cpython_int.h"
 #include "runtimes/python/frametab.h"
 #include "runtimes/python/python_int.h"
 #include "runtimes/system/sampler.h"
 
-#define FRAME_BUF 128 /* PY_FRAME_BUF and PY_CODE_BUF of bpf/python.bpf.h */
+#define FRAME_BUF 128 /* PY_FRAME_BUF and PY_CODE_BUF of runtimes/python/walker.bpf.h */
 #define LOST_FRAME "[lost symbol]_[p]"
 
 typedef struct pywalk {
@@ -175,7 +175,7 @@ static void *pw_prepare(const pp_runtime_ctx *ctx, int pid, void *info, size_t l
 }
 
 const pp_inwalker pp_python_inwalker = {
-    .kind = PP_WALK_CPYTHON,
+    .kind = PP_WALK_PYTHON,
     .prepare = pw_prepare,
     .ops = &ops,
 };

@@ -11,14 +11,14 @@
 
 #include "base/hashtab.h"
 #include "base/log.h"
-#include "bpf/ruby.h"
+#include "runtimes/ruby/walker_info.h"
 #include "bpf/sampler.h"
 #include "runtimes/ruby/ruby_int.h"
 #include "runtimes/runtime.h"
 #include "runtimes/system/sampler.h"
 
 #define LOST_FRAME "[lost symbol]_[rb]"
-#define CFP_BUF 64 /* RB_CFP_BUF of bpf/ruby.bpf.h */
+#define CFP_BUF 64 /* RB_CFP_BUF of runtimes/ruby/walker.bpf.h */
 
 typedef struct frame_ent {
     const pp_rb_iseq *q;

@@ -221,6 +221,8 @@ Test(merge, split_count_takes_last_token)
     cr_assert_eq(pp_col_split_count("a b", 3, &sl, &c), -1);
     cr_assert_eq(pp_col_split_count("a 99999999999999999999999", 25, &sl, &c), -1);
     cr_assert_eq(pp_col_split_count("a ", 2, &sl, &c), -1);
+    /* a line that is only a count has no stack: refused (a split at 0 would make its length -1) */
+    cr_assert_eq(pp_col_split_count("12", 2, &sl, &c), -1);
 }
 
 Test(merge, render_writes_each_stack_once)

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "bpf/php.h"
+#include "runtimes/php/walker_info.h"
 #include "runtimes/php/php_int.h"
 #include "runtimes/system/sampler.h"
 #include "testutil.h"

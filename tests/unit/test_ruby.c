@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "base/child.h"
-#include "bpf/ruby.h"
+#include "runtimes/ruby/walker_info.h"
 #include "runtimes/ruby/ruby_int.h"
 #include "runtimes/runtime.h"
 #include "runtimes/system/sampler.h"

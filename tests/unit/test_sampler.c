@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "bpf/python.h"
+#include "runtimes/python/walker_info.h"
 #include "bpf/sampler.h"
 #include "merge/profile.h"
 #include "runtimes/system/sampler.h"
@@ -235,8 +235,8 @@ Test(sampler, walker_survives_garbage_memory)
                 b[i] = (unsigned char)x;
             }
         }
-        cr_assert_eq(pp_sampler_walk_attach(s, child, 1000 + round, PP_WALK_CPYTHON, &in,
-                                            sizeof(in), &garbage_ops, NULL, err, sizeof(err)),
+        cr_assert_eq(pp_sampler_walk_attach(s, child, 1000 + round, PP_WALK_PYTHON, &in, sizeof(in),
+                                            &garbage_ops, NULL, err, sizeof(err)),
                      0, "%s", err);
         struct timespec nap = {0, 400 * 1000 * 1000};
         for (int i = 0; i < 3; i++) {

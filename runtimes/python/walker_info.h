@@ -1,8 +1,8 @@
 /* The CPython walker's per-process data (the `info` of struct pp_rt_proc), shared by
- * bpf/python.bpf.h and the user space that fills it (runtimes/python/inbpf.c). Offsets are the
- * running interpreter's (docs/python-bpf.md); 0 for an optional field means absent. */
-#ifndef PP_BPF_PYTHON_H
-#define PP_BPF_PYTHON_H
+ * runtimes/python/walker.bpf.h and the user space that fills it (runtimes/python/inbpf.c). Offsets
+ * are the running interpreter's (docs/python-bpf.md); 0 for an optional field means absent. */
+#ifndef PP_PYTHON_WALKER_INFO_H
+#define PP_PYTHON_WALKER_INFO_H
 
 struct pp_cpython_info {
     unsigned long long runtime;   /* &_PyRuntime in the target */

@@ -1,8 +1,8 @@
-/* The PHP walker's per-process data (the `info` of struct pp_rt_proc), shared by bpf/php.bpf.h
- * and the user space that fills it (runtimes/php/walker.c). Offsets are the running engine's
- * (docs/php.md, "Layout tables"). */
-#ifndef PP_BPF_PHP_H
-#define PP_BPF_PHP_H
+/* The PHP walker's per-process data (the `info` of struct pp_rt_proc), shared by
+ * runtimes/php/walker.bpf.h and the user space that fills it (runtimes/php/walker.c). Offsets are
+ * the running engine's (docs/php.md, "Layout tables"). */
+#ifndef PP_PHP_WALKER_INFO_H
+#define PP_PHP_WALKER_INFO_H
 
 struct pp_php_info {
     unsigned long long eg_ced; /* &executor_globals.current_execute_data in the target */

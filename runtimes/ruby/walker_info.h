@@ -1,8 +1,8 @@
-/* The Ruby walker's per-process data (the `info` of struct pp_rt_proc), shared by bpf/ruby.bpf.h
- * and the user space that fills it (runtimes/ruby/walker.c). Offsets are the running Ruby's
- * (docs/ruby.md). */
-#ifndef PP_BPF_RUBY_H
-#define PP_BPF_RUBY_H
+/* The Ruby walker's per-process data (the `info` of struct pp_rt_proc), shared by
+ * runtimes/ruby/walker.bpf.h and the user space that fills it (runtimes/ruby/walker.c). Offsets are
+ * the running Ruby's (docs/ruby.md). */
+#ifndef PP_RUBY_WALKER_INFO_H
+#define PP_RUBY_WALKER_INFO_H
 
 struct pp_ruby_info {
     /* The running execution context: ec = *(*ec_root + root_ec) when root_ec >= 0 (3.x: the

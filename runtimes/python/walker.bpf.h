@@ -1,4 +1,5 @@
-/* The CPython walker of the system sampler (included by bpf/sampler.bpf.c; docs/python-bpf.md).
+/* The CPython walker of the system sampler (its folder's walker of the sampler program, listed by
+ * the Makefile from the registry: build/walkers_gen.bpf.h; docs/python-bpf.md).
  *
  * The sampled task's thread state is found by its thread pointer: on x86_64 glibc, pthread_self()
  * is the fs base, and every PyThreadState records it in thread_id (3.8-3.13), so the thread
@@ -12,7 +13,7 @@
 #ifndef PP_PYTHON_BPF_H
 #define PP_PYTHON_BPF_H
 
-#include "bpf/python.h"
+#include "runtimes/python/walker_info.h"
 
 #define PY_MAX_INTERPS 4
 #define PY_FRAME_STEPS (PP_RT_MAX_FRAMES + 64) /* shim and incomplete frames are skipped */
@@ -144,8 +145,8 @@ static long py_frame_cb(__u32 i, void *arg)
 }
 
 /* Fills w with the sampled thread's Python frames; returns a PP_CNT_WALK_* outcome. */
-static __always_inline __u32 pp_walk_cpython(const struct pp_rt_proc *p, __u32 tid,
-                                             struct rt_walk *w)
+static __always_inline __u32 pp_walk_python(const struct pp_rt_proc *p, __u32 tid,
+                                            struct rt_walk *w)
 {
     const struct pp_cpython_info *in = (const void *)p->info;
     __u64 fsbase = rt_thread_pointer();

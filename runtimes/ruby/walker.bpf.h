@@ -1,4 +1,5 @@
-/* The Ruby walker of the system sampler (included by bpf/sampler.bpf.c; docs/ruby.md).
+/* The Ruby walker of the system sampler (its folder's walker of the sampler program, listed by the
+ * Makefile from the registry: build/walkers_gen.bpf.h; docs/ruby.md).
  *
  * With the GVL only one thread of a ractor runs Ruby code: the main ractor's running execution
  * context (3.x: ractor->threads.running_ec; 2.6/2.7: ruby_current_execution_context_ptr). The
@@ -15,7 +16,7 @@
 #ifndef PP_RUBY_BPF_H
 #define PP_RUBY_BPF_H
 
-#include "bpf/ruby.h"
+#include "runtimes/ruby/walker_info.h"
 
 #define RB_FRAME_STEPS (PP_RT_MAX_FRAMES + 96) /* dummy and ifunc frames are skipped */
 #define RB_CFP_BUF 64

@@ -1,4 +1,5 @@
-/* The PHP walker of the system sampler (included by bpf/sampler.bpf.c; docs/php.md).
+/* The PHP walker of the system sampler (its folder's walker of the sampler program, listed by the
+ * Makefile from the registry: build/walkers_gen.bpf.h; docs/php.md).
  *
  * NTS builds keep the engine's state in the global executor_globals: its current_execute_data is
  * the innermost frame of the (only) PHP thread, and each zend_execute_data links to its caller by
@@ -13,7 +14,7 @@
 #ifndef PP_PHP_BPF_H
 #define PP_PHP_BPF_H
 
-#include "bpf/php.h"
+#include "runtimes/php/walker_info.h"
 
 #define PHP_FRAME_STEPS (PP_RT_MAX_FRAMES + 32) /* frames without a function are skipped */
 #define PHP_ED_BUF 64                           /* a zend_execute_data read */
@@ -97,8 +98,9 @@ static long php_frame_cb(__u32 i, void *arg)
 }
 
 /* Fills w with the PHP frames of the sampled thread; returns a PP_CNT_WALK_* outcome. */
-static __always_inline __u32 pp_walk_php(const struct pp_rt_proc *p, struct rt_walk *w)
+static __always_inline __u32 pp_walk_php(const struct pp_rt_proc *p, __u32 tid, struct rt_walk *w)
 {
+    (void)tid; /* the frame is the executor's, whichever thread runs it */
     const struct pp_php_info *in = (const void *)p->info;
     __u32 zero = 0;
     struct php_scratch *s = bpf_map_lookup_elem(&php_scratch, &zero);
