@@ -73,13 +73,15 @@ deps:
 # ---- resources: one layout for every way polyprof is run (README "Installing and resources").
 # A resources directory holds the files polyprof looks up by their path below it
 # (base/resource.h): python/py-spy, ruby/rbspy, java/async-profiler.jar,
-# node/linux-perf/<libc>/<major>/linux-perf.node. The checkout's resources/ holds the Node addon
-# (`make deps` builds it there); `make tools` (part of `make all`) copies the pinned tools `make
-# deps` fetched or built into PP_TOOLS (default /var/cache/polyprof/tools) into
-# build/resources/, the resources directory beside build/polyprof (search step 2), so that
-# build/polyprof finds them as `make run`, `make install` and the image do. A copy (not a link):
-# the tree is self-contained, and the image's build context takes it as it is. A tool missing
-# from PP_TOOLS is left as it is (PP_TOOLS= copies nothing). ----
+# node/linux-perf/<libc>/<major>/linux-perf.node. The checkout's resources/ is that directory
+# for build/polyprof (search step 4), and the source of `make install`'s: `make deps` builds the
+# Node addon there, and `make tools` (part of `make all`) copies there the pinned tools `make
+# deps` fetched or built into PP_TOOLS (default /var/cache/polyprof/tools), git-ignored, so that
+# build/polyprof finds them as `make run`, `make install` and the image do. Not build/resources:
+# the unit tests' binaries (build/tests/) would find it as their ../resources, where tests of
+# "tool not found" expect nothing. A copy (not a link): the tree is self-contained, and the
+# image's build context takes it as it is. A tool missing from PP_TOOLS is left as it is
+# (PP_TOOLS= copies nothing). ----
 PP_TOOLS ?= /var/cache/polyprof/tools
 PYSPY_VERSION := $(shell sed -n 's/^PYSPY_VERSION=//p' tests/tools/install.sh 2>/dev/null)
 ASPROF_VERSION := $(shell sed -n 's/^ASPROF_VERSION=//p' tests/tools/install.sh 2>/dev/null)
@@ -92,16 +94,16 @@ PP_TOOL_FILES := python/py-spy:0755:py-spy-$(PYSPY_VERSION)/py-spy \
 tools:
 	$(Q)[ -z "$(PP_TOOLS)" ] || for t in $(PP_TOOL_FILES); do \
 	    rel=$${t%%:*}; m=$${t#*:}; m=$${m%%:*}; src="$(PP_TOOLS)/$${t##*:}"; \
-	    dst="$(BUILD)/resources/$$rel"; \
+	    dst="resources/$$rel"; \
 	    if [ -f "$$src" ] && ! cmp -s "$$src" "$$dst"; then \
 	        install -D -m $$m "$$src" "$$dst" || exit 1; \
 	        printf '  %-6s %s\n' TOOL "$$dst"; fi; done
 
 # ---- install: PREFIX/bin/polyprof and PREFIX/share/polyprof/resources, the layout the resource
 # search path (base/resource.h) finds from the binary's own directory, so the tree works under
-# any PREFIX, DESTDIR or chroot. The resources are the checkout's resources/ (but flamegraph/,
-# compiled into the binary (merge/html.c), and dot files), then build/resources/ (the tools
-# above), executables staying executable. LOGDIR (the default --log-file's directory, which
+# any PREFIX, DESTDIR or chroot. The resources are the checkout's resources/ (the tools and the
+# Node addon above; but flamegraph/, compiled into the binary (merge/html.c), and dot files),
+# executables staying executable. LOGDIR (the default --log-file's directory, which
 # polyprof does not create) is made too; LOGDIR= skips it. The Dockerfile runs this target. ----
 PREFIX   ?= /usr/local
 LOGDIR   ?= /var/log/polyprof
@@ -111,10 +113,9 @@ install: $(BUILD)/polyprof tools
 	$(call say,INST,$(DESTDIR)$(PREFIX))
 	$(Q)install -D -m 0755 $(BUILD)/polyprof $(DESTDIR)$(PREFIX)/bin/polyprof
 	$(Q)if [ -n "$(LOGDIR)" ]; then install -d -m 0755 "$(DESTDIR)$(LOGDIR)"; fi
-	$(Q)for d in resources $(BUILD)/resources; do [ -d "$$d" ] || continue; \
-	    (cd "$$d" && find . -type f ! -name '.*' ! -path './flamegraph/*') | while read -r f; do \
-	    if [ -x "$$d/$$f" ]; then m=0755; else m=0644; fi; \
-	    install -D -m $$m "$$d/$$f" "$(RES_DEST)/$$f" || exit 1; done || exit 1; done
+	$(Q)cd resources && find . -type f ! -name '.*' ! -path './flamegraph/*' | while read -r f; do \
+	    if [ -x "$$f" ]; then m=0755; else m=0644; fi; \
+	    install -D -m $$m "$$f" "$(RES_DEST)/$$f" || exit 1; done
 
 # ---- BPF: CO-RE objects and libbpf skeletons ----
 BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \

@@ -164,7 +164,7 @@ def tool_resources(tmp_path, rel, source=None, text=None):
     """A resources directory holding one tool at rel ("python/py-spy"), a link to source or a
     new executable file with text, for POLYPROF_RESOURCES: the search path's explicit override
     (base/resource.h step 1). A test's stand-in must go there, not on PATH: PATH is the search's
-    last step, and build/polyprof finds the real tools `make` staged in build/resources first."""
+    last step, and build/polyprof finds the real tools `make` copied into resources/ first."""
     d = tmp_path / "resources"
     p = d / rel
     p.parent.mkdir(parents=True, exist_ok=True)

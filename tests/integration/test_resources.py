@@ -1,6 +1,7 @@
 """One install layout (README "Installing and resources"): build/polyprof, as `make deps && make`
 leave it, finds the tools `make deps` fetched (py-spy, rbspy, async-profiler's jar), which `make`
-copies into build/resources, the resources directory beside the binary.
+copies into the checkout's resources/, the build tree's resources directory; and
+`extract-resources --resources-dest DIR` copies what the search finds into DIR.
 """
 import os
 import re
@@ -56,6 +57,41 @@ def test_build_tree_binary_gets_the_tools_make_deps_fetched(tmp_path):
     line, err = startup_line([], tmp_path)
     assert line.startswith("java (auto: async-profiler), "), line
     for rel, src in TOOLS.items():
-        staged = ROOT / "build" / "resources" / rel
+        staged = ROOT / "resources" / rel
         assert staged.read_bytes() == (PP_TOOLS / src).read_bytes(), f"{staged} is not {src}"
 
+
+def test_extract_resources_copies_what_the_search_finds(tmp_path):
+    """extract-resources --resources-dest DIR copies the tools and the Node addons (gProfiler's
+    subcommand); DIR then serves a binary that has nothing beside it (POLYPROF_RESOURCES)."""
+    fetched()
+    addons = sorted(p.relative_to(ROOT / "resources")
+                    for p in (ROOT / "resources" / "node").rglob("linux-perf.node"))
+    assert addons, "make deps builds the Node addon into resources/node (run make deps)"
+    dest = tmp_path / "extracted"
+    r = subprocess.run([str(POLYPROF), "extract-resources", "--resources-dest", str(dest)],
+                       capture_output=True, text=True, timeout=60, env=plain_env())
+    assert r.returncode == 0, r.stderr
+    for rel, src in TOOLS.items():
+        assert (dest / rel).read_bytes() == (PP_TOOLS / src).read_bytes(), rel
+        assert os.access(dest / rel, os.X_OK) == rel.endswith(("py-spy", "rbspy")), rel
+    for rel in addons:
+        assert (dest / rel).read_bytes() == (ROOT / "resources" / rel).read_bytes(), rel
+    exe = tmp_path / "alone" / "bin" / "polyprof"
+    exe.parent.mkdir(parents=True)
+    exe.write_bytes(POLYPROF.read_bytes())
+    exe.chmod(0o755)
+    r = subprocess.run([str(exe), "-d", "1", "-f", "11", "-o", str(tmp_path / "out"),
+                        "--no-flamegraph", "--pids", str(os.getpid()), "--java-mode", "ap",
+                        "--python-mode", "pyspy", "--ruby-mode", "rbspy"],
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(plain_env(), POLYPROF_RESOURCES=str(dest)))
+    assert r.returncode == 0 and "not found" not in r.stderr, r.stderr
+
+
+def test_extract_resources_needs_a_destination(tmp_path):
+    """Without --resources-dest it is a usage error (exit 2), as gProfiler's argparse makes it."""
+    r = subprocess.run([str(POLYPROF), "extract-resources"], capture_output=True, text=True,
+                       timeout=60, env=plain_env())
+    assert r.returncode == 2, r.stderr
+    assert "extract-resources: the following arguments are required: --resources-dest" in r.stderr

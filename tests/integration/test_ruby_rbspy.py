@@ -246,7 +246,7 @@ def test_process_gone_before_rbspy_attached(tmp_path):
 
 def test_missing_rbspy_is_named(tmp_path):
     """A copy of polyprof with no resources beside it (build/polyprof has rbspy in
-    build/resources) and none on PATH names the places it looked in."""
+    resources/) and none on PATH names the places it looked in."""
     need(RUBY, "Debian's ruby (apt-get install ruby)")
     exe = tmp_path / "alone" / "bin" / "polyprof"  # searches only below tmp_path/alone
     exe.parent.mkdir(parents=True)
