@@ -45,7 +45,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
 .PHONY: all deps run test unit valgrind integration fuzz summary bench format format-check layers \
-        clean install tools
+        clean install tools image
 # Keep the object files of pattern rules (Make would delete them as intermediates).
 .SECONDARY:
 # A recipe that fails leaves no half-written target behind.
@@ -59,7 +59,7 @@ DEB_PKGS := gcc make clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev liblzma
             libclang-rt-14-dev valgrind python3 python3-pip python3-pytest python3-pytest-timeout \
             golang-go linux-perf stress-ng clang-format ruby php-cli php8.2-fpm \
             openjdk-17-jdk-headless \
-            nodejs binutils chromium curl libwebsockets-dev
+            nodejs binutils chromium curl libwebsockets-dev podman runc debootstrap
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 	    | grep -q 'install ok installed' || echo $$p; done); \
@@ -116,6 +116,13 @@ install: $(BUILD)/polyprof tools
 	$(Q)cd resources && find . -type f ! -name '.*' ! -path './flamegraph/*' | while read -r f; do \
 	    if [ -x "$$f" ]; then m=0755; else m=0644; fi; \
 	    install -D -m $$m "$$f" "$(RES_DEST)/$$f" || exit 1; done
+
+# ---- the container image (docker/image.sh, docs/deploy.md): podman builds docker/Dockerfile on a
+# Debian 12 base made by debootstrap, with the tools `make` copied into resources/. Not part of `make
+# test`: tests/integration/test_image.py uses the image built here (and builds it when it is
+# missing). IMAGE, BASE_IMAGE, ROOTFS, DEBIAN_MIRROR: see the script. ----
+image: all
+	$(Q)bash docker/image.sh
 
 # ---- BPF: CO-RE objects and libbpf skeletons ----
 BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
