@@ -63,7 +63,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
 .PHONY: all deps run test unit valgrind integration fuzz summary bench format format-check layers \
-        clean install mutants
+        clean install mutants tools image
 # Quiet unless V=1: no "is up to date" line per goal either, so that `make -n <goals> | wc -l`
 # counts the commands that would run.
 ifneq ($(V),1)
@@ -74,7 +74,7 @@ endif
 # A recipe that fails leaves no half-written target behind.
 .DELETE_ON_ERROR:
 
-all: $(BUILD)/polyprof
+all: $(BUILD)/polyprof tools
 
 # ---- dependencies (Debian packages; idempotent and quiet when present) ----
 DEB_PKGS := gcc make clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev liblzma-dev \
@@ -82,7 +82,7 @@ DEB_PKGS := gcc make clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev liblzma
             libclang-rt-14-dev libdw-dev valgrind python3 python3-pip python3-pytest python3-pytest-timeout \
             golang-go linux-perf stress-ng clang-format ruby php-cli php8.2-fpm \
             openjdk-17-jdk-headless \
-            nodejs binutils chromium curl libwebsockets-dev
+            nodejs binutils chromium curl libwebsockets-dev podman runc debootstrap
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 	    | grep -q 'install ok installed' || echo $$p; done); \
@@ -93,38 +93,58 @@ deps:
 	fi
 	@bash tests/tools/install.sh
 
-# ---- install: PREFIX/bin/polyprof and PREFIX/share/polyprof/resources, the layout the resource
-# search path (base/resource.h) finds from the binary's own directory, so the tree works under
-# any PREFIX, DESTDIR or chroot. LOGDIR (the default --log-file's directory, which polyprof
-# does not create) is made too; LOGDIR= skips it. resources/ is copied as it is (executables stay executable),
-# but for flamegraph/, compiled into the binary (merge/html.c), plus the pinned tools `make deps` fetched into PP_TOOLS when they are there (py-spy, async-profiler's jar, rbspy) (PP_TOOLS= skips
-# them). The Dockerfile runs this target. ----
-PREFIX   ?= /usr/local
+# ---- resources: one layout for every way polyprof is run (README "Installing and resources").
+# A resources directory holds the files polyprof looks up by their path below it
+# (base/resource.h): python/py-spy, ruby/rbspy, java/async-profiler.jar,
+# node/linux-perf/<libc>/<major>/linux-perf.node. The checkout's resources/ is that directory
+# for build/polyprof (search step 4), and the source of `make install`'s: `make deps` builds the
+# Node addon there, and `make tools` (part of `make all`) copies there the pinned tools `make
+# deps` fetched or built into PP_TOOLS (default /var/cache/polyprof/tools), git-ignored, so that
+# build/polyprof finds them as `make run`, `make install` and the image do. Not build/resources:
+# the unit tests' binaries (build/tests/) would find it as their ../resources, where tests of
+# "tool not found" expect nothing. A copy (not a link): the tree is self-contained, and the
+# image's build context takes it as it is. A tool missing from PP_TOOLS is left as it is
+# (PP_TOOLS= copies nothing). ----
 PP_TOOLS ?= /var/cache/polyprof/tools
-LOGDIR   ?= /var/log/polyprof
-RES_DEST  = $(DESTDIR)$(PREFIX)/share/polyprof/resources
 PYSPY_VERSION := $(shell sed -n 's/^PYSPY_VERSION=//p' tests/tools/install.sh 2>/dev/null)
 ASPROF_VERSION := $(shell sed -n 's/^ASPROF_VERSION=//p' tests/tools/install.sh 2>/dev/null)
 RBSPY_VERSION := $(shell sed -n 's/^RBSPY_VERSION=//p' tests/tools/install.sh 2>/dev/null)
+# <path in a resources directory>:<mode>:<path in PP_TOOLS>
+PP_TOOL_FILES := python/py-spy:0755:py-spy-$(PYSPY_VERSION)/py-spy \
+                 java/async-profiler.jar:0644:async-profiler-$(ASPROF_VERSION)/java/async-profiler.jar \
+                 ruby/rbspy:0755:rbspy-$(RBSPY_VERSION)/bin/rbspy
 
-install: $(BUILD)/polyprof
+tools:
+	$(Q)[ -z "$(PP_TOOLS)" ] || for t in $(PP_TOOL_FILES); do \
+	    rel=$${t%%:*}; m=$${t#*:}; m=$${m%%:*}; src="$(PP_TOOLS)/$${t##*:}"; \
+	    dst="resources/$$rel"; \
+	    if [ -f "$$src" ] && ! cmp -s "$$src" "$$dst"; then \
+	        install -D -m $$m "$$src" "$$dst" || exit 1; \
+	        printf '  %-6s %s\n' TOOL "$$dst"; fi; done
+
+# ---- install: PREFIX/bin/polyprof and PREFIX/share/polyprof/resources, the layout the resource
+# search path (base/resource.h) finds from the binary's own directory, so the tree works under
+# any PREFIX, DESTDIR or chroot. The resources are the checkout's resources/ (the tools and the
+# Node addon above; but flamegraph/, compiled into the binary (merge/html.c), and dot files),
+# executables staying executable. LOGDIR (the default --log-file's directory, which
+# polyprof does not create) is made too; LOGDIR= skips it. The Dockerfile runs this target. ----
+PREFIX   ?= /usr/local
+LOGDIR   ?= /var/log/polyprof
+RES_DEST  = $(DESTDIR)$(PREFIX)/share/polyprof/resources
+
+install: $(BUILD)/polyprof tools
 	$(Q)$(call say,INST,$(DESTDIR)$(PREFIX))install -D -m 0755 $(BUILD)/polyprof $(DESTDIR)$(PREFIX)/bin/polyprof
 	$(Q)if [ -n "$(LOGDIR)" ]; then install -d -m 0755 "$(DESTDIR)$(LOGDIR)"; fi
 	$(Q)cd resources && find . -type f ! -name '.*' ! -path './flamegraph/*' | while read -r f; do \
 	    if [ -x "$$f" ]; then m=0755; else m=0644; fi; \
 	    install -D -m $$m "$$f" "$(RES_DEST)/$$f" || exit 1; done
-	$(Q)pyspy="$(PP_TOOLS)/py-spy-$(PYSPY_VERSION)/py-spy"; \
-	if [ -n "$(PP_TOOLS)" ] && [ -n "$(PYSPY_VERSION)" ] && [ -x "$$pyspy" ]; then \
-	    install -D -m 0755 "$$pyspy" "$(RES_DEST)/python/py-spy"; \
-	    echo "  installed py-spy $(PYSPY_VERSION) from $(PP_TOOLS)"; fi
-	$(Q)jar="$(PP_TOOLS)/async-profiler-$(ASPROF_VERSION)/java/async-profiler.jar"; \
-	if [ -n "$(PP_TOOLS)" ] && [ -n "$(ASPROF_VERSION)" ] && [ -f "$$jar" ]; then \
-	    install -D -m 0644 "$$jar" "$(RES_DEST)/java/async-profiler.jar"; \
-	    echo "  installed async-profiler $(ASPROF_VERSION) from $(PP_TOOLS)"; fi
-	$(Q)rbspy="$(PP_TOOLS)/rbspy-$(RBSPY_VERSION)/bin/rbspy"; \
-	if [ -n "$(PP_TOOLS)" ] && [ -n "$(RBSPY_VERSION)" ] && [ -x "$$rbspy" ]; then \
-	    install -D -m 0755 "$$rbspy" "$(RES_DEST)/ruby/rbspy"; \
-	    echo "  installed rbspy $(RBSPY_VERSION) from $(PP_TOOLS)"; fi
+
+# ---- the container image (docker/image.sh, docs/deploy.md): podman builds docker/Dockerfile on a
+# Debian 12 base made by debootstrap, with the tools `make` copied into resources/. Not part of `make
+# test`: tests/integration/test_image.py uses the image built here (and builds it when it is
+# missing). IMAGE, BASE_IMAGE, ROOTFS, DEBIAN_MIRROR: see the script. ----
+image: all
+	$(Q)bash docker/image.sh
 
 # ---- BPF: CO-RE objects and libbpf skeletons ----
 BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
@@ -220,7 +240,7 @@ valgrind: $(UNIT_VG)
 fuzz: $(FUZZ_BIN)
 	@$(STAGES) fuzz --seconds $(FUZZ_SECONDS) $(FUZZ_BIN)
 
-integration: $(BUILD)/polyprof $(BUILD)/bench/bench_jfr
+integration: $(BUILD)/polyprof tools $(BUILD)/bench/bench_jfr
 	@$(STAGES) integration
 
 summary:

@@ -122,6 +122,37 @@ static int append(const char *path, void *arg)
     return 0;
 }
 
+typedef struct dir_walk {
+    int (*fn)(const char *dir, void *arg);
+    void *arg;
+    size_t cut; /* strlen("/" DIR_PROBE) */
+} dir_walk;
+
+#define DIR_PROBE "."
+
+/* A candidate "<dir>/." of each_resource_dir: fn gets "<dir>". */
+static int call_dir(const char *path, void *arg)
+{
+    dir_walk *w = arg;
+    char dir[PATH_MAX];
+    size_t l = strlen(path);
+    if (l < w->cut || l - w->cut >= sizeof(dir))
+        return 0;
+    memcpy(dir, path, l - w->cut);
+    dir[l - w->cut] = '\0';
+    return w->fn(dir, w->arg);
+}
+
+int pp_resource_each_dir(const pp_resource_env *env, int (*fn)(const char *dir, void *arg),
+                         void *arg)
+{
+    pp_resource_env self;
+    char exe[PATH_MAX];
+    env = env_or_self(env, &self, exe, sizeof(exe));
+    dir_walk w = {.fn = fn, .arg = arg, .cut = strlen("/" DIR_PROBE)};
+    return each_resource_dir(env, DIR_PROBE, call_dir, &w);
+}
+
 void pp_resource_describe(const pp_resource_env *env, const char *rel, bool tool, char *out,
                           size_t len)
 {

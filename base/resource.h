@@ -41,4 +41,10 @@ int pp_resource_tool(const char *rel, char *out, size_t len);
 void pp_resource_describe(const pp_resource_env *env, const char *rel, bool tool, char *out,
                           size_t len);
 
+/* Calls fn with each resources directory of steps 1-4 (which may not exist), in search order,
+ * with env's inputs or this process's when env is NULL; stops at the first nonzero return of fn
+ * and returns it (else 0). */
+int pp_resource_each_dir(const pp_resource_env *env, int (*fn)(const char *dir, void *arg),
+                         void *arg);
+
 #endif

@@ -644,7 +644,8 @@ static int parse_argv(ctx *c, int argc, char **argv, unsigned scope, FILE *out, 
         }
         const char *val = optarg;
         if (o->kind == PP_OPT_NOOP_OPTARG && !val && optind < argc && argv[optind][0] != '-' &&
-            strcmp(argv[optind], "upload-file") != 0)
+            strcmp(argv[optind], "upload-file") != 0 &&
+            strcmp(argv[optind], "extract-resources") != 0)
             val = argv[optind++];
         add_item(c, v->row, v->neg, val);
     }
@@ -680,6 +681,16 @@ static int validate(ctx *c)
         cfg->upload = true;
         if (!cfg->file_path || !*cfg->file_path)
             return usage(c, "upload-file: the following arguments are required: --file-path");
+        if (cfg->resources_dest)
+            return usage(c, "--resources-dest belongs to extract-resources, not upload-file");
+    }
+    if (cfg->command == PP_CMD_EXTRACT_RESOURCES) {
+        if (!cfg->resources_dest || !*cfg->resources_dest)
+            return usage(c, "extract-resources: the following arguments are required: "
+                            "--resources-dest");
+        if (cfg->file_path)
+            return usage(c, "--file-path belongs to upload-file, not extract-resources");
+        return PP_CLI_OK;
     }
     if (strcmp(cfg->profiling_mode, "allocation") != 0 && c->noop_given[row_of("alloc-interval")])
         return usage(c, "--alloc-interval is only allowed with --mode allocation");
@@ -726,16 +737,14 @@ static int parse_all(ctx *c, int argc, char **argv, char **envp, FILE *out)
     int rc = parse_argv(c, argc, argv, PP_SCOPE_MAIN, out, &next);
     if (rc)
         return rc;
-    if (next < argc && strcmp(argv[next], "upload-file") == 0) {
-        cfg->command = PP_CMD_UPLOAD_FILE;
+    bool upload = next < argc && strcmp(argv[next], "upload-file") == 0;
+    if (upload || (next < argc && strcmp(argv[next], "extract-resources") == 0)) {
+        cfg->command = upload ? PP_CMD_UPLOAD_FILE : PP_CMD_EXTRACT_RESOURCES;
         int base = next;
         rc = parse_argv(c, argc - base, argv + base, PP_SCOPE_SUB, out, &next);
         if (rc)
             return rc;
         next += base;
-    } else if (next < argc && strcmp(argv[next], "extract-resources") == 0) {
-        return usage(c, "the extract-resources subcommand is not supported: polyprof has no "
-                        "bundled resources to extract");
     }
     if (next < argc) {
         char list[512];

@@ -22,7 +22,7 @@ typedef enum {
     PP_PERF_DISABLED, /* no system sampler: runtime stacks concatenated unscaled */
 } pp_perf_mode;
 
-typedef enum { PP_CMD_PROFILE = 0, PP_CMD_UPLOAD_FILE } pp_command;
+typedef enum { PP_CMD_PROFILE = 0, PP_CMD_UPLOAD_FILE, PP_CMD_EXTRACT_RESOURCES } pp_command;
 
 typedef struct pp_config {
     pp_command command;
@@ -95,6 +95,8 @@ typedef struct pp_config {
 
     /* upload-file subcommand */
     char *file_path; /* --file-path */
+    /* extract-resources subcommand */
+    char *resources_dest; /* --resources-dest */
 
     /* Options stored by name (no field here) that were given, in option-table order: gProfiler
      * options without effect, and the runtimes' own options (pp_runtime_opt). */

@@ -402,6 +402,13 @@ static const pp_opt tail_rows[] = {
      .scope = PP_SCOPE_SUB,
      .metavar = "PATH",
      .help = "upload-file: the .col file to upload"},
+    {.name = "resources-dest",
+     .kind = PP_OPT_STR,
+     .off = OFF(resources_dest),
+     .scope = PP_SCOPE_SUB,
+     .metavar = "DIR",
+     .help = "extract-resources: the directory to copy the resources polyprof finds into "
+             "(created when missing)"},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -526,7 +533,8 @@ void pp_cli_print_help(FILE *out)
     fprintf(
         out,
         "usage: polyprof [options]\n"
-        "       polyprof upload-file --file-path PATH [connectivity options]\n\n"
+        "       polyprof upload-file --file-path PATH [connectivity options]\n"
+        "       polyprof extract-resources --resources-dest DIR\n\n"
         "polyprof %s: whole-host CPU profiler, command-line compatible with gProfiler %s.\n"
         "Every long option can also be set with the environment variable POLYPROF_<NAME> or\n"
         "GPROFILER_<NAME> (NAME: the option in upper case, '-' as '_'), or as 'name = value'\n"
@@ -658,7 +666,9 @@ json_t *pp_config_run_arguments(const pp_config *cfg)
     }
     json_object_set_new(o, "subcommand",
                         cfg->command == PP_CMD_UPLOAD_FILE ? json_string("upload-file")
-                                                           : json_null());
+                        : cfg->command == PP_CMD_EXTRACT_RESOURCES
+                            ? json_string("extract-resources")
+                            : json_null());
     return o;
 }
 

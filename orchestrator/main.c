@@ -10,6 +10,7 @@
 #include "base/child.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/discovery.h"
+#include "orchestrator/extract.h"
 #include "base/log.h"
 #include "orchestrator/output.h"
 #include "orchestrator/precond.h"
@@ -79,6 +80,15 @@ int main(int argc, char **argv)
                 cfg.log_file, err);
 
     int exit_code = 1;
+    if (cfg.command == PP_CMD_EXTRACT_RESOURCES) {
+        int n = pp_extract_resources(NULL, cfg.resources_dest, stdout, err, sizeof(err));
+        if (n < 0)
+            pp_critical("extract-resources: %s", err);
+        else
+            pp_info("extract-resources: %d files copied into %s", n, cfg.resources_dest);
+        exit_code = n < 0 ? 1 : 0;
+        goto out;
+    }
     if (strcmp(cfg.profiling_mode, "none") == 0 ||
         (cfg.perf_mode == PP_PERF_DISABLED && all_runtimes_disabled(&cfg))) {
         pp_critical("All profilers are disabled!");

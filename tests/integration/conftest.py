@@ -191,6 +191,22 @@ def outdir():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def tool_resources(tmp_path, rel, source=None, text=None):
+    """A resources directory holding one tool at rel ("python/py-spy"), a link to source or a
+    new executable file with text, for POLYPROF_RESOURCES: the search path's explicit override
+    (base/resource.h step 1). A test's stand-in must go there, not on PATH: PATH is the search's
+    last step, and build/polyprof finds the real tools `make` copied into resources/ first."""
+    d = tmp_path / "resources"
+    p = d / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if text is None:
+        p.symlink_to(source)
+    else:
+        p.write_text(text)
+        p.chmod(0o755)
+    return d
+
+
 def run_polyprof(*args, timeout=120, check=True, env=None):
     r = subprocess.run([str(POLYPROF), *map(str, args)], capture_output=True, text=True,
                        timeout=timeout, env=env)

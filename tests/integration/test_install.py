@@ -239,8 +239,8 @@ def dockerignored(path, patterns):
 
 def test_image_context_has_what_make_install_needs(tmp_path):
     """The files .dockerignore lets into the build context are enough for the Dockerfile's
-    build step (make's dry run: every source and rule present, the py-spy pin read), and the
-    build directory of the host is not among them."""
+    build step (make's dry run: every source and rule present, the tool pins read), the tools
+    `make` copied into resources/ are among them, and the host's build directory is not."""
     patterns = [x.strip() for x in (ROOT / ".dockerignore").read_text().splitlines()
                 if x.strip() and not x.startswith("#")]
     for p in ("build/polyprof", "build/obj/base/log.o", ".git/HEAD", "out/last_profile.col",
@@ -248,7 +248,8 @@ def test_image_context_has_what_make_install_needs(tmp_path):
               "runtimes/__pycache__/x.pyc"):
         assert dockerignored(p, patterns), p
     for p in ("Makefile", "base/resource.c", "resources/README.md", "tests/tools/install.sh",
-              "docker/Dockerfile"):
+              "docker/Dockerfile", "docker/rootfs.sh", "resources/python/py-spy",
+              "resources/java/async-profiler.jar", "resources/ruby/rbspy"):
         assert not dockerignored(p, patterns), p
     files = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True,
                            check=True).stdout.split()
@@ -259,8 +260,9 @@ def test_image_context_has_what_make_install_needs(tmp_path):
             shutil.copy2(ROOT / f, ctx / f)
     assert (ctx / "tests/tools/install.sh").exists()
     prefix, _, _ = dockerfile()
+    assert "make install DESTDIR=/stage PREFIX=/usr/local PP_TOOLS= " in DOCKERFILE.read_text()
     r = subprocess.run(["make", "-n", "-C", str(ctx), "build/polyprof", "install",
-                        "DESTDIR=/stage", f"PREFIX={prefix}", "PP_TOOLS=/tmp/tools"],
+                        "DESTDIR=/stage", f"PREFIX={prefix}", "PP_TOOLS="],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"py-spy-{PYSPY_VERSION}/py-spy" in r.stdout

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import APPS, POLYPROF, App, LineReader
+from conftest import APPS, POLYPROF, App, LineReader, tool_resources
 from receivers import PyroscopeReceiver
 
 FAILING_PYSPY = """#!/bin/sh
@@ -38,14 +38,11 @@ def col_samples(path):
 
 
 def test_three_sessions_warning_once_then_counted_summary_per_session(tmp_path, pyro):
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "py-spy").write_text(FAILING_PYSPY)
-    (bindir / "py-spy").chmod(0o755)
+    res = tool_resources(tmp_path, "python/py-spy", text=FAILING_PYSPY)
     app = App(["/usr/bin/python3.11", str(APPS / "pyhot.py")])
     out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLYPROF_")}
-    env["PATH"] = f"{bindir}:{env['PATH']}"
+    env["POLYPROF_RESOURCES"] = str(res)
     p = subprocess.Popen(
         [str(POLYPROF), "-c", "-d", "1", "-f", "49", "-o", str(out), "--pids", str(app.pid),
          "--python-mode", "pyspy", "--no-java", "--no-ruby", "--no-php", "--no-flamegraph",

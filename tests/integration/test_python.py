@@ -13,8 +13,8 @@ A copy of apps/pyhot.py runs under every CPython found (pyenv 3.8-3.13 and Debia
   total is the sampler's count for its pid and the header's coverage counts the samples that
   carry Python frames (accuracy of walked stacks on busy processes: test_python_bpf.py).
 
-The py-spy test uses tests/integration/standins/py-spy, a stand-in written for these tests
-(there is no py-spy package on this machine): it accepts py-spy's documented command line and
+The py-spy contract tests use tests/integration/standins/py-spy, a stand-in written for these
+tests, put first on the resource search path (POLYPROF_RESOURCES): it accepts py-spy's documented command line and
 writes py-spy's raw output format with fixed frames for the target, so the test checks polyprof's
 command line, parsing, annotation and scaling, not py-spy itself.
 """
@@ -32,9 +32,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import APPS, POLYPROF, App, LineReader, assert_share, last_profile, run_polyprof
+from conftest import (APPS, POLYPROF, App, LineReader, assert_share, last_profile, run_polyprof,
+                      tool_resources)
 
 STANDINS = Path(__file__).resolve().parent / "standins"
+
+
+def pyspy_standin(tmp_path):
+    """A resources directory (POLYPROF_RESOURCES) whose python/py-spy is the stand-in."""
+    return tool_resources(tmp_path, "python/py-spy", STANDINS / "py-spy")
+
+
 PP_TOOLS = Path(os.environ.get("PP_TOOLS", "/var/cache/polyprof/tools"))
 PYSPY_VERSION = "0.4.3"  # tests/tools/install.sh
 SAMPLER_LINE = re.compile(r"runtime python pid (\d+): (\d+) runtime samples, (\d+) sampler samples")
@@ -293,7 +301,7 @@ def test_unsupported_python_gets_the_skip_stack(session):
                          ids=["pyspy", "auto-perf-event"])
 def test_pyspy_command_line_contract_with_the_stand_in(tmp_path, mode, extra):
     """Contract test against the stand-in (not py-spy): --python-mode pyspy, and auto without
-    the BPF sampler when a py-spy is on PATH, start it with gProfiler's exact command line, and
+    the BPF sampler when a py-spy is found, start it with gProfiler's exact command line, and
     its raw output is parsed, annotated and scaled. (With the BPF sampler, auto walks Python in
     the sampler and uses py-spy only for versions the walker does not support:
     test_auto_hands_unsupported_versions_to_pyspy.) The stand-in's fixed frames say nothing
@@ -303,7 +311,7 @@ def test_pyspy_command_line_contract_with_the_stand_in(tmp_path, mode, extra):
     a = App(["/usr/bin/python3.11", str(script)])
     try:
         argv_log = tmp_path / "argv.log"
-        env = dict(os.environ, PATH=f"{STANDINS}:{os.environ['PATH']}",
+        env = dict(os.environ, POLYPROF_RESOURCES=str(pyspy_standin(tmp_path)),
                    PYSPY_STANDIN_ARGV_LOG=str(argv_log))
         out = tmp_path / "out"
         r = run_polyprof("-d", 3, "-f", 99, "-o", out, "--python-mode", mode, "-v", *extra,
@@ -343,7 +351,7 @@ def test_auto_hands_unsupported_versions_to_pyspy(tmp_path):
     b = App([old[0], str(script)])
     try:
         argv_log = tmp_path / "argv.log"
-        env = dict(os.environ, PATH=f"{STANDINS}:{os.environ['PATH']}",
+        env = dict(os.environ, POLYPROF_RESOURCES=str(pyspy_standin(tmp_path)),
                    PYSPY_STANDIN_ARGV_LOG=str(argv_log))
         out = tmp_path / "out"
         run_polyprof("-d", 3, "-f", 99, "-o", out, "--python-mode", "auto", "--pids",
@@ -364,14 +372,12 @@ def test_pyspy_real(tmp_path):
     pyspy = PP_TOOLS / f"py-spy-{PYSPY_VERSION}" / "py-spy"
     if not pyspy.exists():
         pytest.skip(f"needs the real py-spy {PYSPY_VERSION} at {pyspy} (make deps installs it)")
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "py-spy").symlink_to(pyspy)
+    res = tool_resources(tmp_path, "python/py-spy", pyspy)
     script = tmp_path / "pyhot_real.py"
     shutil.copy(APPS / "pyhot.py", script)
     a = App(["/usr/bin/python3.11", str(script)])
     try:
-        env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+        env = dict(os.environ, POLYPROF_RESOURCES=str(res))
         out = tmp_path / "out"
         r = run_polyprof("-d", 14, "-f", 99, "-o", out, "--python-mode", "pyspy",
                          "--perf-mode", "disabled", "--pids", a.pid, "-v", env=env)
@@ -399,7 +405,7 @@ def test_pyspy_error_stack_for_a_process_gone_before_it_attached(tmp_path):
     shutil.copy(APPS / "pyhot.py", script)
     a = App(["/usr/bin/python3.11", str(script)])
     try:
-        env = dict(os.environ, PATH=f"{STANDINS}:{os.environ['PATH']}",
+        env = dict(os.environ, POLYPROF_RESOURCES=str(pyspy_standin(tmp_path)),
                    PYSPY_STANDIN_KILL_TARGET="1")
         out = tmp_path / "out"
         run_polyprof("-d", 2, "-o", out, "--python-mode", "pyspy", "--perf-mode", "disabled",

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (APPS, POLYPROF, App, LineReader, assert_share, last_profile, run_polyprof,
-                      wait_for)
+                      tool_resources, wait_for)
 
 ROOT = Path(__file__).resolve().parents[2]
 PP_TOOLS = Path(os.environ.get("PP_TOOLS", "/var/cache/polyprof/tools"))
@@ -50,10 +50,8 @@ def ruby_stacks(prof, pid_index_of_script):
 
 
 def tool_dir(tmp_path, target):
-    d = tmp_path / "bin"
-    d.mkdir()
-    (d / "rbspy").symlink_to(target)
-    return d
+    """A resources directory for POLYPROF_RESOURCES whose ruby/rbspy is target."""
+    return tool_resources(tmp_path, "ruby/rbspy", target)
 
 
 def test_rbspy_real_split_frames_total_and_metadata(tmp_path):
@@ -61,7 +59,7 @@ def test_rbspy_real_split_frames_total_and_metadata(tmp_path):
     need(RUBY, "Debian's ruby (apt-get install ruby)")
     script = tmp_path / "rbsplit_real.rb"
     shutil.copy(APPS / "rbsplit.rb", script)
-    env = dict(os.environ, PATH=f"{tool_dir(tmp_path, RBSPY)}:{os.environ['PATH']}")
+    env = dict(os.environ, POLYPROF_RESOURCES=str(tool_dir(tmp_path, RBSPY)))
     a = App([RUBY, str(script)])
     try:
         out = tmp_path / "out"
@@ -115,7 +113,7 @@ def test_rbspy_real_fibers(tmp_path):
     need(RBSPY, f"the real rbspy {RBSPY_VERSION} (make deps builds it with cargo)")
     need(RUBY, "Debian's ruby (apt-get install ruby)")
     script = APPS / "rbfiber.rb"
-    env = dict(os.environ, PATH=f"{tool_dir(tmp_path, RBSPY)}:{os.environ['PATH']}")
+    env = dict(os.environ, POLYPROF_RESOURCES=str(tool_dir(tmp_path, RBSPY)))
     a = App([RUBY, str(script)])
     try:
         out = tmp_path / "out"
@@ -168,13 +166,11 @@ pid=$prev
 
 
 def standin(tmp_path, action, body):
-    d = tmp_path / "bin"
-    d.mkdir(exist_ok=True)
+    """A resources directory for POLYPROF_RESOURCES whose ruby/rbspy is a stand-in, and the
+    file it records its argv in."""
     argv = tmp_path / "argv.txt"
-    p = d / "rbspy"
-    p.write_text(STANDIN.format(action=action, argv=argv, body=body))
-    p.chmod(0o755)
-    return d, argv
+    return tool_resources(tmp_path, "ruby/rbspy",
+                          text=STANDIN.format(action=action, argv=argv, body=body)), argv
 
 
 def test_gprofiler_command_line_and_auto_takes_rbspy(tmp_path):
@@ -191,7 +187,7 @@ def test_gprofiler_command_line_and_auto_takes_rbspy(tmp_path):
     a = App([RUBY, str(script)])
     try:
         out = tmp_path / "out"
-        env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+        env = dict(os.environ, POLYPROF_RESOURCES=str(bindir))
         run_polyprof("-d", 2, "-f", 250, "-o", out, "--perf-mode", "disabled", "--pids", a.pid,
                      env=env)
     finally:
@@ -214,7 +210,7 @@ def test_failing_rbspy_gives_an_error_stack(tmp_path):
     a = App([RUBY, str(APPS / "rbsplit.rb")])
     try:
         out = tmp_path / "out"
-        env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+        env = dict(os.environ, POLYPROF_RESOURCES=str(bindir))
         r = run_polyprof("-d", 2, "-o", out, "--perf-mode", "disabled", "--ruby-mode", "rbspy",
                          "--pids", a.pid, env=env)
     finally:
@@ -238,7 +234,7 @@ def test_process_gone_before_rbspy_attached(tmp_path):
     a = App([RUBY, str(APPS / "rbsplit.rb")])
     try:
         out = tmp_path / "out"
-        env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+        env = dict(os.environ, POLYPROF_RESOURCES=str(bindir))
         run_polyprof("-d", 2, "-o", out, "--perf-mode", "disabled", "--ruby-mode", "rbspy",
                      "--pids", a.pid, env=env)
     finally:
@@ -249,15 +245,22 @@ def test_process_gone_before_rbspy_attached(tmp_path):
 
 
 def test_missing_rbspy_is_named(tmp_path):
+    """A copy of polyprof with no resources beside it (build/polyprof has rbspy in
+    resources/) and none on PATH names the places it looked in."""
     need(RUBY, "Debian's ruby (apt-get install ruby)")
+    exe = tmp_path / "alone" / "bin" / "polyprof"  # searches only below tmp_path/alone
+    exe.parent.mkdir(parents=True)
+    shutil.copy(POLYPROF, exe)
     a = App([RUBY, str(APPS / "rbsplit.rb")])
     try:
         env = dict(os.environ, PATH="/usr/bin:/bin")
         env.pop("POLYPROF_RESOURCES", None)
-        r = run_polyprof("-d", 1, "-o", tmp_path / "out", "--perf-mode", "disabled",
-                         "--ruby-mode", "rbspy", "--pids", a.pid, env=env)
+        r = subprocess.run([str(exe), "-d", "1", "-o", str(tmp_path / "out"), "--perf-mode",
+                            "disabled", "--ruby-mode", "rbspy", "--pids", str(a.pid)],
+                           capture_output=True, text=True, timeout=120, env=env)
     finally:
         a.stop()
+    assert r.returncode == 0, r.stderr
     assert "rbspy not found (looked for " in r.stderr and "ruby/rbspy" in r.stderr, r.stderr
 
 
@@ -272,7 +275,7 @@ def test_no_rbspy_child_outlives_a_sigterm(tmp_path):
     a = App([RUBY, str(APPS / "rbsplit.rb")])
     child = None
     try:
-        env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+        env = dict(os.environ, POLYPROF_RESOURCES=str(bindir))
         p = subprocess.Popen([str(POLYPROF), "-d", "60", "-o", str(tmp_path / "out"),
                               "--perf-mode", "disabled", "--ruby-mode", "rbspy", "--pids",
                               str(a.pid)], env=env, stderr=subprocess.PIPE, text=True)

@@ -651,6 +651,16 @@ static const usage_case usage_cases[] = {
     {{"upload-file", "--file-path", "f", "-o", "x"}, "unrecognized arguments: -o; see --help"},
     {{"upload-file", "--file-path", "f", "--token", "t"},
      "--upload-results requires --service-name"},
+    /* gProfiler's argparse: --resources-dest is required */
+    {{"extract-resources"},
+     "extract-resources: the following arguments are required: --resources-dest"},
+    {{"extract-resources", "--resources-dest", "d", "-o", "x"},
+     "unrecognized arguments: -o; see --help"},
+    {{"extract-resources", "--resources-dest", "d", "--file-path", "f"},
+     "--file-path belongs to upload-file, not extract-resources"},
+    {{"upload-file", "--file-path", "f", "--resources-dest", "d", "--token=t", "--service-name=s"},
+     "--resources-dest belongs to extract-resources, not upload-file"},
+    {{"-o", "o", "--resources-dest", "d"}, "unrecognized arguments: --resources-dest; see --help"},
 };
 
 Test(cli, usage_errors)
@@ -740,6 +750,17 @@ Test(cli, token_file)
     cr_expect_eq(PARSE("-u", "--token-file", path, "--service-name", "s"), PP_CLI_FAIL);
     cr_expect(strstr(err, path) != NULL, "%s", err);
     pp_test_rmtree(dir);
+}
+
+Test(cli, extract_resources_subcommand)
+{
+    /* no -o or -u needed; main options may come first */
+    cr_assert_eq(PARSE("-v", "extract-resources", "--resources-dest", "/r"), PP_CLI_OK, "%s", err);
+    cr_expect_eq(cfg.command, PP_CMD_EXTRACT_RESOURCES);
+    cr_expect_str_eq(cfg.resources_dest, "/r");
+    cr_expect_eq(cfg.verbose, 1);
+    expect_run_arg("subcommand", "\"extract-resources\"");
+    expect_run_arg("resources_dest", "\"/r\"");
 }
 
 Test(cli, upload_file_subcommand)
