@@ -93,7 +93,10 @@ static bool wait_signal(int sfd, pp_sampler *sampler, pp_adopter *adopt, pp_disc
         if (left < 0)
             left = 0;
         struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = news_fd, .events = POLLIN}};
-        int r = poll(p, news_fd >= 0 ? 2 : 1, adopt_ms >= 0 && adopt_ms < left ? adopt_ms : left);
+        int wait = adopt_ms >= 0 && adopt_ms < left ? adopt_ms : left;
+        if (sampler && wait > PP_SAMPLER_ROWS_POLL_MS)
+            wait = PP_SAMPLER_ROWS_POLL_MS; /* rows built meanwhile reach the unwinder soon */
+        int r = poll(p, news_fd >= 0 ? 2 : 1, wait);
         if (r > 0 && (p[0].revents & POLLIN)) {
             struct signalfd_siginfo si;
             if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
@@ -106,6 +109,8 @@ static bool wait_signal(int sfd, pp_sampler *sampler, pp_adopter *adopt, pp_disc
             pp_sampler_take_news(sampler);
         if (r > 0 && news_fd >= 0 && (p[1].revents & (POLLERR | POLLHUP | POLLNVAL)))
             news_fd = -1; /* never expected; the drain still reads what was announced */
+        if (sampler)
+            pp_sampler_load_rows(sampler);
         if (adopt)
             adopt_ms = pp_adopter_run(adopt, sampler, disc, pp_mono_now());
         if (pp_mono_now() >= until)

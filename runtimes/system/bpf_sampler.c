@@ -191,6 +191,12 @@ size_t pp_bpf_sampler_new_pids(pp_bpf_sampler *s, int *pids, size_t cap)
     return n;
 }
 
+void pp_bpf_sampler_load_rows(pp_bpf_sampler *s)
+{
+    if (s->unwind)
+        pp_unwind_maps_load_ready(s->unwind);
+}
+
 void pp_bpf_sampler_take_news(pp_bpf_sampler *s)
 {
     ring_buffer__consume(s->news);

@@ -12,6 +12,8 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
 int pp_bpf_sampler_drain(pp_bpf_sampler *s, pp_profile *out);
 int pp_bpf_sampler_news_fd(pp_bpf_sampler *s);
 void pp_bpf_sampler_take_news(pp_bpf_sampler *s);
+/* Loads the unwind rows of files the per-file cache finished since the last call. */
+void pp_bpf_sampler_load_rows(pp_bpf_sampler *s);
 size_t pp_bpf_sampler_new_pids(pp_bpf_sampler *s, int *pids, size_t cap);
 void pp_bpf_sampler_get_stats(pp_bpf_sampler *s, pp_sampler_stats *st);
 void pp_bpf_sampler_stop(pp_bpf_sampler *s);

@@ -148,11 +148,15 @@ int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, uint32_t tid, const c
      * With runtime frames, which give the sample its real root, the native frames from the
      * first such address on are dropped (a loop frame found among them by chance too): no run
      * of [unknown] frames between the runtime's leaf and the native one, and no root of
-     * garbage. */
+     * garbage. Without runtime frames, the stack ends before the first such address past the
+     * leaf (a frame-pointer fallback of the CFI unwinder, or bpf_get_stack in a process whose
+     * mappings were not loaded yet, through code without frame pointers): no frame of a native
+     * stack lies outside an executable mapping, but an unmapped leaf (kept: the sample's only
+     * user frame). */
     size_t valid = nuser; /* native[0..valid) precede the first address in no mapping */
-    for (size_t i = 0; nrt && i < nuser; i++)
+    for (size_t i = 0; i < nuser; i++)
         if (is_unmapped(out, native[i])) {
-            valid = i;
+            valid = nrt || i > 0 ? i : 1;
             break;
         }
     size_t inner = valid, outer = valid; /* leaf-first indexes of the loop frames */
@@ -167,7 +171,7 @@ int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, uint32_t tid, const c
         frames[n++] = native[i]; /* under the loop */
     for (size_t i = 0; i < nrt; i++)
         frames[n++] = rt[i];
-    for (size_t i = nrt ? inner : nuser; i-- > 0;)
+    for (size_t i = nrt ? inner : valid; i-- > 0;)
         frames[n++] = native[i];
     for (size_t i = nkernel; i-- > 0;)
         frames[n++] = frame_id(e, out, -1, kernel[i]);

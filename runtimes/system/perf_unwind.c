@@ -1,4 +1,5 @@
 #include "runtimes/system/perf_unwind.h"
+#include "runtimes/unwind/bias.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -18,7 +19,6 @@
 #define PROCS_MAX 4096     /* processes whose mappings are kept; past it, gone ones are swept */
 #define MAPS_MAX 4096      /* executable mappings kept per process */
 #define REREAD_SECONDS 1.0 /* a pc outside the known mappings re-reads them at most this often */
-#define MAX_PHDRS 128
 
 typedef struct umap {
     uint64_t start, end, offset, dev, ino;
@@ -90,41 +90,6 @@ void pp_perf_unwinder_free(pp_perf_unwinder *u)
     free(u);
 }
 
-/* The load bias of a file mapping: the executable PT_LOAD segment that the mapping's file offset
- * starts, read from the very file the process maps. */
-static bool read_bias(int pid, umap *m)
-{
-    char path[96];
-    snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)m->start,
-             (unsigned long long)m->end);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    Elf64_Ehdr eh;
-    Elf64_Phdr ph[MAX_PHDRS];
-    bool ok = false;
-    if (pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) &&
-        memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-        eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 && eh.e_phnum <= MAX_PHDRS) {
-        size_t sz = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
-        if (pread(fd, ph, sz, (off_t)eh.e_phoff) == (ssize_t)sz) {
-            for (size_t i = 0; i < eh.e_phnum && !ok; i++) {
-                const Elf64_Phdr *h = &ph[i];
-                uint64_t align_off = h->p_offset & ~(uint64_t)0xfff;
-                if (h->p_type != PT_LOAD || !(h->p_flags & PF_X) || m->offset < align_off ||
-                    m->offset >= h->p_offset + h->p_filesz)
-                    continue;
-                /* runtime = start + (file offset - m->offset); vaddr = p_vaddr + (file offset
-                 * - p_offset) */
-                m->bias = m->start - m->offset - (h->p_vaddr - h->p_offset);
-                ok = true;
-            }
-        }
-    }
-    close(fd);
-    return ok;
-}
-
 typedef struct maps_acc {
     umap *maps;
     size_t n, cap;
@@ -183,7 +148,8 @@ static void read_maps(pp_perf_unwinder *u, uproc *p)
             old[j].f = NULL; /* moved */
             continue;
         }
-        if (!m->file || !(m->bias_known = read_bias(p->pid, m)))
+        if (!m->file ||
+            !(m->bias_known = pp_unwind_load_bias(p->pid, m->start, m->end, m->offset, &m->bias)))
             continue;
         pp_fc_mapping fm = {.start = m->start, .end = m->end, .dev = m->dev, .ino = m->ino};
         m->state = (uint8_t)pp_filecache_map(u->cache, p->pid, &fm, &m->id);

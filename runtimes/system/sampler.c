@@ -68,6 +68,12 @@ void pp_sampler_take_news(pp_sampler *s)
         pp_perf_sampler_take_news(s->perf);
 }
 
+void pp_sampler_load_rows(pp_sampler *s)
+{
+    if (s->bpf)
+        pp_bpf_sampler_load_rows(s->bpf);
+}
+
 void pp_sampler_get_stats(pp_sampler *s, pp_sampler_stats *st)
 {
     if (s->bpf)

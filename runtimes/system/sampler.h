@@ -71,6 +71,11 @@ int pp_sampler_drain(pp_sampler *s, pp_profile *out);
  * frames. Call both from the thread that drains. */
 int pp_sampler_news_fd(pp_sampler *s);
 void pp_sampler_take_news(pp_sampler *s);
+/* Hands the BPF unwinder the CFI rows the per-file cache finished building since the last call
+ * (cheap when there are none; the perf-event backend asks the cache at each sample). Same
+ * thread as the drain; called between drains (PP_SAMPLER_ROWS_POLL_MS). */
+#define PP_SAMPLER_ROWS_POLL_MS 100
+void pp_sampler_load_rows(pp_sampler *s);
 /* The processes announced (first sampled, or sampled in a new image after an exec) since the
  * last call, at most cap (BPF mode; 0 otherwise). Same thread as pp_sampler_take_news. */
 size_t pp_sampler_new_pids(pp_sampler *s, int *pids, size_t cap);

@@ -1,5 +1,6 @@
 /* The BPF CFI unwinder's maps, kept in step with the sampled processes (see unwind_maps.h). */
 #include "runtimes/system/unwind_maps.h"
+#include "runtimes/unwind/bias.h"
 
 #include <bpf/bpf.h>
 #include <elf.h>
@@ -18,9 +19,8 @@
 #include "base/procfiles.h"
 #include "base/procmap_query.h"
 
-#define MAX_MAPPINGS 4096 /* executable mappings kept per process (beyond: not unwound there) */
-#define RESCAN_MS 5000    /* a process's mappings are read again this often (dlopen, JIT) */
-#define MAX_PHDRS 128
+#define MAX_MAPPINGS 4096    /* executable mappings kept per process (beyond: not unwound there) */
+#define RESCAN_MS 5000       /* a process's mappings are read again this often (dlopen, JIT) */
 #define MAX_FILE_PAGES 65536 /* page-index entries per file (4 GiB of code) */
 
 typedef struct umap {
@@ -302,39 +302,6 @@ static int trie_range(pp_unwind_maps *u, int pid, uint64_t start, uint64_t end,
     return 0;
 }
 
-/* The load bias of a file mapping: its address minus the file's virtual address there (from the
- * program header whose segment it maps). -1 when the file cannot be read as ELF. */
-static int elf_bias(int pid, umap *m)
-{
-    char path[96];
-    snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)m->start,
-             (unsigned long long)m->end);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    Elf64_Ehdr eh;
-    Elf64_Phdr ph[MAX_PHDRS];
-    int rc = -1;
-    if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, 4) ||
-        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
-        eh.e_phnum == 0 || eh.e_phnum > MAX_PHDRS)
-        goto out;
-    size_t sz = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
-    if (pread(fd, ph, sz, (off_t)eh.e_phoff) != (ssize_t)sz)
-        goto out;
-    for (int i = 0; i < eh.e_phnum; i++) {
-        if (ph[i].p_type != PT_LOAD || (ph[i].p_offset & ~0xfffull) > m->offset ||
-            m->offset >= ph[i].p_offset + ph[i].p_filesz)
-            continue;
-        m->bias = m->start - (ph[i].p_vaddr - ph[i].p_offset + m->offset);
-        rc = 0;
-        break;
-    }
-out:
-    close(fd);
-    return rc;
-}
-
 typedef struct scan {
     umap *v;
     size_t n;
@@ -464,7 +431,7 @@ void pp_unwind_maps_add_pid(pp_unwind_maps *u, int pid)
             continue;
         }
         m->bias = m->start - m->offset;
-        if (m->file && elf_bias(pid, m) < 0)
+        if (m->file && !pp_unwind_load_bias(pid, m->start, m->end, m->offset, &m->bias))
             m->file = 0; /* not an ELF we can read: frame pointers there */
         identify(u, pid, m, NULL);
     }
@@ -531,7 +498,33 @@ void pp_unwind_maps_sync(pp_unwind_maps *u)
         }
         i++;
     }
+    pp_unwind_maps_load_ready(u);
+}
+
+/* Reads again the mappings of the processes with a file the cache had not identified (its id
+ * comes with the entry's first change of state: the generation moved). */
+static void rescan_pending(pp_unwind_maps *u)
+{
+    for (size_t i = 0; i < u->nprocs;) {
+        uproc *p = &u->procs[i];
+        bool pending = false;
+        for (size_t j = 0; j < p->n; j++)
+            pending |= p->maps[j].file && !p->maps[j].settled;
+        if (pending) {
+            size_t before = u->nprocs;
+            pp_unwind_maps_add_pid(u, p->pid);
+            if (u->nprocs < before)
+                continue; /* dropped: another process now sits at i */
+        }
+        i++;
+    }
+}
+
+void pp_unwind_maps_load_ready(pp_unwind_maps *u)
+{
     uint64_t gen = pp_filecache_generation(u->fc);
+    if (gen != u->gen)
+        rescan_pending(u);
     if (gen != u->gen || u->dirty) {
         u->gen = gen;
         u->dirty = false;

@@ -39,6 +39,10 @@ void pp_unwind_maps_add_pid(pp_unwind_maps *u, int pid);
 /* Periodic pass: drops exited processes, rescans the mappings of the others every few seconds,
  * loads the rows of files the cache finished, unloads files no process maps any more. */
 void pp_unwind_maps_sync(pp_unwind_maps *u);
+/* Only the last step of pp_unwind_maps_sync: loads the rows of files the cache finished since the
+ * last call (one generation check when nothing changed). Called between drains, so that a new
+ * process's stacks are unwound by CFI within a fraction of a second, not at the next drain. */
+void pp_unwind_maps_load_ready(pp_unwind_maps *u);
 void pp_unwind_maps_stats(const pp_unwind_maps *u, pp_unwind_stats *st);
 
 /* Packs a row for the BPF side (PP_UNW_ROW); a rule that does not fit becomes unsupported. */

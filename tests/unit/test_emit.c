@@ -153,3 +153,32 @@ Test(emit, garbage_under_the_loop_is_dropped)
     pp_emitter_free(e);
     pp_symbolizer_free(sym);
 }
+
+/* A native stack (no runtime frames) ends before its first address in no mapping past the leaf:
+ * the frame-pointer fallback through code without frame pointers reads garbage there. An
+ * unmapped leaf is kept, the sample's only user frame. */
+Test(emit, native_stack_ends_at_the_first_unmapped_caller)
+{
+    pp_symbolizer *sym = pp_symbolizer_new(0);
+    pp_emitter *e = pp_emitter_new(sym);
+    pp_profile *p = pp_profile_new();
+    cr_assert(sym && e && p);
+    int pid = getpid();
+    uint64_t garbage = 0x10; /* no process maps page 0 */
+    uint64_t user[] = {(uint64_t)(uintptr_t)pp_emit_fn_alpha + 1, garbage,
+                       (uint64_t)(uintptr_t)pp_emit_fn_beta + 1};
+    cr_assert_eq(pp_emit_sample(e, p, pid, "me", user, 3, NULL, 0, 1), 0);
+    char text[512];
+    stack_text(p, pid, text, sizeof(text));
+    cr_assert_str_eq(text, "pp_emit_fn_alpha", "garbage callers kept: %s", text);
+    pp_profile_free(p);
+
+    p = pp_profile_new();
+    uint64_t leaf_only[] = {garbage, (uint64_t)(uintptr_t)pp_emit_fn_beta + 1};
+    cr_assert_eq(pp_emit_sample(e, p, pid, "me", leaf_only, 2, NULL, 0, 1), 0);
+    stack_text(p, pid, text, sizeof(text));
+    cr_assert_str_eq(text, "[unknown]", "an unmapped leaf: %s", text);
+    pp_profile_free(p);
+    pp_emitter_free(e);
+    pp_symbolizer_free(sym);
+}
