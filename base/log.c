@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "base/hash.h"
-#include "base/loggroup.h"
 #include "base/logrepeat.h"
 #include "base/safefile.h"
 #include "base/utf8.h"
@@ -32,10 +31,6 @@ static unsigned long long log_size, log_max;
 static int log_backups;
 /* Per-process messages already logged (pp_log_proc); under log_lock. */
 static pp_logrep repeats;
-/* Per-process messages held to be grouped by cause (pp_log_proc); under log_lock. */
-static pp_loggrp groups;
-static size_t groups_open; /* groups.nopen, read without the lock (atomic) */
-static void flush_groups(bool all);
 
 static const char *const level_names[] = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"};
 
@@ -105,7 +100,6 @@ int pp_log_init(int verbose, const char *path, const pp_log_rotation *rot, char 
 
 void pp_log_close(void)
 {
-    flush_groups(true);
     pthread_mutex_lock(&log_lock);
     unsigned long long held = pp_logrep_held(&repeats, NULL);
     pp_logrep_clear_held(&repeats);
@@ -198,40 +192,8 @@ static void emit(pp_log_level level, const char *raw)
     pthread_mutex_unlock(&log_lock);
 }
 
-static double mono_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Logs the held groups whose window has closed (every one with all). */
-static void flush_groups(bool all)
-{
-    if (!__atomic_load_n(&groups_open, __ATOMIC_RELAXED))
-        return;
-    double now = mono_seconds();
-    for (;;) {
-        char msg[PP_LOG_MSG_MAX];
-        int level;
-        pthread_mutex_lock(&log_lock);
-        bool got = pp_loggrp_take(&groups, now, all, msg, sizeof(msg), &level);
-        __atomic_store_n(&groups_open, groups.nopen, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&log_lock);
-        if (!got)
-            break;
-        emit((pp_log_level)level, msg);
-    }
-}
-
-void pp_log_flush(void)
-{
-    flush_groups(false);
-}
-
 void pp_log(pp_log_level level, const char *fmt, ...)
 {
-    flush_groups(false);
     if (level < stderr_level && log_fd < 0)
         return;
     char msg[PP_LOG_MSG_MAX];
@@ -242,15 +204,21 @@ void pp_log(pp_log_level level, const char *fmt, ...)
     emit(level, msg);
 }
 
+static double mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 void pp_log_proc(pp_log_level level, int pid, unsigned long long start_ticks, const char *fmt, ...)
 {
     uint64_t key = pp_hash_bytes(
         fmt, strlen(fmt), pp_hash_u64((uint64_t)(unsigned)pid << 32 ^ pp_hash_u64(start_ticks)));
     unsigned long long held;
-    double since, now = mono_seconds();
-    flush_groups(false);
+    double since;
     pthread_mutex_lock(&log_lock);
-    bool log = pp_logrep_check(&repeats, key, now, &held, &since);
+    bool log = pp_logrep_check(&repeats, key, mono_seconds(), &held, &since);
     pthread_mutex_unlock(&log_lock);
     if (!log || (level < stderr_level && log_fd < 0))
         return;
@@ -259,19 +227,9 @@ void pp_log_proc(pp_log_level level, int pid, unsigned long long start_ticks, co
     va_start(ap, fmt);
     int n = vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    /* the cause: the message without the process (nor the repeats it had) */
-    uint64_t cause = pid > 0 ? pp_loggrp_cause(fmt, msg, pid, (int)level) : 0;
     if (held && n >= 0 && (size_t)n < sizeof(msg))
         snprintf(msg + n, sizeof(msg) - (size_t)n,
                  " (%llu repeats in the last %.0f min were not logged)", held, since / 60);
-    if (pid > 0) {
-        pthread_mutex_lock(&log_lock);
-        bool grouped = pp_loggrp_add(&groups, cause, (int)level, pid, msg, now);
-        __atomic_store_n(&groups_open, groups.nopen, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&log_lock);
-        if (grouped)
-            return;
-    }
     emit(level, msg);
 }
 

@@ -28,9 +28,8 @@ typedef struct pp_log_rotation {
  * a message in err when the log file cannot be used (logging to stderr still works). */
 int pp_log_init(int verbose, const char *log_file, const pp_log_rotation *rot, char *err,
                 size_t errlen);
-/* Logs the grouped per-process messages still held, then the repeats of per-process messages
- * that were counted and not logged (pp_log_proc), if any, in one INFO line; then closes the log
- * file. */
+/* Logs the repeats of per-process messages that were counted and not logged (pp_log_proc), if
+ * any, in one INFO line; then closes the log file. */
 void pp_log_close(void);
 /* Minimum level written to stderr (tests quiet the logger with PP_LOG_CRITICAL). */
 void pp_log_set_stderr_level(pp_log_level level);
@@ -43,16 +42,9 @@ void pp_log(pp_log_level level, const char *fmt, ...) __attribute__((format(prin
  * key. The first occurrence of a key is logged; repeats are counted, not logged, until an hour
  * after it was last logged, when it is logged again with "(N repeats in the last M min were not
  * logged)". Give each message its own format (not a bare "%s"): two messages with the same
- * format about one process share a key. The table is bounded (base/logrepeat.h).
- * Messages of different processes with the same cause (the format, and the text without the pid
- * and the "(comm)" after it) are grouped: held for PP_LOGGRP_WINDOW seconds from the first, then
- * logged as one line, "<first message> (and N more processes: pids ...)" (base/loggroup.h); a
- * held line is logged by the next log call or pp_log_flush after its window, or at close. */
+ * format about one process share a key. The table is bounded (base/logrepeat.h). */
 void pp_log_proc(pp_log_level level, int pid, unsigned long long start_ticks, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* Logs the grouped per-process messages whose window has closed (the session loop calls it at
- * each tick, so that a held line waits at most the window plus a tick). */
-void pp_log_flush(void);
 /* Repeats of per-process messages counted instead of logged since the start. */
 unsigned long long pp_log_repeats_counted(void);
 

@@ -86,8 +86,6 @@ static int copy_identity(pp_profile *sys, pp_pid_profile *dst, const pp_profile 
     }
     if (src->runtime)
         dst->runtime = src->runtime;
-    if (src->profiler)
-        dst->profiler = src->profiler;
     return dst->comm == UINT32_MAX || dst->appid == UINT32_MAX || dst->container == UINT32_MAX ? -1
                                                                                                : 0;
 }
@@ -139,18 +137,6 @@ static int thread_totals(const pp_pid_profile *pp, pp_u64map *m)
     return 0;
 }
 
-bool pp_coverage_enough(uint64_t rt, uint64_t sampler)
-{
-    if (rt >= sampler)
-        return true; /* nothing is scaled up */
-    uint64_t half = (sampler + 1) / 2;
-    uint64_t min = half < PP_COVER_MIN_SAMPLES ? half : PP_COVER_MIN_SAMPLES;
-    return rt * 100 >= sampler * PP_COVER_MIN_SHARE_PCT && rt >= min;
-}
-
-/* What the merge does with a thread both sides counted. */
-enum { T_SCALE = 1, T_MARK, T_POOL };
-
 typedef struct {
     uint32_t tid;
     uint32_t i; /* stack index in src */
@@ -164,191 +150,90 @@ static int by_tid(const void *a, const void *b)
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* The class of thread tid in cls (T_POOL when absent: one side only, or tid 0). */
-static int class_of(const pp_u64map *cls, uint32_t tid, bool all_marked)
+static int by_tid_only(const void *key, const void *e)
 {
-    if (all_marked)
-        return T_MARK;
-    const uint64_t *v = tid ? pp_u64map_get(cls, tid) : NULL;
-    return v ? (int)*v : T_POOL;
+    uint32_t t = *(const uint32_t *)key, u = ((const tid_stack *)e)->tid;
+    return t < u ? -1 : t > u;
 }
 
-/* The merge's working state for one pid: entries of a scratch profile; nat_* hold sys's string
- * ids, rt_* hold rt's. */
-typedef struct {
-    pp_profile *tmp;
-    pp_pid_profile *nat_pool, *nat_mark, *rt_mark, *rt_pool, *one;
-} parts;
-
-/* Copies a scratch entry holding sys's string ids into dst (count-0 stacks left out); with
- * marker (a sys string id), each stack gets it as its root. */
-static int put_native(pp_pid_profile *dst, const pp_pid_profile *e, uint32_t marker)
-{
-    uint32_t buf[520];
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < pp_pid_nstacks(e); i++) {
-        size_t n;
-        uint64_t c;
-        const uint32_t *f = pp_pid_stack(e, i, &n, &c);
-        if (!c)
-            continue;
-        if (marker == UINT32_MAX) {
-            rc = pp_pid_add_tid(dst, pp_pid_stack_tid(e, i), f, n, c);
-            continue;
-        }
-        if (n > 512)
-            n = 512;
-        buf[0] = marker;
-        memcpy(buf + 1, f, n * sizeof(*f));
-        rc = pp_pid_add_tid(dst, pp_pid_stack_tid(e, i), buf, n + 1, c);
-    }
-    return rc;
-}
-
-/* The runtime stacks of the threads classed T_SCALE, each thread's scaled to the sampler's
- * count of it, into dst (rt's string ids in src). */
-static int put_scaled_threads(pp_profile *sys, pp_pid_profile *dst, const pp_profile *rt,
-                              const pp_pid_profile *src, const pp_u64map *cls,
-                              const pp_u64map *sampled, pp_pid_profile *one)
+/* The runtime stacks of src whose thread the sampler also counted, ordered by thread; *n out. */
+static tid_stack *matched_stacks(const pp_pid_profile *src, const pp_u64map *sampled, size_t *n)
 {
     tid_stack *v = malloc((pp_pid_nstacks(src) + 1) * sizeof(*v));
-    if (!v)
-        return -1;
-    size_t nm = 0;
-    for (size_t i = 0; i < pp_pid_nstacks(src); i++) {
+    *n = 0;
+    for (size_t i = 0; v && i < pp_pid_nstacks(src); i++) {
         uint32_t tid = pp_pid_stack_tid(src, i);
-        if (class_of(cls, tid, false) == T_SCALE)
-            v[nm++] = (tid_stack){tid, (uint32_t)i};
+        if (tid && pp_u64map_get(sampled, tid))
+            v[(*n)++] = (tid_stack){tid, (uint32_t)i};
     }
-    qsort(v, nm, sizeof(*v), by_tid);
-    int rc = 0;
-    for (size_t k = 0; rc == 0 && k < nm;) {
-        uint32_t tid = v[k].tid;
-        pp_pid_clear(one);
-        for (; rc == 0 && k < nm && v[k].tid == tid; k++) {
-            size_t n;
-            uint64_t c;
-            const uint32_t *f = pp_pid_stack(src, v[k].i, &n, &c);
-            rc = pp_pid_add_tid(one, tid, f, n, c);
-        }
-        if (rc == 0) {
-            pp_scale_to(one, *pp_u64map_get(sampled, tid));
-            rc = pp_pid_add_all(sys, dst, rt, one);
-        }
-    }
-    free(v);
-    return rc;
+    if (v)
+        qsort(v, *n, sizeof(*v), by_tid);
+    return v;
 }
 
-/* Classes the threads both sides counted: T_SCALE when the runtime covered the thread
- * (pp_coverage_enough), T_MARK when it did not and the thread has at least
- * PP_COVER_MIN_SAMPLES sampler samples (its native stacks stay, marked), T_POOL otherwise (a
- * thread too small to judge joins the pool). Sums the marked threads' counts. */
-static int classify(const pp_u64map *sampled, const pp_u64map *rtt, pp_u64map *cls,
-                    uint64_t *s_mark, uint64_t *r_mark)
-{
-    size_t pos = 0;
-    for (const pp_u64map_ent *e; (e = pp_htab_each(&rtt->t, &pos));) {
-        uint64_t tid = e->key, r = e->val;
-        const uint64_t *s = pp_u64map_get(sampled, tid);
-        if (!s)
-            continue;
-        int c = pp_coverage_enough(r, *s) ? T_SCALE : *s >= PP_COVER_MIN_SAMPLES ? T_MARK : T_POOL;
-        if (c == T_MARK) {
-            *s_mark += *s;
-            *r_mark += r;
-        }
-        if (pp_u64map_put(cls, tid, (uint64_t)c) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* The merge of real runtime stacks into a pid the sampler counted (see pp_merge_runtime). */
-static int merge_counted(pp_profile *sys, pp_pid_profile *dst, const pp_profile *rt,
+/* The per-thread merge (both sides know their threads): the runtime's stacks of each thread the
+ * sampler also counted are scaled to the sampler's count for that thread and replace the
+ * sampler's stacks of it; the sampler's other threads keep their native stacks (threads the
+ * runtime profiler does not see: GC, compiler, other native threads); runtime samples of
+ * threads the sampler never saw on a CPU are dropped. The pid's total stays the sampler's.
+ * Returns 1 when done, 0 when no thread matched (the caller scales the whole process), -1 OOM. */
+static int merge_threads(pp_profile *sys, pp_pid_profile *dst, const pp_profile *rt,
                          const pp_pid_profile *src)
 {
-    pp_u64map sampled = {0}, rtt = {0}, cls = {0};
-    parts p = {.tmp = pp_profile_new()};
+    pp_u64map sampled = {0};
+    pp_profile *tmp = pp_profile_new();
+    size_t nm = 0;
+    tid_stack *m = NULL;
     int rc = -1;
-    uint64_t s_total = pp_pid_total(dst), r_total = pp_pid_total(src), s_mark = 0, r_mark = 0;
-    bool all = !pp_coverage_enough(r_total, s_total);
-    if (!p.tmp || !(p.nat_pool = pp_profile_get(p.tmp, 1, true)) ||
-        !(p.nat_mark = pp_profile_get(p.tmp, 2, true)) ||
-        !(p.rt_mark = pp_profile_get(p.tmp, 3, true)) ||
-        !(p.rt_pool = pp_profile_get(p.tmp, 4, true)) || !(p.one = pp_profile_get(p.tmp, 5, true)))
+    if (!tmp || thread_totals(dst, &sampled) < 0 || !(m = matched_stacks(src, &sampled, &nm)))
         goto out;
-    if (all) {
-        s_mark = s_total;
-        r_mark = r_total;
-    } else if (thread_totals(dst, &sampled) < 0 || thread_totals(src, &rtt) < 0 ||
-               classify(&sampled, &rtt, &cls, &s_mark, &r_mark) < 0) {
-        goto out;
-    }
     rc = 0;
+    if (nm == 0)
+        goto out;
+    /* the sampler's stacks of threads the runtime does not cover (not in m), kept as they are */
+    pp_pid_profile *keep = pp_profile_get(tmp, dst->pid, true);
+    rc = keep ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < pp_pid_nstacks(dst); i++) {
         size_t n;
         uint64_t c;
         const uint32_t *f = pp_pid_stack(dst, i, &n, &c);
         uint32_t tid = pp_pid_stack_tid(dst, i);
-        int k = class_of(&cls, tid, all);
-        if (c && k != T_SCALE)
-            rc = pp_pid_add_tid(k == T_MARK ? p.nat_mark : p.nat_pool, tid, f, n, c);
-    }
-    for (size_t i = 0; rc == 0 && i < pp_pid_nstacks(src); i++) {
-        size_t n;
-        uint64_t c;
-        const uint32_t *f = pp_pid_stack(src, i, &n, &c);
-        uint32_t tid = pp_pid_stack_tid(src, i);
-        int k = class_of(&cls, tid, all);
-        if (c && k != T_SCALE)
-            rc = pp_pid_add_tid(k == T_MARK ? p.rt_mark : p.rt_pool, tid, f, n, c);
+        if (c && (!tid || !bsearch(&tid, m, nm, sizeof(*m), by_tid_only)))
+            rc = pp_pid_add_tid(keep, tid, f, n, c); /* same string ids: sys's */
     }
     if (rc < 0)
         goto out;
-    /* the pool and the marked natives are scaled as a whole: their threads no longer matter */
-    if (pp_pid_drop_tids(p.nat_pool) < 0 || pp_pid_drop_tids(p.rt_pool) < 0 ||
-        pp_pid_drop_tids(p.nat_mark) < 0)
-        goto fail;
-    /* The pool (threads one side saw, tid 0, threads too small to judge) at the process's rate:
-     * its runtime samples stand for est sampler samples, taken from the pool's own. */
-    uint64_t s_pool = pp_pid_total(p.nat_pool), r_pool = pp_pid_total(p.rt_pool), est = 0;
-    uint64_t s_cov = s_total - s_mark, r_cov = r_total - r_mark;
-    if (r_pool && r_cov) {
-        unsigned __int128 x = (unsigned __int128)r_pool * s_cov + r_cov / 2;
-        est = (uint64_t)(x / r_cov);
-        if (est > s_pool)
-            est = s_pool;
-    }
-    pp_scale_to(p.rt_pool, est);
-    pp_scale_to(p.nat_pool, s_pool - est);
-    /* Marked threads: the runtime's samples as they are, the rest of the sampler's under the
-     * marker frame. */
-    pp_scale_to(p.nat_mark, pp_pid_total(p.nat_mark) - pp_pid_total(p.rt_mark));
-    uint32_t marker = UINT32_MAX;
-    if (s_mark) {
-        char frame[256];
-        const char *who = src->profiler ? src->profiler : src->runtime ? src->runtime : "runtime";
-        snprintf(frame, sizeof(frame), "[Profiling error: %s covered %llu of %llu samples]", who,
-                 (unsigned long long)r_mark, (unsigned long long)s_mark);
-        if ((marker = pp_profile_intern(sys, frame)) == UINT32_MAX)
-            goto fail;
+    pp_pid_profile *copy = pp_profile_get(tmp, -1, true); /* scratch entry for one thread */
+    if (!copy) {
+        rc = -1;
+        goto out;
     }
     pp_pid_clear(dst);
-    dst->uncovered_rt += r_mark;
-    dst->uncovered_of += s_mark;
-    if (put_native(dst, p.nat_pool, UINT32_MAX) < 0 || put_native(dst, p.nat_mark, marker) < 0 ||
-        (!all && put_scaled_threads(sys, dst, rt, src, &cls, &sampled, p.one) < 0) ||
-        pp_pid_add_all(sys, dst, rt, p.rt_mark) < 0 || pp_pid_add_all(sys, dst, rt, p.rt_pool) < 0)
-        goto fail;
-    goto out;
-fail:
-    rc = -1;
+    for (size_t i = 0; rc == 0 && i < pp_pid_nstacks(keep); i++) {
+        size_t n;
+        uint64_t c;
+        const uint32_t *f = pp_pid_stack(keep, i, &n, &c);
+        rc = pp_pid_add_tid(dst, pp_pid_stack_tid(keep, i), f, n, c);
+    }
+    for (size_t k = 0; rc == 0 && k < nm;) {
+        uint32_t tid = m[k].tid;
+        pp_pid_clear(copy);
+        for (; rc == 0 && k < nm && m[k].tid == tid; k++) {
+            size_t n;
+            uint64_t c;
+            const uint32_t *f = pp_pid_stack(src, m[k].i, &n, &c);
+            rc = pp_pid_add_tid(copy, tid, f, n, c); /* rt's string ids */
+        }
+        if (rc == 0) {
+            pp_scale_to(copy, *pp_u64map_get(&sampled, tid));
+            rc = pp_pid_add_all(sys, dst, rt, copy);
+        }
+    }
+    rc = rc < 0 ? -1 : 1;
 out:
+    free(m);
     pp_u64map_free(&sampled);
-    pp_u64map_free(&rtt);
-    pp_u64map_free(&cls);
-    pp_profile_free(p.tmp);
+    pp_profile_free(tmp);
     return rc;
 }
 
@@ -373,13 +258,18 @@ int pp_merge_runtime(pp_profile *sys, const pp_profile *rt, bool perf_enabled)
                 pp_pid_clear(dst);
             }
         } else {
-            if (perf_enabled && perf_samples > 0) {
-                if (merge_counted(sys, dst, rt, src) < 0)
-                    return -1;
-            } else {
+            int done =
+                perf_enabled && perf_samples > 0 && pp_pid_has_tids(src) && pp_pid_has_tids(dst)
+                    ? merge_threads(sys, dst, rt, src)
+                    : 0;
+            if (done < 0)
+                return -1;
+            if (!done) {
                 pp_pid_clear(dst);
                 if (pp_pid_add_all(sys, dst, rt, src) < 0)
                     return -1;
+                if (perf_enabled && perf_samples > 0)
+                    pp_scale_to(dst, perf_samples);
             }
         }
         if (copy_identity(sys, dst, rt, src) < 0)

@@ -18,32 +18,13 @@ void pp_scale_to(pp_pid_profile *pp, uint64_t target);
  * holds a "[Profiling <what>: <reason>]" frame. *frame receives that frame's string id. */
 bool pp_is_error_stack(const pp_profile *p, const pp_pid_profile *pp, uint32_t *frame);
 
-/* The coverage below which runtime samples are not scaled up (docs/decisions.md, "Low runtime
- * coverage"): a runtime profile covers a thread or process whose sampler counted `sampler`
- * samples when it gave at least as many, or at least PP_COVER_MIN_SHARE_PCT % of them and at
- * least PP_COVER_MIN_SAMPLES (or half of them, when the sampler has fewer than twice that). */
-#define PP_COVER_MIN_SHARE_PCT 10
-#define PP_COVER_MIN_SAMPLES 20
-bool pp_coverage_enough(uint64_t rt, uint64_t sampler);
-
 /* Merges one runtime profiler's profile into the system profile, pid by pid:
  * - a runtime profile with no stacks is ignored (the sampler's stacks stay);
- * - real stacks, sampler has samples: the runtime's stacks replace the sampler's, scaled to its
- *   counts; the pid's total is the sampler's:
- *   - when the runtime does not cover the process (pp_coverage_enough), its samples are kept
- *     unscaled and the rest of the sampler's samples keep their native stacks (scaled to that
- *     rest) under a "[Profiling error: <profiler> covered R of S samples]" frame (after the comm);
- *   - else per thread, for the threads both sides counted (pp_pid_add_tid): each thread's runtime
- *     stacks scaled to the sampler's count of it; a thread the runtime does not cover with at
- *     least PP_COVER_MIN_SAMPLES sampler samples is kept and marked as above (the frame's R and
- *     S are the sums over the pid's marked threads);
- *   - the rest is a pool: the sampler's samples of threads the runtime did not see (GC, JIT,
- *     native threads, and under thread churn the short threads only the sampler caught), the
- *     runtime's of threads the sampler did not count, tid 0, and threads too small to judge. The
- *     pool's runtime samples are scaled at the process's rate (sampler over runtime samples, the
- *     marked threads left out) to at most the pool's sampler samples, which keep their native
- *     stacks for the rest (scaled down). Without common threads the pool is the whole process;
- *   - uncovered_rt/uncovered_of of the pid add the marked samples' R and S;
+ * - real stacks, sampler has samples: scaled to the sampler's count and replace its stacks;
+ *   when both sides recorded threads (pp_pid_add_tid) and share at least one, per thread instead:
+ *   each thread's runtime stacks scaled to the sampler's count for that thread, the sampler's
+ *   stacks of threads the runtime did not sample kept (GC, JIT compiler, native threads), runtime
+ *   samples of threads the sampler never counted dropped; the pid's total is the sampler's;
  * - real stacks, sampler has no samples: kept unscaled;
  * - error stack, sampler has samples: the error frame is inserted after the comm of each of the
  *   sampler's stacks (counts kept);

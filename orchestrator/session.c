@@ -631,9 +631,7 @@ static int run_session(run_state *rs, bool *stop)
             left = deadline - pp_mono_now();
         }
         int ms = left * 1000 < DRAIN_INTERVAL_MS ? (int)(left * 1000 + 0.5) : DRAIN_INTERVAL_MS;
-        bool signalled = wait_signal(rs->sfd, rs->sampler, rs->adopt, rs->disc, ms);
-        pp_log_flush(); /* grouped per-process lines whose window has closed */
-        if (signalled) {
+        if (wait_signal(rs->sfd, rs->sampler, rs->adopt, rs->disc, ms)) {
             *stop = true;
             pp_uploader_stop_window(rs->up);     /* the stop's bound counts from the signal */
             pp_symbolizer_stop_reading(rs->sym); /* a perf map being read: at its next chunk */
@@ -674,7 +672,6 @@ static int run_session(run_state *rs, bool *stop)
             if (pp_merge_runtime(prof, rts[i], rs->sampler != NULL) < 0)
                 pp_warn("out of memory while merging runtime profiles");
         }
-        pp_coverage_note_merge(coverage, prof);
         pp_runner_free(runner);
     }
     merge_hook_stacks(rs, prof);

@@ -219,9 +219,8 @@ Test(scale, threads_keep_stacks_apart_until_dropped)
 
 /* The per-thread merge: the runtime's samples of each thread are scaled to the sampler's count
  * of that thread; threads the runtime did not sample (GC) keep their native stacks, as do
- * samples the sampler took before it counted threads (tid 0), except for the share the runtime
- * samples of threads the sampler never counted stand for at the process's rate (the pool);
- * the process total is the sampler's. */
+ * samples the sampler took before it counted threads (tid 0); runtime samples of a thread the
+ * sampler never saw on a CPU are dropped; the process total is the sampler's. */
 Test(scale, per_thread_merge)
 {
     pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
@@ -230,118 +229,22 @@ Test(scale, per_thread_merge)
     add_tid(sys, 10, 12, "java", "start_thread;GCTaskThread::run;G1ParTask::work", 40);
     add(sys, 10, "java", "start_thread;JavaThread::run", 5);
     add(sys, 20, "bash", "main", 3);
-    add_tid(rt, 10, 10, "java", "Main.main()V_[j]", 12);
+    add_tid(rt, 10, 10, "java", "Main.main()V_[j]", 7);
     add_tid(rt, 10, 11, "java", "W.run()V_[j];W.a()V_[j]", 30);
     add_tid(rt, 10, 11, "java", "W.run()V_[j];W.b()V_[j]", 10);
-    add_tid(rt, 10, 13, "java", "Short.run()V_[j]", 5); /* the sampler did not count it */
+    add_tid(rt, 10, 13, "java", "Sleeper.run()V_[j]", 50); /* never on a CPU for the sampler */
+    add(rt, 10, "java", "Unknown.thread()V_[j]", 9);       /* no thread: dropped too */
     cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
     pp_pid_profile *pp = pp_profile_get(sys, 10, false);
     cr_assert_eq(pp_pid_total(pp), 125, "the process total stays the sampler's");
-    cr_assert_eq(pp->uncovered_of, 0, "every thread is covered");
     cr_assert_eq(pp_profile_drop_tids(sys), 0);
     char *l = lines(sys);
-    /* the pool: 5 runtime samples at the process's rate 125/57 stand for 11 of the 45 */
-    cr_assert_str_eq(l, "java;start_thread;GCTaskThread::run;G1ParTask::work 30\n"
-                        "java;start_thread;JavaThread::run 4\n"
+    cr_assert_str_eq(l, "java;start_thread;GCTaskThread::run;G1ParTask::work 40\n"
+                        "java;start_thread;JavaThread::run 5\n"
                         "java;Main.main()V_[j] 20\n"
                         "java;W.run()V_[j];W.a()V_[j] 45\n"
                         "java;W.run()V_[j];W.b()V_[j] 15\n"
-                        "java;Short.run()V_[j] 11\n"
                         "bash;main 3");
-    free(l);
-    pp_profile_free(sys);
-    pp_profile_free(rt);
-}
-
-/* A handful of runtime samples do not become a confident profile (issue 30): 2 runtime samples
- * of a thread the sampler counted 771 times stay 2, the other 769 keep their native stacks
- * under a frame that says so, and the pid carries the figures for the header. */
-Test(scale, low_coverage_keeps_native_stacks_and_marks_the_process)
-{
-    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
-    add_tid(sys, 10, 11, "java", "start_thread;JavaMain;work_a", 578);
-    add_tid(sys, 10, 11, "java", "start_thread;JavaMain;work_b", 193);
-    add_tid(rt, 10, 11, "java", "Main.a()V_[j]", 2);
-    pp_profile_get(rt, 10, false)->profiler = "jfr";
-    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
-    pp_pid_profile *pp = pp_profile_get(sys, 10, false);
-    cr_assert_eq(pp_pid_total(pp), 771);
-    cr_assert_eq(pp->uncovered_rt, 2);
-    cr_assert_eq(pp->uncovered_of, 771);
-    cr_assert_eq(pp_profile_drop_tids(sys), 0);
-    char *l = lines(sys);
-    cr_assert_str_eq(l,
-                     "java;[Profiling error: jfr covered 2 of 771 samples];start_thread;JavaMain;"
-                     "work_a 577\n"
-                     "java;[Profiling error: jfr covered 2 of 771 samples];start_thread;JavaMain;"
-                     "work_b 192\n"
-                     "java;Main.a()V_[j] 2",
-                     "got %s", l);
-    free(l);
-    pp_profile_free(sys);
-    pp_profile_free(rt);
-}
-
-/* The threshold: 10 % and 20 samples (half the sampler's when it has fewer than 40). */
-Test(scale, coverage_threshold)
-{
-    cr_assert(pp_coverage_enough(78, 771));
-    cr_assert_not(pp_coverage_enough(77, 771));
-    cr_assert_not(pp_coverage_enough(19, 150), "20 samples at least");
-    cr_assert(pp_coverage_enough(20, 150));
-    cr_assert(pp_coverage_enough(2, 3), "half of a small count");
-    cr_assert_not(pp_coverage_enough(1, 3));
-    cr_assert(pp_coverage_enough(5, 5));
-    cr_assert(pp_coverage_enough(9, 4), "more than the sampler's is never scaled up");
-    cr_assert(pp_coverage_enough(0, 0));
-}
-
-/* One thread covered, one not: the process is covered as a whole, the thread that is not keeps
- * its native stacks under the marker, and its 2 samples are not scaled. */
-Test(scale, low_coverage_thread_is_marked_in_a_covered_process)
-{
-    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
-    add_tid(sys, 10, 11, "java", "work", 771);
-    add_tid(sys, 10, 12, "java", "loop", 1000);
-    add_tid(rt, 10, 11, "java", "Main.a()V_[j]", 2);
-    add_tid(rt, 10, 12, "java", "X.x()V_[j]", 750);
-    add_tid(rt, 10, 12, "java", "Y.y()V_[j]", 250);
-    pp_profile_get(rt, 10, false)->profiler = "jfr";
-    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
-    cr_assert_eq(pp_profile_drop_tids(sys), 0);
-    char *l = lines(sys);
-    cr_assert_str_eq(l,
-                     "java;[Profiling error: jfr covered 2 of 771 samples];work 769\n"
-                     "java;X.x()V_[j] 750\n"
-                     "java;Y.y()V_[j] 250\n"
-                     "java;Main.a()V_[j] 2",
-                     "got %s", l);
-    free(l);
-    pp_profile_free(sys);
-    pp_profile_free(rt);
-}
-
-/* Thread churn (a thread per request): each short thread is caught by one side or the other,
- * rarely both. The samples of threads only one side saw are pooled and scaled per process, so
- * the runtime's 3:1 split survives (the per-thread merge dropped the runtime's and kept native
- * stacks for the sampler's). */
-Test(scale, thread_churn_pools_one_sided_threads)
-{
-    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
-    add_tid(sys, 10, 5, "java", "GC", 10);
-    for (uint32_t t = 101; t <= 140; t++)
-        add_tid(sys, 10, t, "java", "start_thread;[unknown]", 2);
-    add_tid(sys, 10, 300, "java", "start_thread;x", 20);
-    add_tid(rt, 10, 300, "java", "A", 15);
-    add_tid(rt, 10, 300, "java", "B", 5);
-    for (uint32_t t = 201; t <= 240; t++)
-        add_tid(rt, 10, t, "java", t < 231 ? "A" : "B", 2);
-    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
-    cr_assert_eq(pp_pid_total(pp_profile_get(sys, 10, false)), 110);
-    cr_assert_eq(pp_profile_drop_tids(sys), 0);
-    char *l = lines(sys);
-    /* the pool: 80 runtime samples at the rate 110/100 stand for 88 of its 90 */
-    cr_assert_str_eq(l, "java;start_thread;[unknown] 2\njava;A 81\njava;B 27", "got %s", l);
     free(l);
     pp_profile_free(sys);
     pp_profile_free(rt);
