@@ -87,16 +87,24 @@ static bool wait_signal(int sfd, pp_sampler *sampler, pp_adopter *adopt, pp_disc
 {
     double until = pp_mono_now() + (ms < 0 ? 0 : ms) / 1000.0;
     int news_fd = sampler ? pp_sampler_news_fd(sampler) : -1;
-    int adopt_ms = -1;
+    double adopt_at = -1; /* when the adopter asked to run next (monotonic); -1: no timer */
     for (;;) {
-        int left = (int)((until - pp_mono_now()) * 1000 + 0.5);
+        double now = pp_mono_now();
+        int left = (int)((until - now) * 1000 + 0.5);
         if (left < 0)
             left = 0;
         struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = news_fd, .events = POLLIN}};
-        int wait = adopt_ms >= 0 && adopt_ms < left ? adopt_ms : left;
-        if (sampler && wait > PP_SAMPLER_ROWS_POLL_MS)
-            wait = PP_SAMPLER_ROWS_POLL_MS; /* rows built meanwhile reach the unwinder soon */
-        int r = poll(p, news_fd >= 0 ? 2 : 1, wait);
+        int wait = left;
+        if (adopt_at >= 0) {
+            int a = (int)((adopt_at - now) * 1000 + 0.5);
+            wait = a < 0 ? 0 : a < wait ? a : wait;
+        }
+        double due = now + wait / 1000.0;
+        /* rows built meanwhile reach the unwinder soon; the adopter still runs on its own
+         * schedule (news, its timer), not at these ticks (run at every tick, it kept JVMs from
+         * answering the attach requests of their metadata in time) */
+        int r = poll(p, news_fd >= 0 ? 2 : 1,
+                     sampler && wait > PP_SAMPLER_ROWS_POLL_MS ? PP_SAMPLER_ROWS_POLL_MS : wait);
         if (r > 0 && (p[0].revents & POLLIN)) {
             struct signalfd_siginfo si;
             if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
@@ -111,8 +119,10 @@ static bool wait_signal(int sfd, pp_sampler *sampler, pp_adopter *adopt, pp_disc
             news_fd = -1; /* never expected; the drain still reads what was announced */
         if (sampler)
             pp_sampler_load_rows(sampler);
-        if (adopt)
-            adopt_ms = pp_adopter_run(adopt, sampler, disc, pp_mono_now());
+        if (adopt && (r != 0 || pp_mono_now() >= due)) {
+            int adopt_ms = pp_adopter_run(adopt, sampler, disc, pp_mono_now());
+            adopt_at = adopt_ms >= 0 ? pp_mono_now() + adopt_ms / 1000.0 : -1;
+        }
         if (pp_mono_now() >= until)
             return false;
     }

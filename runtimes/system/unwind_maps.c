@@ -501,22 +501,23 @@ void pp_unwind_maps_sync(pp_unwind_maps *u)
     pp_unwind_maps_load_ready(u);
 }
 
-/* Reads again the mappings of the processes with a file the cache had not identified (its id
- * comes with the entry's first change of state: the generation moved). */
-static void rescan_pending(pp_unwind_maps *u)
+/* Asks the cache again for the files it had not identified (their ids come with the entries'
+ * first change of state: the generation moved) and points their trie entries at them. No maps
+ * are read here: that stays at the drain (pp_unwind_maps_sync). */
+static void identify_pending(pp_unwind_maps *u)
 {
-    for (size_t i = 0; i < u->nprocs;) {
+    for (size_t i = 0; i < u->nprocs; i++) {
         uproc *p = &u->procs[i];
-        bool pending = false;
-        for (size_t j = 0; j < p->n; j++)
-            pending |= p->maps[j].file && !p->maps[j].settled;
-        if (pending) {
-            size_t before = u->nprocs;
-            pp_unwind_maps_add_pid(u, p->pid);
-            if (u->nprocs < before)
-                continue; /* dropped: another process now sits at i */
+        for (size_t j = 0; j < p->n; j++) {
+            umap *m = &p->maps[j];
+            if (!m->file || m->settled)
+                continue;
+            identify(u, p->pid, m, NULL);
+            if (!m->id)
+                continue;
+            struct pp_unw_map_val val = {.file_id = m->id, .bias = m->bias};
+            trie_range(u, p->pid, m->start, m->end, &val);
         }
-        i++;
     }
 }
 
@@ -524,7 +525,7 @@ void pp_unwind_maps_load_ready(pp_unwind_maps *u)
 {
     uint64_t gen = pp_filecache_generation(u->fc);
     if (gen != u->gen)
-        rescan_pending(u);
+        identify_pending(u);
     if (gen != u->gen || u->dirty) {
         u->gen = gen;
         u->dirty = false;
