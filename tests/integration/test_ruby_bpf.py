@@ -110,10 +110,11 @@ def test_split_labels_lines_blocks_recursion(tmp_path):
     for f, n in stacks:
         rb = ruby_frames(f)
         if rb:
-            # comm, appid, then the Ruby root; rarely a few native frames under it: samples
-            # whose frame-pointer walk through libruby (built without frame pointers) met a
-            # return address into rb_vm_exec by chance (seen in CI: one libruby address)
-            assert 4 <= f.index(rb[0]) <= 8, f
+            # comm, appid, then the native frames under the Ruby root: with CFI unwinding
+            # through libruby (built without frame pointers) the interpreter's real start-up
+            # chain (_start, __libc_start_main, main, ruby_run_node, ... up to the VM loop's
+            # callers: 6 to 10 frames here), a bounded one
+            assert 4 <= f.index(rb[0]) <= 4 + 16, f
         assert not any(x.endswith(f":{L['sleeper']}_[rb]") for x in rb), f  # the sleeper
         names = [label(x) for x in rb]
         if "hot_a" in names:
