@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (APPS, POLYPROF, ROOT, App, LineReader, Profile, assert_share,
+from conftest import (APPS, MAX_BAND, POLYPROF, ROOT, App, LineReader, Profile, assert_share,
                       last_profile, wait_for)
 
 JDKS = {
@@ -152,7 +152,11 @@ def test_jfr_profile(version, hot_classes, launchers, start_app, outdir, tmp_pat
     pct = share(lines, "Hot.hotA()V", "Hot.hotB()V")
     rt, sampler = totals(r.stderr, app.pid)
     print(f"JDK {version}: hotA share {pct:.1f}% of {rt} JFR samples scaled to {sampler}")
-    assert_share(pct, rt, 75, "hotA share of the JFR samples")
+    # JDK 17's ExecutionSample leans to hotA on a loaded host (docs/java.md: 82.7 % loaded; CI
+    # saw 81.6 % of 1,129 samples): JFR's bias, which polyprof scales faithfully. JDK 25's
+    # CPUTimeSample samples CPU time and keeps the default band.
+    assert_share(pct, rt, 75, "hotA share of the JFR samples",
+                 floor=MAX_BAND if version == "17" else 5.0)
 
     assert rt > 0 and sampler > 0
     assert sum(c for _, c in lines) == sampler
