@@ -16,6 +16,7 @@ defined but did not run, or (valgrind) any of its processes reported an error or
 Strict mode (STRICT=1, or CI=true): a skip not listed in tests/expected-skips fails the stage.
 Skip reasons are always printed.
 """
+import concurrent.futures
 import fnmatch
 import glob
 import json
@@ -219,38 +220,58 @@ VG_SKIP = ("/usr/*,/bin/*,/sbin/*,/lib/*,/lib64/*,/opt/*,*/.pyenv/*,/tmp/pp_*,/v
            "*/tests/integration/standins/*")
 
 
+def valgrind_jobs():
+    """Test binaries run under valgrind at once: one per core (valgrind runs a process's threads
+    one at a time, and each binary's tests run one by one), PP_VALGRIND_JOBS to change it."""
+    try:
+        return max(1, int(os.environ.get("PP_VALGRIND_JOBS", "")))
+    except ValueError:
+        return max(1, os.cpu_count() or 1)
+
+
+def run_one_valgrind(b, d):
+    """Runs one test binary under valgrind into its own directory; returns (rc, seconds)."""
+    report, log = d / "report.tap", d / "runner.log"
+    t0 = time.monotonic()
+    cmd = ["valgrind", f"--suppressions={ROOT / 'tests' / 'valgrind.supp'}", "--leak-check=full",
+           "--errors-for-leak-kinds=definite,indirect", "--show-leak-kinds=definite,indirect",
+           "--trace-children=yes", f"--trace-children-skip={VG_SKIP}",
+           f"--log-file={d}/vg.%p.log", b, "--jobs=1", f"--tap={report}"]
+    with open(log, "w") as f:
+        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
+    return rc, time.monotonic() - t0
+
+
 def run_valgrind(binaries):
     stage = Stage("valgrind")
     base = RESULTS / "valgrind"
     shutil.rmtree(base, ignore_errors=True)
+    dirs = {}
     for b in binaries:
-        name = Path(b).name
-        d = base / name
-        d.mkdir(parents=True)
-        report, log = d / "report.tap", d / "runner.log"
-        t0 = time.monotonic()
-        cmd = ["valgrind", f"--suppressions={ROOT / 'tests' / 'valgrind.supp'}", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
-               "--show-leak-kinds=definite,indirect", "--trace-children=yes",
-               f"--trace-children-skip={VG_SKIP}", f"--log-file={d}/vg.%p.log", b,
-               "--jobs=1", f"--tap={report}"]
-        with open(log, "w") as f:
-            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
-        before = stage.failed
-        criterion_results(stage, b, report, rc, log)
-        traced = 0
-        for vlog in sorted(d.glob("vg.*.log")):
-            text = vlog.read_text(errors="replace")
-            traced += 1
-            m = re.findall(r"ERROR SUMMARY: (\d+) errors", text)
-            if m and int(m[-1]) > 0:
-                cmdline = re.search(r"Command: (.*)", text)
-                stage.fail(f"{name}: valgrind found {m[-1]} errors in process "
-                           f"{cmdline.group(1) if cmdline else vlog.name}",
-                           "\n".join(text.splitlines()[:80]))
-        if traced < 2:
-            stage.fail(f"{name}: only {traced} process traced: Criterion's workers were not")
-        print(f"  {name}: {'ok' if stage.failed == before else 'FAILED'} "
-              f"({traced} processes, {time.monotonic() - t0:.1f} s)")
+        dirs[b] = base / Path(b).name
+        dirs[b].mkdir(parents=True)
+    # the binaries run side by side; their results are judged here, in order, one at a time
+    with concurrent.futures.ThreadPoolExecutor(max_workers=valgrind_jobs()) as pool:
+        runs = [(b, pool.submit(run_one_valgrind, b, dirs[b])) for b in binaries]
+        for b, fut in runs:
+            rc, seconds = fut.result()
+            name, d = Path(b).name, dirs[b]
+            before = stage.failed
+            criterion_results(stage, b, d / "report.tap", rc, d / "runner.log")
+            traced = 0
+            for vlog in sorted(d.glob("vg.*.log")):
+                text = vlog.read_text(errors="replace")
+                traced += 1
+                m = re.findall(r"ERROR SUMMARY: (\d+) errors", text)
+                if m and int(m[-1]) > 0:
+                    cmdline = re.search(r"Command: (.*)", text)
+                    stage.fail(f"{name}: valgrind found {m[-1]} errors in process "
+                               f"{cmdline.group(1) if cmdline else vlog.name}",
+                               "\n".join(text.splitlines()[:80]))
+            if traced < 2:
+                stage.fail(f"{name}: only {traced} process traced: Criterion's workers were not")
+            print(f"  {name}: {'ok' if stage.failed == before else 'FAILED'} "
+                  f"({traced} processes, {seconds:.1f} s)", flush=True)
     return stage.finish()
 
 

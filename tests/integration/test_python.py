@@ -32,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (APPS, POLYPROF, App, LineReader, assert_share, last_profile, run_polyprof,
-                      tool_resources)
+from conftest import (APPS, POLYPROF, App, LineReader, assert_not_starved, assert_share,
+                      last_profile, run_polyprof, tool_resources)
 
 STANDINS = Path(__file__).resolve().parent / "standins"
 
@@ -157,7 +157,7 @@ def session(tmp_path_factory):
         stderr = profile_in_turns(procs, gofile, nslots, out)
         prof = last_profile(out)
         out2 = tmp_path_factory.mktemp("out2")
-        r2 = run_polyprof("-d", 3, "-f", 99, "-o", out2, "--python-mode", "builtin", "-v")
+        r2 = run_polyprof("-d", 3, "-f", 499, "-o", out2, "--python-mode", "builtin", "-v")
         counts = {int(m[1]): int(m[3]) for m in SAMPLER_LINE.finditer(r2.stderr)}
         yield prof, procs, (last_profile(out2), counts), stderr
     finally:
@@ -224,9 +224,10 @@ def check_walked(p, scaled):
     stacks2 = stacks_of(prof2, p.script)
     assert sum(n for _, n in stacks2) == c["sampler_samples"] > 0
     assert sum(n for f, n in stacks2 if any(x.endswith("_[p]") for x in f)) == c["runtime_samples"]
-    # these processes are mostly idle here (a few samples: thread wake-ups, exits); the share
-    # of samples with Python frames on a busy process is checked in test_python_bpf.py
-    assert c["runtime_samples"] > 0 or c["sampler_samples"] < 5, c
+    # Out of their turns these processes use ~3 % of a CPU (-f 499: 30-51 samples each in a 3 s
+    # session, 97-100 % of them walked when measured); a walker that names nothing fails here.
+    assert_not_starved(c["sampler_samples"], 10, f"walked samples of {p.label}")
+    assert c["runtime_samples"] >= 0.8 * c["sampler_samples"], c
     assert not any(x == "[lost symbol]_[p]" for f, _ in stacks2 for x in f)
 
 
