@@ -220,11 +220,12 @@ VG_SKIP = ("/usr/*,/bin/*,/sbin/*,/lib/*,/lib64/*,/opt/*,*/.pyenv/*,/tmp/pp_*,/v
            "*/tests/integration/standins/*")
 
 
-def valgrind_jobs():
-    """Test binaries run under valgrind at once: one per core (valgrind runs a process's threads
-    one at a time, and each binary's tests run one by one), PP_VALGRIND_JOBS to change it."""
+def stage_jobs():
+    """Test binaries run at once under valgrind and fuzz targets run at once: one per core
+    (valgrind runs a process's threads one at a time, each binary's tests run one by one, a
+    fuzz target is one thread), PP_STAGE_JOBS to change it."""
     try:
-        return max(1, int(os.environ.get("PP_VALGRIND_JOBS", "")))
+        return max(1, int(os.environ.get("PP_STAGE_JOBS", "")))
     except ValueError:
         return max(1, os.cpu_count() or 1)
 
@@ -251,7 +252,7 @@ def run_valgrind(binaries):
         dirs[b] = base / Path(b).name
         dirs[b].mkdir(parents=True)
     # the binaries run side by side; their results are judged here, in order, one at a time
-    with concurrent.futures.ThreadPoolExecutor(max_workers=valgrind_jobs()) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=stage_jobs()) as pool:
         runs = [(b, pool.submit(run_one_valgrind, b, dirs[b])) for b in binaries]
         for b, fut in runs:
             rc, seconds = fut.result()
@@ -275,43 +276,61 @@ def run_valgrind(binaries):
     return stage.finish()
 
 
+def fuzz_one(b, seconds, base):
+    """Replays one target's committed seeds, then fuzzes it for `seconds` into a fresh corpus.
+    Returns (replay rc, fuzz rc or None when the replay failed)."""
+    name = Path(b).name
+    seeds = ROOT / "tests" / "fuzz" / "corpus" / name
+    # 1. every committed seed (regressions included), once, deterministically
+    files = sorted(str(x) for x in seeds.iterdir() if x.is_file())
+    with open(base / f"{name}.replay.log", "w") as f:  # files as arguments: each is run once
+        replay = subprocess.run([b, *files], stdout=f, stderr=subprocess.STDOUT).returncode
+    # 2. a fixed time of fuzzing from the seeds, into a fresh corpus
+    work = base / f"{name}.corpus"
+    work.mkdir()
+    with open(base / f"{name}.fuzz.log", "w") as f:
+        rc = subprocess.run([b, f"-max_total_time={seconds}", "-print_final_stats=1",
+                             f"-artifact_prefix={base}/{name}-", str(work), str(seeds)],
+                            stdout=f, stderr=subprocess.STDOUT).returncode
+    return replay, rc
+
+
 def run_fuzz(seconds, binaries):
     stage = Stage("fuzz")
     base = RESULTS / "fuzz"
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
+    runnable = []
     for b in binaries:
         name = Path(b).name
         seeds = ROOT / "tests" / "fuzz" / "corpus" / name
         if not seeds.is_dir() or not any(seeds.iterdir()):
             stage.fail(f"{name}: no committed seeds in {seeds.relative_to(ROOT)}")
-            continue
-        # 1. every committed seed (regressions included), once, deterministically
-        log = base / f"{name}.replay.log"
-        files = sorted(str(x) for x in seeds.iterdir() if x.is_file())
-        with open(log, "w") as f:  # files as arguments: each is run once, nothing else
-            rc = subprocess.run([b, *files], stdout=f, stderr=subprocess.STDOUT).returncode
-        if rc == 0:
-            stage.passed += 1
         else:
-            stage.fail(f"{name}: a committed seed fails (exit {rc})", tail(log, 40))
-        # 2. a fixed time of fuzzing from the seeds, into a fresh corpus
-        work = base / f"{name}.corpus"
-        work.mkdir()
-        log = base / f"{name}.fuzz.log"
-        with open(log, "w") as f:
-            rc = subprocess.run([b, f"-max_total_time={seconds}", "-print_final_stats=1",
-                                 f"-artifact_prefix={base}/{name}-", str(work), str(seeds)],
-                                stdout=f, stderr=subprocess.STDOUT).returncode
-        if rc == 0:
-            stage.passed += 1
-            runs = re.findall(r"stat::number_of_executed_units:\s*(\d+)", log.read_text())
-            print(f"  {name}: seeds ok, {runs[-1] if runs else '?'} runs in {seconds} s")
-        else:
-            crashes = sorted(glob.glob(f"{base}/{name}-*"))
-            stage.fail(f"{name}: fuzzing found a failure (exit {rc}); input saved as "
-                       f"{', '.join(crashes) or '(none)'}: fix it and commit the input to "
-                       f"{seeds.relative_to(ROOT)}/ as a regression", tail(log, 40))
+            runnable.append(b)
+    # targets run side by side, one per core (each is single-threaded); judged here, in order
+    with concurrent.futures.ThreadPoolExecutor(max_workers=stage_jobs()) as pool:
+        runs = [(b, pool.submit(fuzz_one, b, seconds, base)) for b in runnable]
+        for b, fut in runs:
+            replay, rc = fut.result()
+            name = Path(b).name
+            seeds = ROOT / "tests" / "fuzz" / "corpus" / name
+            if replay == 0:
+                stage.passed += 1
+            else:
+                stage.fail(f"{name}: a committed seed fails (exit {replay})",
+                           tail(base / f"{name}.replay.log", 40))
+            log = base / f"{name}.fuzz.log"
+            if rc == 0:
+                stage.passed += 1
+                runs_done = re.findall(r"stat::number_of_executed_units:\s*(\d+)", log.read_text())
+                print(f"  {name}: seeds ok, {runs_done[-1] if runs_done else '?'} runs in "
+                      f"{seconds} s", flush=True)
+            else:
+                crashes = sorted(glob.glob(f"{base}/{name}-*"))
+                stage.fail(f"{name}: fuzzing found a failure (exit {rc}); input saved as "
+                           f"{', '.join(crashes) or '(none)'}: fix it and commit the input to "
+                           f"{seeds.relative_to(ROOT)}/ as a regression", tail(log, 40))
     return stage.finish()
 
 
