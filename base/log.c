@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/hash.h"
+#include "base/loggroup.h"
 #include "base/logrepeat.h"
 #include "base/safefile.h"
 #include "base/utf8.h"
@@ -31,6 +33,15 @@ static unsigned long long log_size, log_max;
 static int log_backups;
 /* Per-process messages already logged (pp_log_proc); under log_lock. */
 static pp_logrep repeats;
+/* Per-process messages held to be grouped by cause (pp_log_proc), and the thread that logs each
+ * group when its window closes (started with the first group, stopped by pp_log_close); under
+ * log_lock. groups_cond wakes it (CLOCK_MONOTONIC). */
+static pp_loggrp groups;
+static pthread_cond_t groups_cond;
+static bool groups_cond_ready, flusher_on, flusher_stop;
+static pthread_t flusher;
+static void emit_locked(pp_log_level level, const char *raw);
+static void take_groups(double now, bool all);
 
 static const char *const level_names[] = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"};
 
@@ -101,6 +112,18 @@ int pp_log_init(int verbose, const char *path, const pp_log_rotation *rot, char 
 void pp_log_close(void)
 {
     pthread_mutex_lock(&log_lock);
+    take_groups(0, true);
+    bool joining = flusher_on;
+    pthread_t thread = flusher;
+    flusher_stop = true; /* until it is joined, messages are not held (start_flusher) */
+    flusher_on = false;
+    if (joining)
+        pthread_cond_signal(&groups_cond);
+    pthread_mutex_unlock(&log_lock);
+    if (joining)
+        pthread_join(thread, NULL);
+    pthread_mutex_lock(&log_lock);
+    flusher_stop = false;
     unsigned long long held = pp_logrep_held(&repeats, NULL);
     pp_logrep_clear_held(&repeats);
     pthread_mutex_unlock(&log_lock);
@@ -166,16 +189,15 @@ static void write_file(const char *line, size_t len)
     log_size += len - left;
 }
 
-/* Writes one line with msg; takes log_lock. The time is read under the lock, so that the lines
- * of a file are in time order whichever thread wrote them. */
-static void emit(pp_log_level level, const char *raw)
+/* Writes one line with msg; the caller holds log_lock. The time is read under the lock, so that
+ * the lines of a file are in time order whichever thread wrote them. */
+static void emit_locked(pp_log_level level, const char *raw)
 {
     /* Messages quote text of other processes (comm, command lines, paths): the line is UTF-8
      * whatever they hold, invalid bytes as U+FFFD (a cut message may also end mid-character) */
     char msg[PP_LOG_MSG_MAX];
     pp_utf8_copy(msg, sizeof(msg), raw, strlen(raw));
     char line[PP_LOG_MSG_MAX + 128];
-    pthread_mutex_lock(&log_lock);
     struct timeval tv;
     gettimeofday(&tv, NULL);
     struct tm tm;
@@ -189,6 +211,12 @@ static void emit(pp_log_level level, const char *raw)
         fwrite(line, 1, len, stderr);
     if (len && log_fd >= 0)
         write_file(line, len);
+}
+
+static void emit(pp_log_level level, const char *raw)
+{
+    pthread_mutex_lock(&log_lock);
+    emit_locked(level, raw);
     pthread_mutex_unlock(&log_lock);
 }
 
@@ -211,25 +239,94 @@ static double mono_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Logs the held groups whose window has closed at now (every one with all); log_lock held. */
+static void take_groups(double now, bool all)
+{
+    char line[PP_LOG_MSG_MAX];
+    int level;
+    while (pp_loggrp_take(&groups, now, all, line, sizeof(line), &level))
+        emit_locked((pp_log_level)level, line);
+}
+
+/* The flusher: sleeps until the first held group's window closes, logs it, until stopped. */
+static void *flusher_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&log_lock);
+    while (!flusher_stop) {
+        double due = pp_loggrp_due(&groups);
+        if (due < 0) {
+            pthread_cond_wait(&groups_cond, &log_lock);
+        } else {
+            struct timespec ts = {.tv_sec = (time_t)due};
+            ts.tv_nsec = (long)((due - (double)ts.tv_sec) * 1e9);
+            if (ts.tv_nsec >= 1000000000L)
+                ts.tv_nsec = 999999999L;
+            pthread_cond_timedwait(&groups_cond, &log_lock, &ts);
+        }
+        take_groups(mono_seconds(), false);
+    }
+    pthread_mutex_unlock(&log_lock);
+    return NULL;
+}
+
+/* Starts the flusher if it is not running; log_lock held. False when it cannot be started (the
+ * caller does not hold messages then). Its signals are blocked: the session loop reads them
+ * through a signalfd, which needs them blocked in every thread. */
+static bool start_flusher(void)
+{
+    if (flusher_on)
+        return true;
+    if (flusher_stop) /* pp_log_close is stopping it */
+        return false;
+    if (!groups_cond_ready) {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        groups_cond_ready = pthread_cond_init(&groups_cond, &ca) == 0;
+        pthread_condattr_destroy(&ca);
+        if (!groups_cond_ready)
+            return false;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    flusher_on = pthread_create(&flusher, NULL, flusher_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return flusher_on;
+}
+
 void pp_log_proc(pp_log_level level, int pid, unsigned long long start_ticks, const char *fmt, ...)
 {
     uint64_t key = pp_hash_bytes(
         fmt, strlen(fmt), pp_hash_u64((uint64_t)(unsigned)pid << 32 ^ pp_hash_u64(start_ticks)));
     unsigned long long held;
-    double since;
+    double since, now = mono_seconds();
     pthread_mutex_lock(&log_lock);
-    bool log = pp_logrep_check(&repeats, key, mono_seconds(), &held, &since);
+    bool log = pp_logrep_check(&repeats, key, now, &held, &since);
     pthread_mutex_unlock(&log_lock);
     if (!log || (level < stderr_level && log_fd < 0))
         return;
-    char msg[PP_LOG_MSG_MAX];
+    char msg[PP_LOG_MSG_MAX], extra[128] = "";
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (held && n >= 0 && (size_t)n < sizeof(msg))
-        snprintf(msg + n, sizeof(msg) - (size_t)n,
-                 " (%llu repeats in the last %.0f min were not logged)", held, since / 60);
+    if (held)
+        snprintf(extra, sizeof(extra), " (%llu repeats in the last %.0f min were not logged)", held,
+                 since / 60);
+    /* held to be grouped with the other processes' messages of the same cause (loggroup.h) */
+    pthread_mutex_lock(&log_lock);
+    bool grouped =
+        pid > 0 && start_flusher() && pp_loggrp_add(&groups, (int)level, fmt, pid, msg, extra, now);
+    if (grouped)
+        pthread_cond_signal(&groups_cond); /* it may be sleeping with nothing held */
+    pthread_mutex_unlock(&log_lock);
+    if (grouped)
+        return;
+    size_t n = strlen(msg), e = strlen(extra); /* appended when it fits whole */
+    if (n + e < sizeof(msg))
+        memcpy(msg + n, extra, e + 1);
     emit(level, msg);
 }
 

@@ -28,8 +28,9 @@ typedef struct pp_log_rotation {
  * a message in err when the log file cannot be used (logging to stderr still works). */
 int pp_log_init(int verbose, const char *log_file, const pp_log_rotation *rot, char *err,
                 size_t errlen);
-/* Logs the repeats of per-process messages that were counted and not logged (pp_log_proc), if
- * any, in one INFO line; then closes the log file. */
+/* Logs the grouped per-process messages still held (pp_log_proc), then the repeats of
+ * per-process messages that were counted and not logged, if any, in one INFO line; stops the
+ * thread that logs grouped messages; then closes the log file. */
 void pp_log_close(void);
 /* Minimum level written to stderr (tests quiet the logger with PP_LOG_CRITICAL). */
 void pp_log_set_stderr_level(pp_log_level level);
@@ -42,7 +43,12 @@ void pp_log(pp_log_level level, const char *fmt, ...) __attribute__((format(prin
  * key. The first occurrence of a key is logged; repeats are counted, not logged, until an hour
  * after it was last logged, when it is logged again with "(N repeats in the last M min were not
  * logged)". Give each message its own format (not a bare "%s"): two messages with the same
- * format about one process share a key. The table is bounded (base/logrepeat.h). */
+ * format about one process share a key. The table is bounded (base/logrepeat.h).
+ * A message logged is then grouped with those of other processes with the same cause (its level,
+ * its format, and its text without the pid and the "(comm)" right after it; the rest of the text
+ * compared whole): it is held PP_LOGGRP_WINDOW (1 s) from the first of its cause, and the group
+ * logged as one line, "<first message> (and N more processes: pids ...)", by a thread of the
+ * logger, or at pp_log_close (base/loggroup.h). */
 void pp_log_proc(pp_log_level level, int pid, unsigned long long start_ticks, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Repeats of per-process messages counted instead of logged since the start. */

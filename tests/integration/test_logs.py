@@ -1,8 +1,8 @@
 """The log a user reads: the start-up line of runtime profilers and modes, one summary line per
 session, and a warning that comes back every session for the same process logged once, then
-counted. The real binary, a real CPython process, and a py-spy stand-in that always fails (so
-that every session has the same per-process warning); a Pyroscope receiver for the upload
-status."""
+counted; a burst of processes failing the same way logged as one line per cause. The real
+binary, real CPython processes, and a py-spy stand-in that always fails (so that every session
+has the same per-process warning); a Pyroscope receiver for the upload status."""
 import os
 import re
 import signal
@@ -97,3 +97,46 @@ def test_three_sessions_warning_once_then_counted_summary_per_session(tmp_path, 
     assert lines[-1].endswith(f"INFO: polyprof: {total} repeated per-process messages were "
                               "counted and not logged (each is logged once per process and "
                               "hour)"), lines[-3:]
+
+
+SLEEPER = "import time\nprint('ready', flush=True)\ntime.sleep(120)\n"
+
+
+def test_burst_of_processes_one_warning_line_per_cause(tmp_path):
+    """Issue 28: 50 processes failing the same way at once (a py-spy that always fails, for 50
+    Python processes) give one WARNING line for that cause, with the count and the pids, not 50
+    lines; a process failing another way (another py-spy error) keeps its own line."""
+    res = tool_resources(tmp_path, "python/py-spy", text=FAILING_PYSPY)
+    apps = []
+    try:
+        for _ in range(51):
+            apps.append(App(["/usr/bin/python3.11", "-c", SLEEPER]))
+        odd = apps[-1]
+        pids = [a.pid for a in apps]
+        # the odd one's py-spy fails with another message: another cause
+        (res / "python" / "py-spy").write_text(FAILING_PYSPY.replace(
+            "exit 1", f'case "$*" in *"-p {odd.pid} "*) echo "Error: another cause" >&2;; esac\n'
+            "exit 1"))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("POLYPROF_")}
+        env["POLYPROF_RESOURCES"] = str(res)
+        r = subprocess.run(
+            [str(POLYPROF), "-d", "2", "-f", "49", "-o", str(tmp_path / "out"), "--pids",
+             ",".join(map(str, pids)), "--python-mode", "pyspy", "--no-java", "--no-ruby",
+             "--no-php", "--no-flamegraph"], capture_output=True, text=True, env=env, timeout=90)
+    finally:
+        for a in apps:
+            a.stop()
+    assert r.returncode == 0, r.stderr[-3000:]
+    spy = [x for x in r.stderr.splitlines() if "py-spy exited with code 1" in x]
+    assert spy and all("WARNING: polyprof: " in x for x in spy), r.stderr[-3000:]
+    same = [x for x in spy if "another cause" not in x]
+    assert len(same) == 1, "\n".join(spy[:60])
+    m = re.search(r"WARNING: polyprof: python pid (\d+) \(python3\.11\): py-spy exited with code "
+                  r"1; stderr: Error: Failed to suspend process.* \(and 49 more processes: pids "
+                  r"((?:\d+, ){9}\d+), \.\.\.\)$", same[0])
+    assert m, same[0]
+    shown = [int(m[1])] + [int(x) for x in m[2].split(", ")]
+    assert len(set(shown)) == 11 and set(shown) <= set(pids[:-1]), same[0]
+    other = [x for x in spy if "another cause" in x]
+    assert len(other) == 1 and f"python pid {odd.pid} " in other[0], spy
+    assert "more process" not in other[0], other[0]
