@@ -39,11 +39,11 @@ json_t *pp_runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *procs
             if (r && pp_pid_total(r) && !pp_is_error_stack(rts[k], r, NULL))
                 rt_samples = pp_pid_total(r);
         }
-        json_array_append_new(list, json_pack("{s:i,s:s,s:s,s:s,s:I,s:I}", "pid", p->pid, "runtime",
-                                              ctx[p->kind].rt->label, "mode", ctx[p->kind].mode,
-                                              "profiler", profiler, "runtime_samples",
-                                              (json_int_t)rt_samples, "sampler_samples",
-                                              (json_int_t)sampler));
+        json_array_append_new(list, json_pack("{s:i,s:s,s:s,s:s,s:s,s:I,s:I}", "pid", p->pid,
+                                              "comm", p->comm, "runtime", ctx[p->kind].rt->label,
+                                              "mode", ctx[p->kind].mode, "profiler", profiler,
+                                              "runtime_samples", (json_int_t)rt_samples,
+                                              "sampler_samples", (json_int_t)sampler));
         /* (a process with no runtime sample at all got an error or skip message instead) */
         if (sampler >= MIN_COVERAGE_SAMPLES && rt_samples > 0 && rt_samples * 2 < sampler)
             pp_warn_proc(p->pid, p->start_ticks,
@@ -79,6 +79,22 @@ json_t *pp_runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *procs
                             (json_int_t)rt_samples, "sampler_samples", (json_int_t)sampler));
     }
     return list;
+}
+
+void pp_coverage_note_merge(json_t *list, const pp_profile *merged)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        const pp_pid_profile *pp = pp_profile_get(
+            (pp_profile *)merged, (int)json_integer_value(json_object_get(e, "pid")), false);
+        if (pp && pp->uncovered_of)
+            json_object_set_new(e, "native_kept",
+                                json_pack("{s:I,s:I}", "runtime_samples",
+                                          (json_int_t)pp->uncovered_rt, "sampler_samples",
+                                          (json_int_t)pp->uncovered_of));
+    }
 }
 
 /* Before a merge: per pid, the runtime profiler's sample count and the system sampler's (the
