@@ -419,7 +419,7 @@ def test_pyspy_error_stack_for_a_process_gone_before_it_attached(tmp_path):
 
 def test_low_coverage_keeps_native_stacks_with_the_stand_in(tmp_path):
     """Issue 30: a runtime profiler that covers a few of a busy process's samples (the stand-in
-    writes 5 samples, about 1 % of the sampler's 800) does not become a confident profile: its 5
+    writes 5 samples; the sampler about 3000 at 499 Hz) does not become a confident profile: its 5
     samples stay 5, the rest keep the sampler's native stacks under a "[Profiling error: py-spy
     covered 5 of N samples]" frame right below the process, the header's coverage entry says so
     (native_kept), and the flame graph's coverage table shows the process as kept native."""
@@ -430,7 +430,7 @@ def test_low_coverage_keeps_native_stacks_with_the_stand_in(tmp_path):
         env = dict(os.environ, POLYPROF_RESOURCES=str(pyspy_standin(tmp_path)),
                    PYSPY_STANDIN_SAMPLES="5")
         out = tmp_path / "out"
-        r = run_polyprof("-d", 4, "-f", 199, "-o", out, "--python-mode", "pyspy", "--pids",
+        r = run_polyprof("-d", 6, "-f", 499, "-o", out, "--python-mode", "pyspy", "--pids",
                          a.pid, "-v", env=env)
     finally:
         a.stop()
@@ -466,8 +466,8 @@ def test_low_coverage_keeps_native_stacks_with_the_stand_in(tmp_path):
 
 def test_a_lower_rate_runtime_profiler_is_not_marked(tmp_path):
     """Issue 30: the coverage rule does not depend on the profilers' rates: a runtime profiler
-    that samples at a fraction of the sampler's rate (the stand-in writes 40 samples, about 5 %
-    of the sampler's 800, as JFR's 20 ms period against 499 Hz) is a healthy profile, scaled to
+    that samples at a fraction of the sampler's rate (the stand-in writes 40 samples, 2 to 4 % of
+    the sampler's at 499 Hz, less than JFR's 7.5 % that the first threshold marked) is a healthy profile, scaled to
     the sampler's count without a "[Profiling error: ...]" frame."""
     script = tmp_path / "pyhot_lowrate.py"
     shutil.copy(APPS / "pyhot.py", script)
@@ -476,7 +476,7 @@ def test_a_lower_rate_runtime_profiler_is_not_marked(tmp_path):
         env = dict(os.environ, POLYPROF_RESOURCES=str(pyspy_standin(tmp_path)),
                    PYSPY_STANDIN_SAMPLES="40")
         out = tmp_path / "out"
-        r = run_polyprof("-d", 4, "-f", 199, "-o", out, "--python-mode", "pyspy", "--pids",
+        r = run_polyprof("-d", 4, "-f", 499, "-o", out, "--python-mode", "pyspy", "--pids",
                          a.pid, "-v", env=env, check=False)
     finally:
         a.stop()
