@@ -21,6 +21,11 @@ typedef struct pp_pid_profile {
     uint32_t appid;       /* string id; 0 when none (without the "appid: " prefix) */
     json_t *app_metadata; /* owned reference; NULL means null (index 0) */
     const char *runtime;  /* static name of the profiler that produced the stacks, NULL = system */
+    const char *profiler; /* static name of the runtime profiler ("jfr", "py-spy"), NULL = unknown:
+                             the low-coverage frame of the merge (merge/scale.h) names it */
+    /* set by the merge when part of the pid kept its native stacks for want of runtime samples
+     * (merge/scale.h): the runtime samples and the sampler samples of that part */
+    uint64_t uncovered_rt, uncovered_of;
     int fork_of; /* 0, or the process this one is a fork of (no exec since): when it is gone
                     before its identity is read, it takes that process's */
     pp_stack_table *stacks;

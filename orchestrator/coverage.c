@@ -1,16 +1,20 @@
 #include "orchestrator/coverage.h"
 
+#include <string.h>
+
 #include "base/log.h"
+#include "base/utf8.h"
 #include "merge/scale.h"
 
 /* Fewer sampler samples than this never warn about coverage (too few to say). */
 #define MIN_COVERAGE_SAMPLES 20
 
 /* The header's polyprof.runtime_samples: for every process given to a runtime profiler this
- * session, {pid, runtime, mode, runtime_samples, sampler_samples}: the sampler samples that
- * carried the runtime's frames (in-sampler walks, cov) or the samples the runtime profiler
- * delivered (its profile in rts), and the sampler's samples of the pid (sys, before the merge).
- * "profiler" says which served it. A process with coverage below 50 % is logged (once an hour). */
+ * session, {pid, comm (UTF-8), runtime, mode, runtime_samples, sampler_samples}: the sampler
+ * samples that carried the runtime's frames (in-sampler walks, cov) or the samples the runtime
+ * profiler delivered (its profile in rts), and the sampler's samples of the pid (sys, before the
+ * merge). "profiler" says which served it. A process with coverage below 50 % is logged (once an
+ * hour). */
 json_t *pp_runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *procs,
                             const pp_runner_task *tasks, size_t ntasks, const pp_profile *sys,
                             pp_profile *const *rts, size_t nrt, const pp_walk_cov *cov, size_t ncov)
@@ -39,11 +43,13 @@ json_t *pp_runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *procs
             if (r && pp_pid_total(r) && !pp_is_error_stack(rts[k], r, NULL))
                 rt_samples = pp_pid_total(r);
         }
-        json_array_append_new(list, json_pack("{s:i,s:s,s:s,s:s,s:I,s:I}", "pid", p->pid, "runtime",
-                                              ctx[p->kind].rt->label, "mode", ctx[p->kind].mode,
-                                              "profiler", profiler, "runtime_samples",
-                                              (json_int_t)rt_samples, "sampler_samples",
-                                              (json_int_t)sampler));
+        char comm[sizeof(p->comm) * 3]; /* UTF-8 for JSON: an invalid byte becomes U+FFFD */
+        pp_utf8_copy(comm, sizeof(comm), p->comm, strlen(p->comm));
+        json_array_append_new(list, json_pack("{s:i,s:s,s:s,s:s,s:s,s:I,s:I}", "pid", p->pid,
+                                              "comm", comm, "runtime", ctx[p->kind].rt->label,
+                                              "mode", ctx[p->kind].mode, "profiler", profiler,
+                                              "runtime_samples", (json_int_t)rt_samples,
+                                              "sampler_samples", (json_int_t)sampler));
         /* (a process with no runtime sample at all got an error or skip message instead) */
         if (sampler >= MIN_COVERAGE_SAMPLES && rt_samples > 0 && rt_samples * 2 < sampler)
             pp_warn_proc(p->pid, p->start_ticks,
@@ -79,6 +85,22 @@ json_t *pp_runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *procs
                             (json_int_t)rt_samples, "sampler_samples", (json_int_t)sampler));
     }
     return list;
+}
+
+void pp_coverage_note_merge(json_t *list, const pp_profile *merged)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        const pp_pid_profile *pp = pp_profile_get(
+            (pp_profile *)merged, (int)json_integer_value(json_object_get(e, "pid")), false);
+        if (pp && pp->uncovered_of)
+            json_object_set_new(e, "native_kept",
+                                json_pack("{s:I,s:I}", "runtime_samples",
+                                          (json_int_t)pp->uncovered_rt, "sampler_samples",
+                                          (json_int_t)pp->uncovered_of));
+    }
 }
 
 /* Before a merge: per pid, the runtime profiler's sample count and the system sampler's (the

@@ -20,6 +20,11 @@ json_t *pp_runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *procs
                             const pp_runner_task *tasks, size_t ntasks, const pp_profile *sys,
                             pp_profile *const *rts, size_t nrt, const pp_walk_cov *cov,
                             size_t ncov);
+/* After the merges: each entry of list (pp_runtime_coverage's) whose process kept native stacks
+ * for want of runtime samples (merge/scale.h, pp_coverage_enough) gets "native_kept":
+ * {runtime_samples, sampler_samples}, the figures of its "[Profiling error: ... covered R of S
+ * samples]" frame. */
+void pp_coverage_note_merge(json_t *list, const pp_profile *merged);
 /* Before a merge: per pid, the runtime profiler's sample count and the system sampler's. */
 void pp_log_runtime_counts(pp_profile *sys, const pp_profile *rt);
 

@@ -682,6 +682,7 @@ static int run_session(run_state *rs, bool *stop)
             if (pp_merge_runtime(prof, rts[i], rs->sampler != NULL) < 0)
                 pp_warn("out of memory while merging runtime profiles");
         }
+        pp_coverage_note_merge(coverage, prof);
         pp_runner_free(runner);
     }
     merge_hook_stacks(rs, prof);

@@ -167,6 +167,7 @@ static int collect_one(pp_perproc *s, size_t i, pp_profile *out)
         if (dst) {
             dst->comm = pp_profile_intern(out, p->comm);
             dst->runtime = t->runtime;
+            dst->profiler = t->name;
             t->parse(s->arg, i, text, out, dst);
         } else {
             rc = -1;

@@ -200,6 +200,7 @@ size_t pp_runner_finish(pp_runner *r, double grace, pp_profile ***profiles)
             ok = wait_done(j, (double)now.tv_sec + (double)now.tv_nsec / 1e9 + 2.0);
         }
         pp_profile *res = NULL;
+        const char *name = j->drv->name; /* static; j may be freed once abandoned */
         if (ok) {
             res = j->out;
             j->out = NULL;
@@ -216,6 +217,11 @@ size_t pp_runner_finish(pp_runner *r, double grace, pp_profile ***profiles)
                 error_stacks(j, res, "profiler did not finish in time");
         }
         pthread_mutex_unlock(&runner_lock);
+        for (size_t k = 0; res && k < pp_profile_npids(res); k++) {
+            pp_pid_profile *pp = pp_profile_at(res, k);
+            if (!pp->profiler)
+                pp->profiler = name; /* the low-coverage frame names it (merge/scale.h) */
+        }
         if (res)
             r->results[nres++] = res;
     }

@@ -416,3 +416,79 @@ def test_pyspy_error_stack_for_a_process_gone_before_it_attached(tmp_path):
     stacks = stacks_of(last_profile(out), str(script))
     assert [(f[4:], c) for f, c in stacks] == [
         (["[Profiling error: process exited before py-spy started]"], 1)]
+
+
+def test_low_coverage_keeps_native_stacks_with_the_stand_in(tmp_path):
+    """Issue 30: a runtime profiler that covers a few of a busy process's samples (the stand-in
+    writes 5 samples; the sampler about 3000 at 499 Hz) does not become a confident profile: its 5
+    samples stay 5, the rest keep the sampler's native stacks under a "[Profiling error: py-spy
+    covered 5 of N samples]" frame right below the process, the header's coverage entry says so
+    (native_kept), and the flame graph's coverage table shows the process as kept native."""
+    script = tmp_path / "pyhot_few.py"
+    shutil.copy(APPS / "pyhot.py", script)
+    a = App(["/usr/bin/python3.11", str(script)])
+    try:
+        env = dict(os.environ, POLYPROF_RESOURCES=str(pyspy_standin(tmp_path)),
+                   PYSPY_STANDIN_SAMPLES="5")
+        out = tmp_path / "out"
+        r = run_polyprof("-d", 6, "-f", 499, "-o", out, "--python-mode", "pyspy", "--pids",
+                         a.pid, "-v", env=env)
+    finally:
+        a.stop()
+    prof = last_profile(out)
+    stacks = stacks_of(prof, str(script))
+    counts = {int(m[1]): int(m[3]) for m in SAMPLER_LINE.finditer(r.stderr)}
+    total = counts[a.pid]
+    assert total >= 400, f"the sampler counted {total} samples (too few to judge 5 runtime ones)"
+    assert {int(m[1]): int(m[2]) for m in SAMPLER_LINE.finditer(r.stderr)}[a.pid] == 5, \
+        "the stand-in's 5 samples"
+    assert sum(c for _, c in stacks) == total, "the process total stays the sampler's"
+    py = sum(c for f, c in stacks if any(x.endswith("_[p]") for x in f[4:]))
+    assert py == 5, f"the runtime's 5 samples are not scaled up: {py}"
+    marker = f"[Profiling error: py-spy covered 5 of {total} samples]"
+    marked = [(f, c) for f, c in stacks if f[4] == marker]
+    assert sum(c for _, c in marked) == total - 5, (marker, stacks[:5])
+    assert all(len(f) > 5 for f, _ in marked), "the native frames follow the marker"
+    cov = [c for c in prof.header["polyprof"]["runtime_samples"] if c["pid"] == a.pid]
+    assert len(cov) == 1 and cov[0]["runtime_samples"] == 5, cov
+    assert cov[0]["native_kept"] == {"runtime_samples": 5, "sampler_samples": total}, cov
+    # the flame graph: the marker frame under the process, the coverage table's row
+    from browser import Browser
+    with Browser((out / "last_flamegraph.html").resolve().as_uri()) as b:
+        b.wait_js("document.body.dataset.ready === '1'")
+        assert b.eval(f"Array.from(document.querySelectorAll('#chart .f'))"
+                      f".some(e => e.textContent === {marker!r})")
+        row = b.eval(f"(() => {{ const r = document.querySelector("
+                     f"'#coverage tr[data-pid=\"{a.pid}\"]'); "
+                     f"return r && [r.className, r.innerText]; }})()")
+        assert row and row[0] == "low" and f"{total} samples (5 runtime samples)" in row[1], row
+        assert b.eval("document.getElementById('coverage').open")
+
+
+def test_a_lower_rate_runtime_profiler_is_not_marked(tmp_path):
+    """Issue 30: the coverage rule does not depend on the profilers' rates: a runtime profiler
+    that samples at a fraction of the sampler's rate (the stand-in writes 40 samples, 2 to 4 % of
+    the sampler's at 499 Hz, less than JFR's 7.5 % that the first threshold marked) is a healthy profile, scaled to
+    the sampler's count without a "[Profiling error: ...]" frame."""
+    script = tmp_path / "pyhot_lowrate.py"
+    shutil.copy(APPS / "pyhot.py", script)
+    a = App(["/usr/bin/python3.11", str(script)])
+    try:
+        env = dict(os.environ, POLYPROF_RESOURCES=str(pyspy_standin(tmp_path)),
+                   PYSPY_STANDIN_SAMPLES="40")
+        out = tmp_path / "out"
+        r = run_polyprof("-d", 4, "-f", 499, "-o", out, "--python-mode", "pyspy", "--pids",
+                         a.pid, "-v", env=env, check=False)
+    finally:
+        a.stop()
+    assert r.returncode == 0, r.stderr
+    prof = last_profile(out)
+    stacks = stacks_of(prof, str(script))
+    m = {int(m[1]): (int(m[2]), int(m[3])) for m in SAMPLER_LINE.finditer(r.stderr)}[a.pid]
+    assert m[0] == 40 and m[1] >= 400, f"runtime, sampler samples: {m}"
+    assert not [f for f, _ in stacks if any(x.startswith("[Profiling error") for x in f)], \
+        stacks[:5]
+    py = sum(c for f, c in stacks if any(x.endswith("_[p]") for x in f[4:]))
+    assert py == m[1], f"the runtime's 40 samples are scaled to the sampler's {m[1]}: {py}"
+    cov = [c for c in prof.header["polyprof"]["runtime_samples"] if c["pid"] == a.pid]
+    assert len(cov) == 1 and "native_kept" not in cov[0], cov

@@ -219,8 +219,10 @@ Test(scale, threads_keep_stacks_apart_until_dropped)
 
 /* The per-thread merge: the runtime's samples of each thread are scaled to the sampler's count
  * of that thread; threads the runtime did not sample (GC) keep their native stacks, as do
- * samples the sampler took before it counted threads (tid 0); runtime samples of a thread the
- * sampler never saw on a CPU are dropped; the process total is the sampler's. */
+ * samples the sampler took before it counted threads (tid 0); runtime samples of a long thread
+ * the sampler never saw on a CPU, and of no thread, are dropped, and so are a short thread's
+ * when no small common thread's samples can take them (the pool); the process total is the
+ * sampler's. */
 Test(scale, per_thread_merge)
 {
     pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
@@ -233,18 +235,173 @@ Test(scale, per_thread_merge)
     add_tid(rt, 10, 11, "java", "W.run()V_[j];W.a()V_[j]", 30);
     add_tid(rt, 10, 11, "java", "W.run()V_[j];W.b()V_[j]", 10);
     add_tid(rt, 10, 13, "java", "Sleeper.run()V_[j]", 50); /* never on a CPU for the sampler */
+    add_tid(rt, 10, 14, "java", "Short.run()V_[j]", 5);    /* short, the sampler missed it */
     add(rt, 10, "java", "Unknown.thread()V_[j]", 9);       /* no thread: dropped too */
     cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
     pp_pid_profile *pp = pp_profile_get(sys, 10, false);
     cr_assert_eq(pp_pid_total(pp), 125, "the process total stays the sampler's");
+    cr_assert_eq(pp->uncovered_of, 0, "every thread is covered");
     cr_assert_eq(pp_profile_drop_tids(sys), 0);
     char *l = lines(sys);
-    cr_assert_str_eq(l, "java;start_thread;GCTaskThread::run;G1ParTask::work 40\n"
-                        "java;start_thread;JavaThread::run 5\n"
-                        "java;Main.main()V_[j] 20\n"
-                        "java;W.run()V_[j];W.a()V_[j] 45\n"
-                        "java;W.run()V_[j];W.b()V_[j] 15\n"
-                        "bash;main 3");
+    cr_assert_str_eq(l,
+                     "java;start_thread;GCTaskThread::run;G1ParTask::work 40\n"
+                     "java;start_thread;JavaThread::run 5\n"
+                     "java;Main.main()V_[j] 20\n"
+                     "java;W.run()V_[j];W.a()V_[j] 45\n"
+                     "java;W.run()V_[j];W.b()V_[j] 15\n"
+                     "bash;main 3",
+                     "got %s", l);
+    free(l);
+    pp_profile_free(sys);
+    pp_profile_free(rt);
+}
+
+/* A handful of runtime samples do not become a confident profile (issue 30): 2 runtime samples
+ * of a thread the sampler counted 771 times stay 2, the other 769 keep their native stacks
+ * under a frame that says so, and the pid carries the figures for the header. */
+Test(scale, low_coverage_keeps_native_stacks_and_marks_the_process)
+{
+    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
+    add_tid(sys, 10, 11, "java", "start_thread;JavaMain;work_a", 578);
+    add_tid(sys, 10, 11, "java", "start_thread;JavaMain;work_b", 193);
+    add_tid(rt, 10, 11, "java", "Main.a()V_[j]", 2);
+    pp_profile_get(rt, 10, false)->profiler = "jfr";
+    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
+    pp_pid_profile *pp = pp_profile_get(sys, 10, false);
+    cr_assert_eq(pp_pid_total(pp), 771);
+    cr_assert_eq(pp->uncovered_rt, 2);
+    cr_assert_eq(pp->uncovered_of, 771);
+    cr_assert_eq(pp_profile_drop_tids(sys), 0);
+    char *l = lines(sys);
+    cr_assert_str_eq(l,
+                     "java;[Profiling error: jfr covered 2 of 771 samples];start_thread;JavaMain;"
+                     "work_a 577\n"
+                     "java;[Profiling error: jfr covered 2 of 771 samples];start_thread;JavaMain;"
+                     "work_b 192\n"
+                     "java;Main.a()V_[j] 2",
+                     "got %s", l);
+    free(l);
+    pp_profile_free(sys);
+    pp_profile_free(rt);
+}
+
+/* A healthy profiler that samples at a lower rate than the sampler (JFR's ExecutionSample at
+ * 20 ms against the sampler at 499 Hz: 7.5 %) is scaled up as before, unmarked. */
+Test(scale, a_lower_rate_profiler_is_covered)
+{
+    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
+    add_tid(sys, 10, 11, "java", "start_thread;JavaMain;work", 771);
+    add_tid(rt, 10, 11, "java", "Main.a()V_[j]", 43);
+    add_tid(rt, 10, 11, "java", "Main.b()V_[j]", 15);
+    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
+    pp_pid_profile *pp = pp_profile_get(sys, 10, false);
+    cr_assert_eq(pp->uncovered_of, 0);
+    cr_assert_eq(pp_profile_drop_tids(sys), 0);
+    char *l = lines(sys);
+    cr_assert_str_eq(l, "java;Main.a()V_[j] 572\njava;Main.b()V_[j] 199", "got %s", l);
+    free(l);
+    pp_profile_free(sys);
+    pp_profile_free(rt);
+}
+
+/* The threshold: fewer than 10 runtime samples where the sampler counted 400 or more, whatever
+ * the share (docs/decisions.md, "Low runtime coverage"). */
+Test(scale, coverage_threshold)
+{
+    cr_assert(pp_coverage_enough(10, 100000));
+    cr_assert_not(pp_coverage_enough(9, 400));
+    cr_assert(pp_coverage_enough(9, 399), "too few sampler samples to judge");
+    cr_assert(pp_coverage_enough(30, 400), "7.5 %: a profiler at 20 ms against 499 Hz");
+    cr_assert_not(pp_coverage_enough(2, 771));
+    cr_assert(pp_coverage_enough(2, 3));
+    cr_assert(pp_coverage_enough(0, 0));
+}
+
+/* One thread covered, one not: the process is covered as a whole, the thread that is not keeps
+ * its native stacks under the marker, and its 2 samples are not scaled. */
+Test(scale, low_coverage_thread_is_marked_in_a_covered_process)
+{
+    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
+    add_tid(sys, 10, 11, "java", "work", 771);
+    add_tid(sys, 10, 12, "java", "loop", 1000);
+    add_tid(rt, 10, 11, "java", "Main.a()V_[j]", 2);
+    add_tid(rt, 10, 12, "java", "X.x()V_[j]", 750);
+    add_tid(rt, 10, 12, "java", "Y.y()V_[j]", 250);
+    pp_profile_get(rt, 10, false)->profiler = "jfr";
+    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
+    cr_assert_eq(pp_profile_drop_tids(sys), 0);
+    char *l = lines(sys);
+    cr_assert_str_eq(l,
+                     "java;[Profiling error: jfr covered 2 of 771 samples];work 769\n"
+                     "java;X.x()V_[j] 750\n"
+                     "java;Y.y()V_[j] 250\n"
+                     "java;Main.a()V_[j] 2",
+                     "got %s", l);
+    free(l);
+    pp_profile_free(sys);
+    pp_profile_free(rt);
+}
+
+/* A gap spread over threads too small to judge alone (3 and 2 runtime samples of 300 and 200
+ * sampler samples) is judged on the common threads together: they are marked; the GC thread,
+ * which the runtime never samples, keeps its native stacks unmarked and out of the figures. */
+Test(scale, a_gap_over_small_threads_is_marked_and_gc_is_not)
+{
+    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
+    add_tid(sys, 10, 5, "java", "GC", 1000);
+    add_tid(sys, 10, 11, "java", "a", 300);
+    add_tid(sys, 10, 12, "java", "b", 200);
+    add_tid(rt, 10, 11, "java", "A", 3);
+    add_tid(rt, 10, 12, "java", "B", 2);
+    pp_profile_get(rt, 10, false)->profiler = "jfr";
+    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
+    pp_pid_profile *pp = pp_profile_get(sys, 10, false);
+    cr_assert_eq(pp_pid_total(pp), 1500);
+    cr_assert_eq(pp->uncovered_rt, 5);
+    cr_assert_eq(pp->uncovered_of, 500);
+    cr_assert_eq(pp_profile_drop_tids(sys), 0);
+    char *l = lines(sys);
+    cr_assert_str_eq(l,
+                     "java;GC 1000\n"
+                     "java;[Profiling error: jfr covered 5 of 500 samples];a 297\n"
+                     "java;[Profiling error: jfr covered 5 of 500 samples];b 198\n"
+                     "java;A 3\njava;B 2",
+                     "got %s", l);
+    free(l);
+    pp_profile_free(sys);
+    pp_profile_free(rt);
+}
+
+/* Thread churn (a thread per request): each short thread is caught by one side, or both with a
+ * few samples. The runtime samples of the small common threads and of the short threads only
+ * the runtime saw are pooled and take the small common threads' sampler samples at the process's
+ * rate, so the runtime-only threads' B is not lost (the per-thread merge dropped it: A 40). The
+ * threads only the sampler saw keep their native stacks (they cannot be told from GC threads),
+ * as do the GC thread and tid 0; the long off-CPU thread's samples are dropped. */
+Test(scale, thread_churn_pools_short_threads)
+{
+    pp_profile *sys = pp_profile_new(), *rt = pp_profile_new();
+    add_tid(sys, 10, 5, "java", "GC", 10);
+    add(sys, 10, "java", "start_thread", 3);
+    for (uint32_t t = 101; t <= 110; t++)
+        add_tid(sys, 10, t, "java", "start_thread;[unknown]", 2);
+    for (uint32_t t = 201; t <= 220; t++) {
+        add_tid(sys, 10, t, "java", "start_thread;x", 2);
+        add_tid(rt, 10, t, "java", "A", 2);
+    }
+    for (uint32_t t = 221; t <= 240; t++)
+        add_tid(rt, 10, t, "java", "B", 2);
+    add_tid(rt, 10, 400, "java", "Sleeper", 50);
+    add_tid(sys, 10, 300, "java", "start_thread;y", 20);
+    add_tid(rt, 10, 300, "java", "A", 20);
+    cr_assert_eq(pp_merge_runtime(sys, rt, true), 0);
+    cr_assert_eq(pp_pid_total(pp_profile_get(sys, 10, false)), 93);
+    cr_assert_eq(pp_profile_drop_tids(sys), 0);
+    char *l = lines(sys);
+    /* the pool: 80 runtime samples at the rate 60/60 stand for 80, at most the pool's 40 */
+    cr_assert_str_eq(
+        l, "java;GC 10\njava;start_thread 3\njava;start_thread;[unknown] 20\njava;A 40\njava;B 20",
+        "got %s", l);
     free(l);
     pp_profile_free(sys);
     pp_profile_free(rt);
