@@ -15,7 +15,7 @@
 #include "runtimes/runtime.h"
 
 /* Appids and metadata are computed on a few worker threads (a JVM's needs an attach request,
- * which a JVM that does not answer holds for up to 2 s): the session starts at once, and one
+ * which a process that does not answer holds for seconds): the session starts at once, and one
  * slow process delays neither the others nor the session. */
 #define IDENT_THREADS 4
 /* Processes examined from the moment discovery lists them: past this many cached entries, a new

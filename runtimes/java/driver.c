@@ -104,9 +104,9 @@ json_t *pp_java_metadata(int pid)
     json_t *flags = NULL;
     if (may_attach(pid)) {
         /* one budget for both requests: a JVM that does not answer costs it once */
-        double until = pp_mono_now() + PP_JAVA_QUICK_TIMEOUT;
+        double until = pp_mono_now() + PP_JAVA_METADATA_TIMEOUT;
         char *out = NULL, err[256];
-        if (pp_jattach_jcmd(pid, "VM.system_properties", PP_JAVA_QUICK_TIMEOUT, &out, err,
+        if (pp_jattach_jcmd(pid, "VM.system_properties", PP_JAVA_METADATA_TIMEOUT, &out, err,
                             sizeof(err)) == 0) {
             char *text = pp_java_version_from_props(out);
             if (text) {
@@ -121,10 +121,20 @@ json_t *pp_java_metadata(int pid)
         }
         free(out);
         out = NULL;
-        if (!pp_java_jvm_flags_none() && until - pp_mono_now() > 0 &&
-            pp_jattach_jcmd(pid, "VM.flags -all", until - pp_mono_now(), &out, err, sizeof(err)) ==
-                0)
-            flags = pp_java_jvm_flags(out);
+        if (!pp_java_jvm_flags_none()) {
+            double left = until - pp_mono_now();
+            if (left <= 0)
+                pp_debug("java: no jvm_flags for pid %d: its version request used the %.0f s "
+                         "budget",
+                         pid, PP_JAVA_METADATA_TIMEOUT);
+            else if (pp_jattach_jcmd(pid, "VM.flags -all", left, &out, err, sizeof(err)) == 0)
+                flags = pp_java_jvm_flags(out);
+            else {
+                char why[256];
+                pp_escape_text(out ? out : err, why, sizeof(why)); /* out is the JVM's text */
+                pp_debug("java: no jvm_flags for pid %d: %s", pid, why);
+            }
+        }
         free(out);
     }
     json_object_set_new(o, "java_version", version ? version : json_string("/java not found"));

@@ -38,5 +38,9 @@ void pp_java_safemode_reset(void);
 /* Attach timeouts (seconds). */
 #define PP_JAVA_ATTACH_TIMEOUT 5.0
 #define PP_JAVA_QUICK_TIMEOUT 2.0
+/* The application metadata's two requests (version, flags), on an identity worker: a JVM serves
+ * one attach request at a time, and its first JFR.start, sent by the session at the same moment,
+ * holds the listener for 1-2 s (JFR's initialisation on JDK 17). */
+#define PP_JAVA_METADATA_TIMEOUT 6.0
 
 #endif
