@@ -19,7 +19,7 @@ endif
 WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS   := -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -D_GNU_SOURCE -I. -I$(BUILD)
 DEPFLAGS  = -MMD -MP -MF $(@:.o=.d)
-LDLIBS   := -lbpf -ldw -lelf -lz -llzma -ljansson -lpcre2-8 -larchive -ldl -lpthread -liberty -lm -lwebsockets
+LDLIBS   := -lbpf -ldw -lelf -lz -llzma -ljansson -lpcre2-8 -larchive -ldl -lpthread -liberty -lm -lwebsockets -lprotobuf-c
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 # UBSan findings abort (a fuzz input that only printed a report passed the stage)
 FUZZSAN  := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
@@ -31,7 +31,9 @@ SKELS    := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRC))
 # Generated headers: the BPF skeletons, the flame graph page (merge/html.c) and the list of
 # in-sampler walkers (bpf/sampler.h, bpf/walkers.bpf.h).
 WALKERS_GEN := $(BUILD)/walkers_gen.h $(BUILD)/walkers_gen.bpf.h
-GEN_HDRS := $(SKELS) $(BUILD)/flamegraph_template.h $(WALKERS_GEN)
+# The pprof export's protobuf code (merge/pprof.proto, compiled in by merge/pprof_pb.c).
+PB_GEN   := $(BUILD)/pprof.pb-c.h $(BUILD)/pprof.pb-c.c
+GEN_HDRS := $(SKELS) $(BUILD)/flamegraph_template.h $(WALKERS_GEN) $(PB_GEN)
 
 # The library is compiled once per flavour: plain (the binary, the benchmarks, the valgrind
 # tests), sanitized (unit tests), fuzz (clang, the fuzz targets). The binary and the benchmarks
@@ -78,7 +80,7 @@ all: $(BUILD)/polyprof tools
 
 # ---- dependencies (Debian packages; idempotent and quiet when present) ----
 DEB_PKGS := gcc make clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev liblzma-dev \
-            libjansson-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev libarchive-dev \
+            libprotobuf-c-dev protobuf-c-compiler libjansson-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev libarchive-dev \
             libclang-rt-14-dev libdw-dev valgrind python3 python3-pip python3-pytest python3-pytest-timeout \
             golang-go linux-perf stress-ng clang-format ruby php-cli php8.2-fpm \
             openjdk-17-jdk-headless \
@@ -185,6 +187,10 @@ $(BUILD)/flamegraph_template.h: resources/flamegraph/flamegraph.html | $(BUILD)
 	$(Q)$(call say,GEN,$@){ echo 'static const char pp_flamegraph_template[] = {'; \
 	    od -An -v -tx1 $< | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } > $@.tmp && \
 	    mv $@.tmp $@
+
+# The pprof export's protobuf code, from our subset of pprof's profile.proto (not committed).
+$(PB_GEN) &: merge/pprof.proto | $(BUILD)
+	$(Q)$(call say,PROTOC,$<)protoc-c -Imerge --c_out=$(BUILD) $<
 
 # ---- C objects: header dependencies come from the compiler (-MMD); the generated headers are
 # built before any object (order-only), and only objects that include one depend on it. ----

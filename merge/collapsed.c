@@ -103,23 +103,27 @@ char *pp_col_render(const pp_profile *p, json_t *header, const pp_render_opts *o
         }
         free(c);
     }
-    json_object_set(header, "application_metadata", apps);
-    json_object_set(header, "containers", containers);
+    if (!o->plain) {
+        json_object_set(header, "application_metadata", apps);
+        json_object_set(header, "containers", containers);
+    }
 
     char *text = NULL;
     size_t tlen = 0;
     FILE *f = open_memstream(&text, &tlen);
     if (!f)
         goto oom;
-    char *hdr = pp_header_dump(header);
-    if (!hdr) {
-        fclose(f);
-        free(text);
-        goto oom;
+    if (!o->plain) {
+        char *hdr = pp_header_dump(header);
+        if (!hdr) {
+            fclose(f);
+            free(text);
+            goto oom;
+        }
+        fputs("# ", f);
+        fputs(hdr, f);
+        free(hdr);
     }
-    fputs("# ", f);
-    fputs(hdr, f);
-    free(hdr);
 
     /* Several pids can render the same line (workers of one program share comm, metadata and
      * container; escaping can make two frames alike): each line is written once, with the sum of
@@ -139,7 +143,7 @@ char *pp_col_render(const pp_profile *p, json_t *header, const pp_render_opts *o
             if (count == 0)
                 continue;
             b.len = 0;
-            if (!o->v1) {
+            if (!o->v1 && !o->plain) {
                 if (o->app_metadata_enabled) {
                     char num[24];
                     lb_put(&b, num, (size_t)snprintf(num, sizeof(num), "%zu;", idx[i]));
@@ -164,9 +168,10 @@ char *pp_col_render(const pp_profile *p, json_t *header, const pp_render_opts *o
         size_t ll;
         uint64_t count;
         const char *line = pp_linecount_get(lines, i, &ll, &count);
-        fputc('\n', f);
+        if (!o->plain)
+            fputc('\n', f);
         fwrite(line, 1, ll, f);
-        fprintf(f, " %llu", (unsigned long long)count);
+        fprintf(f, o->plain ? " %llu\n" : " %llu", (unsigned long long)count);
     }
     free(b.data);
     pp_linecount_free(lines);

@@ -14,6 +14,9 @@ typedef struct pp_render_opts {
     bool v1;                   /* --profile-api-version v1: no index and container frames */
     bool app_metadata_enabled; /* emit the app-metadata index frame */
     bool appids_enabled;       /* emit "appid: ..." frames */
+    bool plain;                /* plain collapsed text for flamegraph.pl, inferno and speedscope
+                                  (--format collapsed-plain): no header line (header may be NULL), no index
+                                  or container frames (comm is the root), every line ends with a newline */
 } pp_render_opts;
 
 /* Renders the whole .col text. header is the top-level header object; its

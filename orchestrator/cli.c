@@ -673,6 +673,33 @@ static int read_token_file(ctx *c)
     return PP_CLI_OK;
 }
 
+/* --format: a comma list of col, pprof, collapsed-plain (repeats allowed; the .col is
+ * always written). */
+static int parse_output_format(ctx *c)
+{
+    pp_config *cfg = c->cfg;
+    const char *s = cfg->output_format;
+    while (s && *s) {
+        size_t n = strcspn(s, ",");
+        if (n == 3 && strncmp(s, "col", 3) == 0)
+            ;
+        else if (n == 5 && strncmp(s, "pprof", 5) == 0)
+            cfg->output_pprof = true;
+        else if (n == 15 && strncmp(s, "collapsed-plain", 15) == 0)
+            cfg->output_plain = true;
+        else
+            return usage(c,
+                         "--format: unknown format '%.*s'; give a comma list of col, "
+                         "pprof, collapsed-plain",
+                         (int)n, s);
+        s += n + (s[n] == ',');
+    }
+    if ((cfg->output_pprof || cfg->output_plain) && !cfg->output_dir)
+        return usage(c, "--format %s writes files beside the .col: give -o/--output-dir",
+                     cfg->output_format);
+    return PP_CLI_OK;
+}
+
 static int validate(ctx *c)
 {
     pp_config *cfg = c->cfg;
@@ -707,6 +734,9 @@ static int validate(ctx *c)
     }
     if (cfg->command == PP_CMD_PROFILE && !cfg->upload && !cfg->output_dir)
         return usage(c, "must provide either --output-dir (-o) or --upload-results (-u)");
+    int frc = cfg->command == PP_CMD_PROFILE ? parse_output_format(c) : PP_CLI_OK;
+    if (frc != PP_CLI_OK)
+        return frc;
     if (cfg->pids && c->noop_given[row_of("profile-spawned-processes")])
         return usage(c, "--pids is not allowed together with --profile-spawned-processes");
     return PP_CLI_OK;

@@ -33,6 +33,9 @@ typedef struct pp_config {
     int frequency;        /* -f/--profiling-frequency, Hz, default 11, 1..1000 */
     bool continuous;      /* -c/--continuous */
     bool rotating_output; /* --rotating-output */
+    char *output_format;  /* --format: comma list of col, pprof, collapsed-plain */
+    bool output_pprof;    /* ... it names pprof: profile_<time>.pb.gz beside each .col */
+    bool output_plain;    /* ... it names collapsed-plain: profile_<time>.folded */
     int *pids;            /* --pids (comma lists, repeatable), NULL if none */
     size_t npids;
     int min_duration; /* --min-duration, seconds, default 0 */

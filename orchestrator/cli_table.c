@@ -69,6 +69,15 @@ static const pp_opt head_rows[] = {
      .off = OFF(continuous),
      .help = "profile session after session until stopped"},
     FLAG("rotating-output", rotating_output, NULL, "keep only the last profile"),
+    {.name = "format",
+     .kind = PP_OPT_STR,
+     .off = OFF(output_format),
+     .metavar = "FORMAT[,FORMAT...]",
+     .help = "with -o, the formats written for each session: col (gProfiler's collapsed "
+             "stacks, always written), pprof (profile_<time>.pb.gz beside the .col: gzipped "
+             "profile.proto for pprof, Pyroscope, speedscope), collapsed-plain "
+             "(profile_<time>.folded: 'comm;frames count' lines for "
+             "flamegraph.pl, inferno, speedscope); default col"},
     {.name = "pids",
      .kind = PP_OPT_INTLIST,
      .dest = "pids_to_profile",

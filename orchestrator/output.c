@@ -103,7 +103,7 @@ static bool is_profile_name(const char *s, const char *ext)
  * planted under any of them is replaced or skipped, never written through). path_out (may be
  * NULL) receives the file's path. */
 static int write_linked(const char *dir, const char *stem, const char *ext, const char *lname,
-                        const char *text, size_t len, bool rotate, char *path_out, size_t plen,
+                        const void *text, size_t len, bool rotate, char *path_out, size_t plen,
                         char *err, size_t errlen)
 {
     char name[NAME_MAX + 1], tmp[128], ltmp[128];
@@ -194,18 +194,25 @@ int pp_output_write(const char *dir, time_t end, const char *text, size_t len, b
                         err, errlen);
 }
 
-int pp_output_write_html(const char *dir, const char *col_path, const char *text, size_t len,
-                         bool rotate, char *path_out, size_t plen, char *err, size_t errlen)
+int pp_output_write_beside(const char *dir, const char *col_path, const char *ext,
+                           const char *lname, const void *data, size_t len, bool rotate,
+                           char *path_out, size_t plen, char *err, size_t errlen)
 {
     const char *base = strrchr(col_path, '/');
     base = base ? base + 1 : col_path;
     size_t bl = strlen(base);
     char stem[NAME_MAX + 1];
-    if (bl < 4 || strcmp(base + bl - 4, ".col") != 0 || bl - 4 + 6 > sizeof(stem)) {
+    if (bl < 4 || strcmp(base + bl - 4, ".col") != 0 || bl - 4 + strlen(ext) + 2 > sizeof(stem)) {
         snprintf(err, errlen, "not a profile file name: %s", col_path);
         return -1;
     }
     snprintf(stem, sizeof(stem), "%.*s", (int)(bl - 4), base);
-    return write_linked(dir, stem, ".html", "last_flamegraph.html", text, len, rotate, path_out,
-                        plen, err, errlen);
+    return write_linked(dir, stem, ext, lname, data, len, rotate, path_out, plen, err, errlen);
+}
+
+int pp_output_write_html(const char *dir, const char *col_path, const char *text, size_t len,
+                         bool rotate, char *path_out, size_t plen, char *err, size_t errlen)
+{
+    return pp_output_write_beside(dir, col_path, ".html", "last_flamegraph.html", text, len, rotate,
+                                  path_out, plen, err, errlen);
 }

@@ -1,6 +1,7 @@
 /* Local output: DIR/profile_<UTC end time>.col written atomically (temp file, fsync, rename),
  * DIR/last_profile.col symlink replaced atomically, optional rotation; the flame graph
- * DIR/profile_<UTC end time>.html and DIR/last_flamegraph.html the same way. DIR may be writable by
+ * DIR/profile_<UTC end time>.html and DIR/last_flamegraph.html the same way, and the other
+ * --format files (.pb.gz, .folded) beside the .col. DIR may be writable by
  * other users: every name is used relative to the directory held open, temp files have
  * unpredictable names and are created with O_EXCL|O_NOFOLLOW, final names are only reached by
  * rename (docs/security.md). */
@@ -24,5 +25,11 @@ int pp_output_write(const char *dir, time_t end, const char *text, size_t len, b
  * updates last_flamegraph.html, like pp_output_write. */
 int pp_output_write_html(const char *dir, const char *col_path, const char *text, size_t len,
                          bool rotate, char *path_out, size_t plen, char *err, size_t errlen);
+
+/* Writes data as DIR/<the .col's name with ext for ".col"> (ext such as ".pb.gz") and updates the
+ * link DIR/lname, like pp_output_write. */
+int pp_output_write_beside(const char *dir, const char *col_path, const char *ext,
+                           const char *lname, const void *data, size_t len, bool rotate,
+                           char *path_out, size_t plen, char *err, size_t errlen);
 
 #endif

@@ -23,6 +23,7 @@
 #include "orchestrator/adopt.h"
 #include "orchestrator/coverage.h"
 #include "orchestrator/discovery.h"
+#include "orchestrator/exports.h"
 #include "orchestrator/extmeta.h"
 #include "orchestrator/heartbeat.h"
 #include "orchestrator/hostinfo.h"
@@ -319,6 +320,7 @@ static int write_session(const pp_config *cfg, const json_t *static_md, const js
                     (pp_mono_now() - session_end) * 1000);
             if (cfg->flamegraph)
                 write_flamegraph(cfg, path, text, len, &ro);
+            pp_write_exports(cfg, prof, path, start, hi.current_time, &ro);
         }
     }
     free(text);

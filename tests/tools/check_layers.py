@@ -28,9 +28,10 @@ RANK = {"base": 0, "merge": 1, "runtimes": 2, "orchestrator": 3}
 # unwinder's rows.
 SHARED_RUNTIME_DIRS = {"system", "symbols", "unwind"}
 REGISTRY = "runtimes/registry.h"
-# Headers the build generates into build/ (found there through -Ibuild).
+# Headers (and the protobuf code, merge/pprof_pb.c) the build generates into build/ (found there
+# through -Ibuild).
 GENERATED = {"sampler.skel.h", "ksym.skel.h", "flamegraph_template.h", "walkers_gen.h",
-             "walkers_gen.bpf.h"}
+             "walkers_gen.bpf.h", "pprof.pb-c.h", "pprof.pb-c.c"}
 # Other names of the registry's runtimes: their VMs, file formats and external profilers.
 # A runtime's registry symbol is checked without being listed here.
 ALIASES = ["jvm", "jfr", "cpython", "pyspy", "py-spy", "rbspy", "phpspy", "nodejs", "v8",

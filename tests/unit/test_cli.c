@@ -159,6 +159,7 @@ static const opt_case opt_cases[] = {
     {{"--min-duration", "30"}, "min_duration", "30"},
     {{"--insert-dso-name"}, "insert_dso_name", "true"},
     {{"--no-flamegraph"}, "flamegraph", "false"},
+    {{"--format", "pprof,collapsed-plain"}, "format", "\"pprof,collapsed-plain\""},
     {{"--no-flamegraph", "--flamegraph"}, "flamegraph", "true"},
     {{"--mode", "none"}, "profiling_mode", "\"none\""},
     {{"--mode=allocation"}, "profiling_mode", "\"allocation\""},
@@ -635,6 +636,12 @@ static const usage_case usage_cases[] = {
      "argument --pids: invalid pid list '1,,2' (expected a comma-separated list of positive "
      "integers)"},
     {{"-c"}, "must provide either --output-dir (-o) or --upload-results (-u)"},
+    {{"-o", "o", "--format", "col,svg"},
+     "--format: unknown format 'svg'; give a comma list of col, pprof, collapsed-plain"},
+    {{"-o", "o", "--format", "col,,pprof"},
+     "--format: unknown format ''; give a comma list of col, pprof, collapsed-plain"},
+    {{"-u", "--token", "t", "--service-name", "s", "--format", "pprof"},
+     "--format pprof writes files beside the .col: give -o/--output-dir"},
     {{"-u", "--service-name", "s"},
      "--upload-results requires --token (or --token-file, or the POLYPROF_TOKEN / "
      "GPROFILER_TOKEN environment variable)"},
@@ -671,6 +678,18 @@ Test(cli, usage_errors)
         cr_expect_str_eq(err, usage_cases[i].msg, "case %zu: got \"%s\"", i, err);
         pp_config_free(&cfg);
     }
+}
+
+Test(cli, output_formats)
+{
+    cr_assert_eq(PARSE("-o", "o"), PP_CLI_OK, "%s", err);
+    cr_expect(!cfg.output_pprof && !cfg.output_plain, "col only by default");
+    cr_assert_eq(PARSE("-o", "o", "--format", "col,pprof"), PP_CLI_OK, "%s", err);
+    cr_expect(cfg.output_pprof && !cfg.output_plain);
+    cr_assert_eq(PARSE("-o", "o", "--format=collapsed-plain"), PP_CLI_OK, "%s", err);
+    cr_expect(!cfg.output_pprof && cfg.output_plain);
+    cr_assert_eq(PARSE("-u", "--token", "t", "--service-name", "s", "--format", "col"), PP_CLI_OK,
+                 "%s", err);
 }
 
 Test(cli, mode_none_and_allocation_are_not_errors)

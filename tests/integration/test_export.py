@@ -1,0 +1,117 @@
+"""The --format exports beside each .col: the pprof profile (profile_<time>.pb.gz,
+last_profile.pb.gz) read by the real `go tool pprof` with the .col's totals (whole profile and
+per process), and the plain collapsed text (profile_<time>.folded) holding the .col's stacks
+without the index and container fields. One session of a real C program and a Python program."""
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import APPS, App, last_profile, run_polyprof
+
+GO = shutil.which("go") or "/usr/local/go/bin/go"
+
+
+@pytest.fixture(scope="module")
+def exported(appdir, tmp_path_factory):
+    """One 4 s session of the C fixture and a Python fixture (built-in sampler), --pids."""
+    d = tmp_path_factory.mktemp("export")
+    apps = []
+    try:
+        apps.append(App([str(appdir / "pp_hot_c")]))
+        apps.append(App([sys.executable, str(APPS / "pyhot.py")]))
+        pids = ",".join(str(a.pid) for a in apps)
+        comms = [Path(f"/proc/{a.pid}/comm").read_text().strip() for a in apps]
+        r = run_polyprof("-d", 4, "-f", 199, "-o", d, "--pids", pids, "--python-mode", "builtin",
+                         "--no-flamegraph", "--format", "col,pprof,collapsed-plain")
+    finally:
+        for a in apps:
+            a.stop()
+    return d, r, list(zip([a.pid for a in apps], comms))
+
+
+def pprof(*args, tmp):
+    """go tool pprof, offline: no toolchain download, a private cache and home."""
+    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="", HOME=str(tmp),
+               GOCACHE=str(tmp / "gocache"), PPROF_TMPDIR=str(tmp))
+    r = subprocess.run([GO, "tool", "pprof", *map(str, args)], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, f"go tool pprof {args} exited {r.returncode}:\n{r.stderr}"
+    return r.stdout
+
+
+def raw_samples(text):
+    """(count, nanoseconds, labels) of each sample in `go tool pprof -raw` output."""
+    out = []
+    section = None
+    for line in text.splitlines():
+        if re.match(r"^[A-Z][a-z]+:?\s*$", line) or line.startswith("Samples:"):
+            section = line.strip().rstrip(":")
+            continue
+        if section != "Samples":
+            continue
+        m = re.match(r"^\s+(\d+)\s+(\d+): [\d ]+$", line)
+        if m:
+            out.append([int(m.group(1)), int(m.group(2)), {}])
+        elif out and line.strip():
+            for k, v in re.findall(r"(\w+):\[([^\]]*)\]", line):
+                out[-1][2][k] = v
+    return out
+
+
+def test_pprof_beside_col_with_link(exported):
+    d, r, _ = exported
+    col = Path(os.readlink(d / "last_profile.col"))
+    pb = Path(os.readlink(d / "last_profile.pb.gz"))
+    assert pb.name == col.name[:-len(".col")] + ".pb.gz", (col, pb)
+    assert (d / pb).read_bytes()[:2] == b"\x1f\x8b", "gzip-compressed"
+    assert "Saved pprof profile to" in r.stderr
+
+
+def test_go_tool_pprof_reads_the_same_totals(exported, tmp_path):
+    d, _, procs = exported
+    prof = last_profile(d)
+    total = sum(c for _, c in prof.stacks)
+    assert total > 0
+    top = pprof("-top", "-sample_index=samples", d / "last_profile.pb.gz", tmp=tmp_path)
+    m = re.search(r"of (\d+) total", top)
+    assert m, top
+    assert int(m.group(1)) == total, f"go tool pprof total {m.group(1)} != .col total {total}"
+    assert "hot_a" in top, top
+
+    raw = raw_samples(pprof("-raw", d / "last_profile.pb.gz", tmp=tmp_path))
+    assert sum(s[0] for s in raw) == total
+    period = 10**9 // 199
+    assert all(s[1] == s[0] * period for s in raw), "cpu/nanoseconds = count x period"
+    # Per process: the .col's comm lines against the samples labelled with the pid and comm
+    assert procs[0][1] != procs[1][1]
+    for pid, comm in procs:
+        col_n = sum(c for f, c in prof.stacks if f[2] == comm)
+        pb_n = sum(s[0] for s in raw if s[2].get("pid") == str(pid))
+        assert col_n > 0, f"no {comm} stacks in the .col"
+        assert pb_n == col_n, f"pid {pid}: pprof {pb_n} != .col {col_n}"
+        labelled = [s for s in raw if s[2].get("pid") == str(pid)]
+        assert all(s[2].get("comm") == comm for s in labelled), labelled[:3]
+
+
+def test_plain_collapsed_is_the_col_without_index_and_container(exported):
+    d, _, _ = exported
+    text = (d / "last_profile.folded").read_text(encoding="utf-8")
+    assert not text.startswith("#"), "no header line"
+    assert text.endswith("\n")
+    plain = collections.Counter()
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        assert count.isdigit(), line
+        assert stack not in plain, f"a stack written twice: {stack!r}"
+        plain[stack] += int(count)
+    want = collections.Counter()
+    for frames, c in last_profile(d).stacks:
+        want[";".join(frames[2:])] += c
+    assert plain == want
+    assert any(s.startswith("pp_hot_c;") for s in plain), "comm is the root"
