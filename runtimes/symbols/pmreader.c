@@ -206,7 +206,7 @@ static void read_job(void *arg, bool run)
     job *j = arg;
     pp_pmsrc *src = j->src;
     pp_pmreader *r = src->r;
-    bool more = false;
+    bool more = false, failed = false;
     long added = 0;
     for (int turn = 0; run && turn < TURN_CHUNKS; turn++) {
         if (!may_read(r))
@@ -215,6 +215,7 @@ static void read_job(void *arg, bool run)
         pthread_mutex_lock(&src->mu);
         long n = update(&src->map, j->fd, j->jitdump, PP_PMREAD_CHUNK);
         more = n >= 0 && !src->map.complete;
+        failed = n < 0;
         pthread_mutex_unlock(&src->mu);
         add_spent(r, thread_cpu() - t0);
         if (n > 0)
@@ -222,9 +223,13 @@ static void read_job(void *arg, bool run)
         if (!more)
             break;
     }
-    if (added)
+    pthread_mutex_lock(&src->mu);
+    /* also when a stop came before this turn read anything */
+    bool left = !failed && !src->map.complete;
+    pthread_mutex_unlock(&src->mu);
+    if (added || left)
         pp_debug("symbols: perf map read in the background: %ld new entries%s", added,
-                 more ? ", more to read" : "");
+                 left ? ", more to read" : "");
     /* a read that yielded with more to read goes to the back of the queue (the others' turn) */
     if (run && more && may_read(r) && requeue(j))
         return;
