@@ -1,5 +1,6 @@
-/* Integration fixture: two hot functions whose CPU time is in a 3:1 ratio (random-length rounds). Built with frame
- * pointers. Prints "ready" once running. Optional argv[1]: seconds to run (default: forever). */
+/* Integration fixture: two hot functions whose CPU time is in a 3:1 ratio (random-length rounds).
+ * Built with frame pointers. Prints "ready" once running. Optional argv[1]: seconds to run
+ * (default: forever). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
