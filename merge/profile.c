@@ -53,7 +53,9 @@ static int table_add(pp_stack_table *t, uint32_t tid, const uint32_t *f, size_t 
     pp_htab_probe p;
     for (uint32_t *i = pp_htab_first(&t->index, h, &p); i; i = pp_htab_next(&t->index, &p)) {
         stack_ent *e = &t->ents[*i];
-        if (e->len == n && e->tid == tid && memcmp(t->frames + e->off, f, n * sizeof(*f)) == 0) {
+        /* an empty stack has no frames (t->frames may still be NULL) */
+        if (e->len == n && e->tid == tid &&
+            (n == 0 || memcmp(t->frames + e->off, f, n * sizeof(*f)) == 0)) {
             e->count += count;
             t->total += count;
             return 0;
