@@ -96,6 +96,15 @@ static json_t *jar_manifest(int pid)
 #undef STR_OR_NULL
 }
 
+/* Logs why a metadata request got nothing: the JVM's answer (untrusted text, escaped) or the
+ * attach error. */
+static void no_answer(int pid, const char *what, const char *out, const char *err)
+{
+    char why[256];
+    pp_escape_text(out ? out : err, why, sizeof(why));
+    pp_debug("java: no %s for pid %d: %s", what, pid, why);
+}
+
 json_t *pp_java_metadata(int pid)
 {
     json_t *o = json_object();
@@ -114,11 +123,8 @@ json_t *pp_java_metadata(int pid)
                 version = json_string(text);
                 free(text);
             }
-        } else {
-            char why[256];
-            pp_escape_text(out ? out : err, why, sizeof(why)); /* out is the JVM's text */
-            pp_debug("java: no attach metadata for pid %d: %s", pid, why);
-        }
+        } else
+            no_answer(pid, "attach metadata", out, err);
         free(out);
         out = NULL;
         if (!pp_java_jvm_flags_none()) {
@@ -129,11 +135,8 @@ json_t *pp_java_metadata(int pid)
                          pid, PP_JAVA_METADATA_TIMEOUT);
             else if (pp_jattach_jcmd(pid, "VM.flags -all", left, &out, err, sizeof(err)) == 0)
                 flags = pp_java_jvm_flags(out);
-            else {
-                char why[256];
-                pp_escape_text(out ? out : err, why, sizeof(why)); /* out is the JVM's text */
-                pp_debug("java: no jvm_flags for pid %d: %s", pid, why);
-            }
+            else
+                no_answer(pid, "jvm_flags", out, err);
         }
         free(out);
     }
