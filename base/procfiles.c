@@ -132,17 +132,25 @@ bool pp_pid_gone(int pid)
     return kill(pid, 0) != 0 && errno == ESRCH;
 }
 
-/* Fields `field` and `field + 1` (field >= 3) of /proc/<pid>/stat as numbers; false when the
- * process is gone. */
-static bool stat_fields(int pid, int field, unsigned long long v[2])
+/* Fields `field` and `field + 1` (field >= 3) of a /proc stat file (path) as numbers, and the
+ * comm between the parentheses into comm (unless NULL; cut to commlen - 1 bytes); false when
+ * the task is gone. */
+static bool stat_path_fields(const char *path, int field, unsigned long long v[2], char *comm,
+                             size_t commlen)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    char buf[1024];
     if (pp_read_small_file(path, buf, sizeof(buf)) <= 0)
         return false;
     char *p = strrchr(buf, ')');
-    if (!p)
+    char *open = strchr(buf, '(');
+    if (!p || !open || open > p)
         return false;
+    if (comm && commlen) {
+        size_t n = (size_t)(p - open - 1);
+        n = n < commlen - 1 ? n : commlen - 1;
+        memcpy(comm, open + 1, n);
+        comm[n] = '\0';
+    }
     /* fields 3.. follow ") " */
     p++;
     for (int f = 2; f < field - 1 && p; f++)
@@ -153,6 +161,23 @@ static bool stat_fields(int pid, int field, unsigned long long v[2])
     v[0] = strtoull(p + 1, &end, 10);
     v[1] = *end == ' ' ? strtoull(end + 1, NULL, 10) : 0;
     return true;
+}
+
+static bool stat_fields(int pid, int field, unsigned long long v[2])
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    return stat_path_fields(path, field, v, NULL, 0);
+}
+
+unsigned long long pp_task_cpu_ticks(int pid, int tid, char *comm, size_t commlen)
+{
+    char path[96];
+    unsigned long long v[2];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+    if (comm && commlen)
+        comm[0] = '\0';
+    return stat_path_fields(path, 14, v, comm, commlen) ? v[0] + v[1] : 0;
 }
 
 unsigned long long pp_proc_start_ticks(int pid)

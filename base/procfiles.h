@@ -49,6 +49,9 @@ unsigned long long pp_proc_start_ticks(int pid);
 /* Fields 14 and 15 of /proc/<pid>/stat (user + system time of the whole process, clock ticks),
  * 0 when the process is gone. */
 unsigned long long pp_proc_cpu_ticks(int pid);
+/* The same of one thread (/proc/<pid>/task/<tid>/stat), and its name into comm (unless NULL; at
+ * most commlen - 1 bytes, empty when the thread is gone). */
+unsigned long long pp_task_cpu_ticks(int pid, int tid, char *comm, size_t commlen);
 
 /* Path (as in /proc/<pid>/maps) of the first mapping whose path contains needle. */
 int pp_find_mapping(int pid, const char *needle, char *out, size_t len);

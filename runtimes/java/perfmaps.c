@@ -9,9 +9,11 @@
  * once, and a JVM that does not answer holds up only its own request (2 s at most), never the
  * session or the other JVMs. Such a JVM is asked again only PP_PERFMAP_RETRY_S later.
  *
- * An idle JVM is not asked again: a JVM that used no CPU time since it wrote its last map has
- * compiled nothing since (its map is current), and the question would cost it the writing of
- * its whole map. Whether polyprof supports a JVM is decided once per JVM. */
+ * An idle JVM is not asked again: a JVM whose JIT compiler threads used no CPU time since it
+ * wrote its last map has compiled nothing since (its map is current), and the question would
+ * cost it the writing of its whole map. (The whole process's time is not that test: an idle
+ * JVM's housekeeping threads use a clock tick every few seconds.) Whether polyprof supports a JVM
+ * is decided once per JVM. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +36,18 @@
 #include "base/procfiles.h"
 #include "base/workpool.h"
 
+/* What tells whether a JVM compiled anything: the CPU time of each of its JIT compiler threads
+ * (HotSpot names them "C1 CompilerThreadN", "C2 CompilerThreadN", "JVMCI CompilerThreadN").
+ * Without any (-Xint) or with more than PM_JIT_THREADS, the whole process's CPU time. */
+#define PM_JIT_THREADS 32
+typedef struct pm_jit {
+    bool whole;              /* no usable compiler threads: proc is the process's time */
+    unsigned long long proc; /* pp_proc_cpu_ticks, when whole */
+    int n;                   /* compiler threads listed */
+    int tid[PM_JIT_THREADS]; /* their ids */
+    unsigned long long ticks[PM_JIT_THREADS]; /* and CPU times (utime + stime, clock ticks) */
+} pm_jit;
+
 /* One JVM polyprof asked for a perf map. */
 typedef struct pm_entry {
     int pid;
@@ -46,8 +60,8 @@ typedef struct pm_entry {
     bool busy;                  /* a request is queued or running */
     double retry_at;            /* monotonic; no request before (it did not answer) */
     bool unsupported;           /* pp_java_supported said no: never asked */
-    bool answered;              /* a request succeeded; cpu is the JVM's CPU time after it */
-    unsigned long long cpu;     /* pp_proc_cpu_ticks after the last answered request */
+    bool answered;              /* a request succeeded; jit was read after it */
+    pm_jit jit;                 /* the JIT threads' CPU times after the last answered request */
 } pm_entry;
 
 /* Requests run on this many threads. */
@@ -280,6 +294,60 @@ static pm_entry *track(const pp_proc *p)
     return e;
 }
 
+static bool is_compiler_thread(const char *comm)
+{
+    /* names are cut to 15 bytes: "C2 CompilerThre", "JVMCI CompilerT" */
+    return strstr(comm, "CompilerThre") || strncmp(comm, "JVMCI Compiler", 14) == 0;
+}
+
+/* The JIT state of pid now (see pm_jit). */
+static void jit_read(int pid, pm_jit *out)
+{
+    *out = (pm_jit){0};
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", pid);
+    DIR *d = opendir(path);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        int tid = atoi(de->d_name);
+        char comm[32];
+        if (tid <= 0)
+            continue;
+        unsigned long long ticks = pp_task_cpu_ticks(pid, tid, comm, sizeof(comm));
+        if (!is_compiler_thread(comm))
+            continue;
+        if (out->n == PM_JIT_THREADS) {
+            out->n = 0; /* too many to follow: fall back */
+            break;
+        }
+        out->tid[out->n] = tid;
+        out->ticks[out->n++] = ticks;
+    }
+    if (d)
+        closedir(d);
+    if (out->n == 0) {
+        out->whole = true;
+        out->proc = pp_proc_cpu_ticks(pid);
+    }
+}
+
+/* True when the JVM compiled nothing between the two reads: every compiler thread of now was
+ * there before with the same CPU time (a thread that ended is no new code; HotSpot stops idle
+ * compiler threads and starts them when its queue grows). */
+static bool jit_idle(const pm_jit *before, const pm_jit *now)
+{
+    if (before->whole || now->whole)
+        return before->whole && now->whole && before->proc == now->proc;
+    for (int i = 0; i < now->n; i++) {
+        int k = 0;
+        while (k < before->n && before->tid[k] != now->tid[i])
+            k++;
+        if (k == before->n || before->ticks[k] != now->ticks[i])
+            return false;
+    }
+    return true;
+}
+
 /* One Compiler.perfmap request (a worker's job). */
 typedef struct pm_job {
     int pid;
@@ -297,7 +365,9 @@ static void request(void *arg, bool run)
     int rc =
         pp_jattach_jcmd(j->pid, "Compiler.perfmap", PP_JAVA_QUICK_TIMEOUT, &out, err, sizeof(err));
     bool silent = rc < 0 && (errno == ETIMEDOUT || errno == EAGAIN);
-    unsigned long long cpu = rc == 0 ? pp_proc_cpu_ticks(j->pid) : 0; /* the writing counted */
+    pm_jit jit = {0};
+    if (rc == 0)
+        jit_read(j->pid, &jit); /* after the writing */
     if (rc != 0)
         pp_debug("java: Compiler.perfmap in pid %d failed: %s%s", j->pid,
                  rc < 0 ? err : (out ? out : ""),
@@ -308,7 +378,7 @@ static void request(void *arg, bool run)
     if (e) {
         e->busy = false;
         e->answered = rc == 0;
-        e->cpu = cpu;
+        e->jit = jit;
         if (silent)
             e->retry_at = pp_mono_now() + PP_PERFMAP_RETRY_S;
         else if (rc == 0 && e->ours)
@@ -354,8 +424,12 @@ void pp_java_perfmaps_refresh(const pp_proc *procs, size_t n)
         e->seen = true;
         if (e->unsupported || e->busy || now < e->retry_at)
             continue;
-        if (e->answered && pp_proc_cpu_ticks(p->pid) == e->cpu)
-            continue; /* idle since its last map: nothing new to name */
+        if (e->answered) {
+            pm_jit now;
+            jit_read(p->pid, &now);
+            if (jit_idle(&e->jit, &now))
+                continue; /* compiled nothing since its last map: nothing new to name */
+        }
         if (!submit(e))
             pp_debug("java: cannot queue Compiler.perfmap for pid %d (out of memory)", p->pid);
     }
