@@ -13,7 +13,8 @@
 #ifndef PP_BPF_UNWIND_H
 #define PP_BPF_UNWIND_H
 
-#define PP_UNW_ROWS_DEFAULT (4u << 20) /* rows host-wide: 32 MiB */
+#define PP_UNW_ROWS_DEFAULT 4096    /* placeholder: user space sizes the array */
+#define PP_UNW_ROWS_MAX (64u << 20) /* rows host-wide at most (512 MiB) */
 #define PP_UNW_PAGES_ENTRIES 65536
 #define PP_UNW_MAPS_ENTRIES 262144 /* trie prefixes host-wide (about 20 per mapping) */
 #define PP_UNW_PROCS_ENTRIES 8192

@@ -1,5 +1,6 @@
 /* polyprof entry point: parse the command line, check preconditions, run the sessions. */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,11 @@ static int check_regexes(const pp_config *cfg, char *err, size_t len)
 
 int main(int argc, char **argv)
 {
+    /* Blocks of 256 KiB and more are mapped apart and unmapped when freed. glibc would raise
+     * this threshold after each such block was freed (up to 32 MiB), so that the large
+     * transient buffers of a session's end or of a file's unwind rows would stay resident
+     * in the heap afterwards (docs/decisions.md, "Memory under binary churn"). */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     pp_config cfg;
     char err[1024] = "";
     int rc = pp_cli_parse(argc, argv, environ, stdout, &cfg, err, sizeof(err));

@@ -56,6 +56,31 @@ def proc_status(pid):
     return int(st["VmRSS"].split()[0]) / 1024, int(st["VmHWM"].split()[0]) / 1024, fds, cpu
 
 
+def bpf_memory(pid):
+    """(MiB) the part of RSS that is BPF maps mapped into polyprof (the unwind rows array, the
+    ring buffers: their pages are the kernel's, allocated whole when the map is made), and the
+    memory of every BPF map polyprof holds (fdinfo's memlock), charged to its memory cgroup
+    whether mapped or not."""
+    rss_kb, name = 0, ""
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        parts = line.split()
+        if parts and "-" in parts[0] and len(parts) >= 5:
+            name = parts[5] if len(parts) > 5 else ""
+        elif parts and parts[0] == "Rss:" and name == "anon_inode:bpf-map":
+            rss_kb += int(parts[1])
+    memlock = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf-map":
+                continue
+            for line in Path(f"/proc/{pid}/fdinfo/{fd}").read_text().splitlines():
+                if line.startswith("memlock:"):
+                    memlock += int(line.split()[1])
+        except OSError:
+            pass
+    return rss_kb / 1024, memlock / 2**20
+
+
 def memory(out):
     """polyprof.memory of the last profile's header (MiB): heap in use, symbol tables, profile."""
     try:
@@ -149,7 +174,8 @@ def main():
         print(f"soak: {a.minutes:g} min, ~{a.rate:g} distinct executables/s, node perf map, JVM, "
               f"Python, Ruby, PHP; cap {a.cap_mib:g} MiB RSS; polyprof pid {pp.pid}")
         print(f"{'min':>4} {'RSS MiB':>8} {'peak MiB':>9} {'fds':>5} {'CPU s':>7} {'started':>8}"
-              f" {'heap':>6} {'symtab':>6} {'profile':>7}  (MiB, last session's header)")
+              f" {'heap':>6} {'symtab':>6} {'profile':>7} {'bpf-rss':>7} {'RSS-bpf':>7}"
+              f" {'bpf-maps':>8}  (MiB; heap..profile: last session's header)")
         t0 = time.monotonic()
         next_row, started, rows = t0 + 5, 0, []
         n = 0
@@ -170,14 +196,21 @@ def main():
             now = time.monotonic()
             if now >= next_row:
                 rss, hwm, fds, cpu = proc_status(pp.pid)
-                rows.append((rss, hwm, fds, cpu))
+                brss, bmaps = bpf_memory(pp.pid)
+                rows.append((rss, hwm, fds, cpu, rss - brss, bmaps, (now - t0) / 60))
                 print(f"{(now - t0) / 60:4.0f} {rss:8.1f} {hwm:9.1f} {fds:5d} {cpu:7.1f} "
-                      f"{started:8d} {'%6.1f %6.1f %7.1f' % memory(out)}", flush=True)
+                      f"{started:8d} {'%6.1f %6.1f %7.1f' % memory(out)} {brss:7.1f} "
+                      f"{rss - brss:7.1f} {bmaps:8.1f}", flush=True)
                 next_row = (next_row + 60) if len(rows) > 1 else t0 + 60
             time.sleep(max(0.0, 1.0 / a.rate - (time.monotonic() - now)))
         rss, hwm, fds, cpu = proc_status(pp.pid)
-        rows.append((rss, hwm, fds, cpu))
+        brss, bmaps = bpf_memory(pp.pid)
+        rows.append((rss, hwm, fds, cpu, rss - brss, bmaps, a.minutes))
         print(f"end  {rss:8.1f} {hwm:9.1f} {fds:5d} {cpu:7.1f} {started:8d}")
+        steady = [r for r in rows if r[6] >= min(10, a.minutes / 2)]
+        print(f"steady (minutes {min(10, a.minutes / 2):g}-{a.minutes:g}): RSS max "
+              f"{max(r[0] for r in steady):.1f} MiB, RSS without the mapped BPF maps max "
+              f"{max(r[4] for r in steady):.1f} MiB, BPF maps {max(r[5] for r in steady):.1f} MiB")
         pp.send_signal(signal.SIGTERM)
         rc = pp.wait(timeout=60)
         profiles = len(list(out.glob("profile_*.col")))

@@ -25,7 +25,7 @@
 /* The symbol tables cached together hold at most this many bytes (names, demangled names,
  * entries): a host where new binaries keep appearing (deployments, CI runners) must not grow
  * polyprof without bound. libjvm's table, among the largest, is a few MiB. */
-#define DEFAULT_MAX_BINARY_BYTES (64u << 20)
+#define DEFAULT_MAX_BINARY_BYTES (40u << 20) /* with the unwind rows (at most 12 MiB) */
 #define PID_BUCKETS 1024
 #define MAX_MAPS_PER_PID 65536
 #define IDLE_PASSES 150 /* ~5 min of 2 s drains */
@@ -73,6 +73,8 @@ typedef struct pp_proc {
 struct pp_symbolizer {
     size_t max_binaries;
     size_t max_binary_bytes;
+    size_t (*other_bytes)(void *); /* facts sharing the bound (pp_symbolizer_share_budget) */
+    void *other_arg;
     binslot *slots;
     uint64_t next_gen, clock;
     /* By pid % PID_BUCKETS, chained; left off base/hashtab: looked up on emitter cache misses
@@ -565,7 +567,8 @@ static void evict_over_budget(pp_symbolizer *s, size_t keep)
     for (size_t i = 0; i < s->max_binaries; i++)
         if (s->slots[i].bin)
             total += table_bytes(s->slots[i].bin);
-    while (total > s->max_binary_bytes) {
+    size_t other = s->other_bytes ? s->other_bytes(s->other_arg) : 0;
+    while (total + other > s->max_binary_bytes) {
         size_t victim = lru_slot(s, keep);
         if (victim == SIZE_MAX)
             break;
@@ -578,6 +581,12 @@ static void evict_over_budget(pp_symbolizer *s, size_t keep)
 void pp_symbolizer_set_max_binary_bytes(pp_symbolizer *s, size_t bytes)
 {
     s->max_binary_bytes = bytes;
+}
+
+void pp_symbolizer_share_budget(pp_symbolizer *s, size_t (*other)(void *arg), void *arg)
+{
+    s->other_bytes = other;
+    s->other_arg = arg;
 }
 
 /* Puts b in a free slot, else in place of the least recently used table. */

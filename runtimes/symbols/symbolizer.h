@@ -44,10 +44,15 @@ typedef struct pp_symbolizer_stats {
 } pp_symbolizer_stats;
 
 /* max_binaries: bound of the symbol-table cache (0 = default 256). The tables are also bounded
- * in bytes (default 64 MiB, least recently used dropped first). Returns NULL on OOM. */
+ * in bytes (default 40 MiB, least recently used dropped first; the native unwinder's rows count
+ * in it too: pp_symbolizer_share_budget). Returns NULL on OOM. */
 pp_symbolizer *pp_symbolizer_new(size_t max_binaries);
 /* Changes the byte bound of the cached symbol tables (applied at the next load). */
 void pp_symbolizer_set_max_binary_bytes(pp_symbolizer *s, size_t bytes);
+/* Other per-binary facts that count against the same byte bound (the native unwinder's rows,
+ * docs/ARCHITECTURE.md "Memory bounds"): other(arg) gives their bytes, and tables are dropped
+ * until theirs plus those fit. NULL: the tables alone. */
+void pp_symbolizer_share_budget(pp_symbolizer *s, size_t (*other)(void *arg), void *arg);
 void pp_symbolizer_free(pp_symbolizer *s);
 
 /* Marks the start of a drain pass: allows each pid's maps to be re-read once more if needed,

@@ -64,6 +64,7 @@ struct pp_bpf_sampler {
     _Alignas(8) unsigned char bvals[BATCH * MAX_VAL];
     uint64_t *counter_buf;
     pp_filecache *fc;       /* unwind rows per file (CFI mode) */
+    size_t fc_cap;          /* its byte cap (the rows array is sized from it) */
     pp_unwind_maps *unwind; /* the unwinder's maps (CFI mode; NULL: frame pointers only) */
 };
 
@@ -99,6 +100,8 @@ void pp_bpf_sampler_stop(pp_bpf_sampler *s)
     sampler_bpf__destroy(s->skel);
     if (s->ksym)
         pp_symbolizer_set_kernel_namer(s->sym, NULL, NULL);
+    if (s->sym && s->fc)
+        pp_symbolizer_share_budget(s->sym, NULL, NULL);
     pp_ksym_bpf_close(s->ksym);
     pp_emitter_free(s->emit);
     free(s->counter_buf);
@@ -204,15 +207,25 @@ void pp_bpf_sampler_take_news(pp_bpf_sampler *s)
         pp_unwind_maps_sync(s->unwind);
 }
 
+/* The rows array's size: the rows the per-file cache can hold (8 bytes each, packed), plus a
+ * third for the holes files leave in it as they come and go. */
+static uint32_t unw_rows_for(size_t cache_bytes)
+{
+    uint64_t rows = cache_bytes / sizeof(uint64_t);
+    rows += rows / 3;
+    return rows > PP_UNW_ROWS_MAX ? PP_UNW_ROWS_MAX : rows < 4096 ? 4096 : (uint32_t)rows;
+}
+
 /* The CFI unwinder's user-space side: the per-file row cache and the maps it fills. Without it
  * no process is in unw_procs, so every user stack is unwound by frame pointers. */
 static int start_unwind(pp_bpf_sampler *s, char *err, size_t errlen)
 {
-    s->fc = pp_filecache_new(0, 1);
+    s->fc = pp_filecache_new(s->fc_cap, 1);
     if (!s->fc) {
         snprintf(err, errlen, "out of memory for the unwind cache");
         return -1;
     }
+    pp_symbolizer_share_budget(s->sym, pp_filecache_bytes, s->fc);
     pp_unwind_maps_fds fds = {.procs = bpf_map__fd(s->skel->maps.unw_procs),
                               .maps = bpf_map__fd(s->skel->maps.unw_maps),
                               .pages = bpf_map__fd(s->skel->maps.unw_pages),
@@ -262,7 +275,8 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
     s->skel->rodata->unwind_cfi = !o->fp_only;
     /* frame pointers only: the rows array is not allocated (the other unwind maps allocate
      * their entries as they are added) */
-    bpf_map__set_max_entries(s->skel->maps.unw_rows, o->fp_only ? 1 : PP_UNW_ROWS_DEFAULT);
+    s->fc_cap = pp_filecache_cap_bytes();
+    bpf_map__set_max_entries(s->skel->maps.unw_rows, o->fp_only ? 1 : unw_rows_for(s->fc_cap));
     struct stat st;
     if (stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != PROC_PID_INIT_INO) {
         s->skel->rodata->pidns_dev = st.st_dev;

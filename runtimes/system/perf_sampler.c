@@ -584,6 +584,8 @@ void pp_perf_sampler_stop(pp_perf_sampler *s)
     free(s->fds);
     free(s->rings);
     free(s->buf);
+    if (s->unwinder && s->sym)
+        pp_symbolizer_share_budget(s->sym, NULL, NULL);
     pp_perf_unwinder_free(s->unwinder);
     pp_emitter_free(s->emit);
     pthread_mutex_destroy(&s->lock);
@@ -625,6 +627,9 @@ pp_perf_sampler *pp_perf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *
         if (s->stack_size > 65528)
             s->stack_size = 65528;
         s->unwinder = pp_perf_unwinder_new();
+        if (s->unwinder)
+            pp_symbolizer_share_budget(sym, pp_filecache_bytes,
+                                       pp_perf_unwinder_cache(s->unwinder));
     }
     s->bufsz = 16 + MAX_CHAIN * 8 + 8 + NREGS * 8 + 16 + s->stack_size + 4096;
     s->buf = malloc(s->bufsz);

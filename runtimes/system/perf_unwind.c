@@ -78,6 +78,11 @@ pp_perf_unwinder *pp_perf_unwinder_new(void)
     return u;
 }
 
+pp_filecache *pp_perf_unwinder_cache(pp_perf_unwinder *u)
+{
+    return u->cache;
+}
+
 void pp_perf_unwinder_free(pp_perf_unwinder *u)
 {
     if (!u)
@@ -223,10 +228,10 @@ static void refresh_pending(pp_perf_unwinder *u, uproc *p)
     }
 }
 
-static int lookup(void *arg, uint64_t pc, const pp_cfi_row **row)
+static int lookup(void *arg, uint64_t pc, pp_cfi_row *row)
 {
     lookup_arg *a = arg;
-    *row = NULL;
+    *row = (pp_cfi_row){.kind = PP_CFI_NONE};
     umap *m = find_map(a->p, pc);
     if (!m && pp_mono_now() - a->p->read_at >= REREAD_SECONDS) {
         read_maps(a->u, a->p); /* a mapping made since (dlopen, JIT code) */
@@ -236,7 +241,7 @@ static int lookup(void *arg, uint64_t pc, const pp_cfi_row **row)
     if (!m)
         return 0;
     if (m->f)
-        *row = pp_cfi_find(&m->f->cfi, pc - m->bias);
+        pp_cfi_packed_find(&m->f->cfi, pc - m->bias, row);
     return 1;
 }
 

@@ -11,12 +11,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtimes/unwind/filecache.h"
 #include "runtimes/unwind/unwind.h"
 
 typedef struct pp_perf_unwinder pp_perf_unwinder;
 
 /* NULL when out of memory. */
 pp_perf_unwinder *pp_perf_unwinder_new(void);
+/* Its per-file cache (for the symbolizer's shared byte bound). */
+pp_filecache *pp_perf_unwinder_cache(pp_perf_unwinder *u);
 void pp_perf_unwinder_free(pp_perf_unwinder *u);
 /* Unwinds one sample of process pid (a host pid): ips (leaf first, at most cap) and the walk's
  * outcome. */

@@ -187,14 +187,13 @@ static void file_unload(pp_unwind_maps *u, ufile *f)
 }
 
 /* Writes the page index of rows[lo, lo + n) (file pcs sorted); -1 when the index is full. */
-static int write_pages(pp_unwind_maps *u, ufile *f, const pp_cfi_table *t)
+static int write_pages(pp_unwind_maps *u, ufile *f, const pp_cfi_packed *t)
 {
-    const pp_cfi_row *r = t->rows;
     size_t n = t->n;
-    uint64_t last = r[n - 1].pc;
+    uint64_t first = pp_cfi_packed_pc(t, 0), last = pp_cfi_packed_pc(t, n - 1);
     if (t->text_hi > last + 1 && t->text_hi <= UINT32_MAX)
         last = t->text_hi - 1;
-    uint32_t p0 = (uint32_t)(r[0].pc >> PP_UNW_PAGE_SHIFT),
+    uint32_t p0 = (uint32_t)(first >> PP_UNW_PAGE_SHIFT),
              p1 = (uint32_t)(last >> PP_UNW_PAGE_SHIFT);
     if (p1 - p0 >= MAX_FILE_PAGES)
         return -1;
@@ -202,13 +201,13 @@ static int write_pages(pp_unwind_maps *u, ufile *f, const pp_cfi_table *t)
     size_t i = 0;
     for (uint32_t p = p0; p <= p1; p++) {
         uint64_t ps = (uint64_t)p << PP_UNW_PAGE_SHIFT, pe = ps + (1u << PP_UNW_PAGE_SHIFT);
-        while (i + 1 < n && r[i + 1].pc <= ps)
+        while (i + 1 < n && pp_cfi_packed_pc(t, i + 1) <= ps)
             i++;
         size_t j = i;
-        while (j + 1 < n && r[j + 1].pc < pe)
+        while (j + 1 < n && pp_cfi_packed_pc(t, j + 1) < pe)
             j++;
         f->npages = p - p0 + 1;
-        if (r[i].pc >= pe || (j == i && r[i].kind == PP_CFI_NONE))
+        if (pp_cfi_packed_pc(t, i) >= pe || (j == i && pp_cfi_packed_row(t, i).kind == PP_CFI_NONE))
             continue; /* nothing covers this page */
         struct pp_unw_page_key k = {.file_id = f->id, .page = p};
         struct pp_unw_page_val v = {.lo = f->lo + (uint32_t)i, .n = (uint32_t)(j - i + 1)};
@@ -224,8 +223,8 @@ static void file_load(pp_unwind_maps *u, ufile *f)
     const pp_fc_file *cf = pp_filecache_acquire(u->fc, f->id);
     if (!cf)
         return;
-    const pp_cfi_table *t = &cf->cfi;
-    if (!t->n || t->n > UINT32_MAX || t->rows[t->n - 1].pc > UINT32_MAX) {
+    const pp_cfi_packed *t = &cf->cfi;
+    if (!t->n || t->n > UINT32_MAX || pp_cfi_packed_pc(t, t->n - 1) > UINT32_MAX) {
         f->tried = UINT64_MAX; /* none, or code above 4 GiB: frame pointers */
         pp_filecache_put(u->fc, cf);
         return;
@@ -238,8 +237,10 @@ static void file_load(pp_unwind_maps *u, ufile *f)
         pp_filecache_put(u->fc, cf);
         return;
     }
-    for (size_t i = 0; i < t->n; i++)
-        u->rows[lo + i] = pp_unwind_pack_row(&t->rows[i]);
+    for (size_t i = 0; i < t->n; i++) {
+        pp_cfi_row r = pp_cfi_packed_row(t, i);
+        u->rows[lo + i] = pp_unwind_pack_row(&r);
+    }
     f->lo = lo;
     f->n = (uint32_t)t->n;
     u->used += f->n;

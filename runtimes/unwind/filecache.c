@@ -14,6 +14,7 @@
 #include <gelf.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -27,6 +28,9 @@
 #include "base/log.h"
 #include "base/procmap_query.h"
 #include "base/workpool.h"
+
+/* A build of at least this many rows is followed by malloc_trim (see the build). */
+#define TRIM_AFTER_ROWS 50000
 
 typedef struct fc_file {
     pp_fc_file pub; /* first: pp_filecache_put gets it back */
@@ -99,7 +103,7 @@ static uint64_t key_hash(const char *k)
     return pp_hash_bytes(k, strlen(k), 0x5eed);
 }
 
-static size_t cap_from_env(void)
+size_t pp_filecache_cap_bytes(void)
 {
     const char *s = getenv(PP_FILECACHE_ENV);
     if (!s || !*s)
@@ -128,7 +132,7 @@ pp_filecache *pp_filecache_new(size_t max_bytes, size_t threads)
     }
     pthread_mutex_init(&c->mu, NULL);
     c->users = 1;
-    c->cap = max_bytes ? max_bytes : cap_from_env();
+    c->cap = max_bytes ? max_bytes : pp_filecache_cap_bytes();
     c->next_id = 1;
     PP_HTAB_INIT(&c->idents, ident_ent, 0);
     PP_HTAB_INIT(&c->refs, ref_ent, 0);
@@ -142,7 +146,7 @@ pp_filecache *pp_filecache_new(size_t max_bytes, size_t threads)
 
 static void file_free(fc_file *f)
 {
-    pp_cfi_free(&f->pub.cfi);
+    pp_cfi_packed_free(&f->pub.cfi);
     free(f);
 }
 
@@ -453,23 +457,39 @@ static void job_run(void *arg, bool run)
 
     if (build) {
         pp_cfi_table t;
+        pp_cfi_packed packed = {0};
         char err[160];
-        long n = pp_cfi_build(fd, &t, err, sizeof(err));
+        /* no more rows than the cap holds packed: a larger file fails while being built, before
+         * its wide rows (3 times the packed bytes) are all made */
+        pp_cfi_limits lim = {.max_rows = c->cap / sizeof(uint64_t) + 1};
+        if (lim.max_rows > PP_CFI_MAX_ROWS)
+            lim.max_rows = PP_CFI_MAX_ROWS;
+        long n = pp_cfi_build_limited(fd, &lim, &t, err, sizeof(err));
+        if (n >= 0) {
+            if (pp_cfi_pack(&t, &packed, err, sizeof(err)) < 0)
+                n = -1;
+            pp_cfi_free(&t);
+        }
+        /* A large file's build (libdw's per-FDE state, the wide rows: ~23 MiB for node's
+         * 372,000 rows) leaves its freed memory resident in this worker's malloc arena: give
+         * it back now rather than at the session's end. */
+        if (n >= TRIM_AFTER_ROWS)
+            malloc_trim(0);
         pthread_mutex_lock(&c->mu);
         f->pins--;
-        f->pub.bytes = sizeof(*f) + (n >= 0 ? t.n * sizeof(pp_cfi_row) : 0);
+        f->pub.bytes = sizeof(*f) + (n >= 0 ? pp_cfi_packed_bytes(&packed) : 0);
         if (n >= 0 && f->pub.bytes > c->cap) {
             snprintf(f->pub.err, sizeof(f->pub.err),
                      "%zu bytes of unwind rows: over the cache's byte cap of %zu (%s)",
                      f->pub.bytes, c->cap, PP_FILECACHE_ENV);
             f->over_cap = true;
-            pp_cfi_free(&t);
+            pp_cfi_packed_free(&packed);
             n = -1;
             f->pub.bytes = sizeof(*f);
         }
         c->bytes += f->pub.bytes;
         if (n >= 0) {
-            f->pub.cfi = t;
+            f->pub.cfi = packed;
             f->state = PP_FC_READY;
             c->built++;
         } else {
@@ -482,7 +502,7 @@ static void job_run(void *arg, bool run)
         if (c->bytes > c->cap && f->state == PP_FC_READY) {
             /* every other entry is in use: this one does not fit */
             c->bytes -= f->pub.bytes;
-            pp_cfi_free(&f->pub.cfi);
+            pp_cfi_packed_free(&f->pub.cfi);
             f->pub.bytes = sizeof(*f);
             c->bytes += f->pub.bytes;
             snprintf(f->pub.err, sizeof(f->pub.err),
@@ -741,6 +761,15 @@ uint64_t pp_filecache_foreach(pp_filecache *c, void (*cb)(void *arg, const pp_fc
     uint64_t g = c->gen;
     pthread_mutex_unlock(&c->mu);
     return g;
+}
+
+size_t pp_filecache_bytes(void *cache)
+{
+    pp_filecache *c = cache;
+    pthread_mutex_lock(&c->mu);
+    size_t b = c->bytes;
+    pthread_mutex_unlock(&c->mu);
+    return b;
 }
 
 void pp_filecache_stats(pp_filecache *c, pp_fc_stats *out)

@@ -41,9 +41,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "runtimes/unwind/cfi.h"
+#include "runtimes/unwind/cfipack.h"
 
-#define PP_FILECACHE_DEFAULT_BYTES ((size_t)32 << 20) /* 32 MiB of rows for the whole host */
+#define PP_FILECACHE_DEFAULT_BYTES ((size_t)12 << 20) /* 12 MiB of rows (1.5 Mi) for the host */
 #define PP_FILECACHE_ENV "POLYPROF_UNWIND_CACHE_MIB"  /* overrides the default, in MiB */
 
 typedef enum {
@@ -57,10 +57,10 @@ typedef enum {
  * through pp_filecache_acquire (which keeps the entry alive) or inside a foreach callback. */
 typedef struct pp_fc_file {
     uint32_t id;
-    char key[96];     /* "buildid:<hex>" or "inode:<dev>:<ino>:<size>:<mtime_ns>" */
-    pp_cfi_table cfi; /* the unwind rows (READY) */
-    size_t bytes;     /* what the entry counts against the cap */
-    char err[160];    /* why FAILED */
+    char key[96];      /* "buildid:<hex>" or "inode:<dev>:<ino>:<size>:<mtime_ns>" */
+    pp_cfi_packed cfi; /* the unwind rows (READY), 8 bytes a row */
+    size_t bytes;      /* what the entry counts against the cap */
+    char err[160];     /* why FAILED */
     /* Later: symbols, interpreter layouts (one struct per file). */
 } pp_fc_file;
 
@@ -96,6 +96,9 @@ typedef struct pp_filecache pp_filecache;
 /* max_bytes 0: $POLYPROF_UNWIND_CACHE_MIB, else PP_FILECACHE_DEFAULT_BYTES. threads: the worker
  * threads building rows (0: 1). NULL when out of memory. */
 pp_filecache *pp_filecache_new(size_t max_bytes, size_t threads);
+/* The cap a cache created with max_bytes 0 gets ($POLYPROF_UNWIND_CACHE_MIB, else the default;
+ * a malformed value is logged and ignored). */
+size_t pp_filecache_cap_bytes(void);
 /* Never waits: builds that are running finish on their threads and free what is left. Put every
  * acquired entry before (one still acquired is left allocated). */
 void pp_filecache_free(pp_filecache *c);
@@ -124,6 +127,8 @@ uint64_t pp_filecache_generation(pp_filecache *c);
 uint64_t pp_filecache_foreach(pp_filecache *c, void (*cb)(void *arg, const pp_fc_info *info),
                               void *arg);
 void pp_filecache_stats(pp_filecache *c, pp_fc_stats *out);
+/* The bytes held (pp_fc_stats.bytes); a size_t (*)(void *) for pp_symbolizer_share_budget. */
+size_t pp_filecache_bytes(void *cache);
 /* Builds queued or running (for tests and an orderly exit). */
 size_t pp_filecache_pending(pp_filecache *c);
 

@@ -1,5 +1,6 @@
 #include "runtimes/unwind/unwind.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* The 8 bytes at addr, when they lie inside the copied stack [base, base + len). */
@@ -14,16 +15,16 @@ static int read_u64(const uint8_t *stack, size_t len, uint64_t base, uint64_t ad
 /* The row of a caller frame at return address ret: the call's row (ret - 1), unless ret is the
  * first byte of the sigreturn trampoline (a signal handler "returns" to __restore_rt's start,
  * and the byte before it belongs to another function). *at is the pc the frame is named by. */
-static int caller_row(pp_unwind_lookup lookup, void *arg, uint64_t ret, const pp_cfi_row **row,
+static int caller_row(pp_unwind_lookup lookup, void *arg, uint64_t ret, pp_cfi_row *row,
                       uint64_t *at)
 {
     *at = ret - 1;
     if (!lookup(arg, ret - 1, row))
         return 0;
-    if (*row && (*row)->kind == PP_CFI_SIGRETURN)
+    if (row->kind == PP_CFI_SIGRETURN)
         return 1;
-    const pp_cfi_row *here = NULL;
-    if (lookup(arg, ret, &here) && here && here->kind == PP_CFI_SIGRETURN) {
+    pp_cfi_row here;
+    if (lookup(arg, ret, &here) && here.kind == PP_CFI_SIGRETURN) {
         *row = here;
         *at = ret;
     }
@@ -44,7 +45,7 @@ pp_unwind_result pp_unwind(const pp_unwind_regs *regs, const uint8_t *stack, siz
             r.stop = PP_UNWIND_MAX;
             return r;
         }
-        const pp_cfi_row *row = NULL;
+        pp_cfi_row row = {.kind = PP_CFI_NONE};
         uint64_t at = pc;
         int mapped = exact ? lookup(arg, pc, &row) : caller_row(lookup, arg, pc, &row, &at);
         if (!mapped) {
@@ -53,7 +54,8 @@ pp_unwind_result pp_unwind(const pp_unwind_regs *regs, const uint8_t *stack, siz
         }
         ips[r.n++] = at;
         uint64_t cfa, nbp = bp, v;
-        switch (row ? row->kind : PP_CFI_NONE) {
+        bool by_row = true; /* the step follows the row */
+        switch (row.kind) {
         case PP_CFI_END:
             r.stop = PP_UNWIND_END;
             return r;
@@ -76,10 +78,10 @@ pp_unwind_result pp_unwind(const pp_unwind_regs *regs, const uint8_t *stack, siz
             continue;
         }
         case PP_CFI_RSP:
-            cfa = sp + (uint64_t)(int64_t)row->cfa_off;
+            cfa = sp + (uint64_t)(int64_t)row.cfa_off;
             break;
         case PP_CFI_RBP:
-            cfa = bp + (uint64_t)(int64_t)row->cfa_off;
+            cfa = bp + (uint64_t)(int64_t)row.cfa_off;
             break;
         case PP_CFI_PLT:
             cfa = sp + 8 + ((pc & 15) >= 11 ? 8 : 0);
@@ -95,17 +97,17 @@ pp_unwind_result pp_unwind(const pp_unwind_regs *regs, const uint8_t *stack, siz
                 return r;
             }
             cfa = bp + 16;
-            row = NULL;
+            by_row = false;
             break;
         }
-        if (row)
+        if (by_row)
             r.cfi_steps++;
         if (cfa <= sp) { /* the caller's frame lies above this one, always */
             r.stop = PP_UNWIND_BAD_FRAME;
             return r;
         }
-        if (row && row->rbp_off &&
-            read_u64(stack, len, base, cfa + (uint64_t)(int64_t)row->rbp_off, &nbp) < 0) {
+        if (by_row && row.rbp_off &&
+            read_u64(stack, len, base, cfa + (uint64_t)(int64_t)row.rbp_off, &nbp) < 0) {
             r.stop = PP_UNWIND_STACK_SHORT;
             return r;
         }

@@ -34,9 +34,10 @@ typedef struct pp_unwind_regs {
 } pp_unwind_regs;
 
 /* Where pc lies: returns 0 when pc is in no executable mapping of the process; else 1, with *row
- * the CFI row covering pc (pc - the file's load bias, pp_cfi_find) or NULL when the file has no
- * rows (JIT code, a perf-map region, rows not built yet: frame pointers for that frame). */
-typedef int (*pp_unwind_lookup)(void *arg, uint64_t pc, const pp_cfi_row **row);
+ * the CFI row covering pc (pc - the file's load bias, pp_cfi_packed_find), or a PP_CFI_NONE row
+ * when the file has no rows (JIT code, a perf-map region, rows not built yet: frame pointers for
+ * that frame). */
+typedef int (*pp_unwind_lookup)(void *arg, uint64_t pc, pp_cfi_row *row);
 
 typedef enum {
     PP_UNWIND_END = 0,     /* reached the outermost frame (PP_CFI_END, or a zero return address) */

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "runtimes/unwind/cfi.h"
+#include "runtimes/unwind/cfipack.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -55,6 +55,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (pp_cfi_find(&t, t.rows[0].pc - 1) != NULL && t.rows[0].pc > 0)
         abort();
+    /* the per-file cache's packed form: every row exactly, or a reason */
+    pp_cfi_packed p;
+    if (pp_cfi_pack(&t, &p, err, sizeof(err)) == 0) {
+        for (size_t i = 0; i < t.n; i++) {
+            pp_cfi_row r = pp_cfi_packed_row(&p, i), got;
+            if (r.pc != t.rows[i].pc || r.kind != t.rows[i].kind ||
+                r.cfa_off != t.rows[i].cfa_off || r.rbp_off != t.rows[i].rbp_off)
+                abort();
+            if (!pp_cfi_packed_find(&p, t.rows[i].pc, &got) || got.pc != r.pc)
+                abort();
+        }
+        pp_cfi_packed_free(&p);
+    } else if (!err[0]) {
+        abort();
+    }
     pp_cfi_free(&t);
     return 0;
 }

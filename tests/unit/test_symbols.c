@@ -1161,6 +1161,37 @@ Test(symbols, cache_bounded_in_bytes)
     pp_symbolizer_free(s);
 }
 
+static size_t other_facts(void *arg)
+{
+    return *(size_t *)arg;
+}
+
+/* Other per-binary facts (the unwind rows) count against the same bound: with them taking all
+ * but a byte of it, only the newest table stays, as with a bound of one byte. */
+Test(symbols, unwind_rows_share_the_byte_bound)
+{
+    char p[512], cpp[512];
+    fixpath(p, sizeof(p), "fix");
+    fixpath(cpp, sizeof(cpp), "cpp");
+    child a = spawn(p, NULL), b = spawn(cpp, NULL);
+    pp_symbolizer *s = pp_symbolizer_new(0);
+    size_t rows = (64u << 20) - 1;
+    pp_symbolizer_set_max_binary_bytes(s, 64u << 20);
+    pp_symbolizer_share_budget(s, other_facts, &rows);
+    name_alternately(s, &a, &b);
+    pp_symbolizer_stats st;
+    pp_symbolizer_get_stats(s, &st);
+    cr_assert_eq(st.binaries_loaded, 6);
+    cr_assert_eq(st.binaries_evicted, 5);
+    rows = 0; /* the rows went: both tables fit */
+    name_alternately(s, &a, &b);
+    pp_symbolizer_get_stats(s, &st);
+    cr_assert_eq(st.binaries_loaded, 7);
+    reap(&a);
+    reap(&b);
+    pp_symbolizer_free(s);
+}
+
 Test(symbols, throughput_smoke)
 {
     char p[512];

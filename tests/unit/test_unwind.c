@@ -5,6 +5,7 @@
  * exact-size allocation). */
 #include "tests/unit/testutil.h"
 
+#include "runtimes/unwind/cfipack.h"
 #include "runtimes/unwind/unwind.h"
 
 TestSuite(unwind, .init = pp_test_quiet_log);
@@ -26,17 +27,17 @@ typedef struct code {
     uint64_t lookups_outside; /* lookups of pcs in no executable mapping */
 } code;
 
-static int lookup(void *arg, uint64_t pc, const pp_cfi_row **row)
+static int lookup(void *arg, uint64_t pc, pp_cfi_row *row)
 {
     code *c = arg;
-    *row = NULL;
+    *row = (pp_cfi_row){.kind = PP_CFI_NONE};
     if (pc < TEXT_LO || pc >= TEXT_HI) {
         c->lookups_outside++;
         return 0;
     }
     for (size_t i = 0; i < c->n; i++)
         if (pc >= c->f[i].lo && pc < c->f[i].hi && c->f[i].has_row)
-            *row = &c->f[i].row;
+            *row = c->f[i].row;
     return 1;
 }
 
@@ -301,7 +302,7 @@ Test(unwind, stops_at_the_frame_cap)
 
 typedef struct real_obj {
     uint64_t lo, hi, bias; /* executable range, load bias */
-    pp_cfi_table t;
+    pp_cfi_packed t;       /* packed, as the per-file cache keeps them */
     int has_rows;
 } real_obj;
 
@@ -327,21 +328,25 @@ static int add_obj(struct dl_phdr_info *info, size_t size, void *arg)
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         char err[256];
         if (fd >= 0) {
-            o->has_rows = pp_cfi_build(fd, &o->t, err, sizeof(err)) >= 0;
+            pp_cfi_table wide;
+            if (pp_cfi_build(fd, &wide, err, sizeof(err)) >= 0) {
+                o->has_rows = pp_cfi_pack(&wide, &o->t, err, sizeof(err)) == 0;
+                pp_cfi_free(&wide);
+            }
             close(fd);
         }
     }
     return 0;
 }
 
-static int real_lookup(void *arg, uint64_t pc, const pp_cfi_row **row)
+static int real_lookup(void *arg, uint64_t pc, pp_cfi_row *row)
 {
     real_code *c = arg;
-    *row = NULL;
+    *row = (pp_cfi_row){.kind = PP_CFI_NONE};
     for (size_t i = 0; i < c->n; i++)
         if (pc >= c->o[i].lo && pc < c->o[i].hi) {
             if (c->o[i].has_rows)
-                *row = pp_cfi_find(&c->o[i].t, pc - c->o[i].bias);
+                pp_cfi_packed_find(&c->o[i].t, pc - c->o[i].bias, row);
             return 1;
         }
     return 0;
@@ -426,5 +431,5 @@ Test(unwind, real_stack_matches_libgcc_unwinder)
     free(s);
     cr_assert_gt(r.cfi_steps, 3);
     for (size_t i = 0; i < c.n; i++)
-        pp_cfi_free(&c.o[i].t);
+        pp_cfi_packed_free(&c.o[i].t);
 }
