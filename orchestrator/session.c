@@ -154,14 +154,15 @@ static void log_drain(const pp_profile *prof)
     pp_debug("%s", buf);
 }
 
-static json_t *memory_counters(const pp_symbolizer_stats *ss, const pp_profile *prof)
+static json_t *memory_counters(const pp_symbolizer_stats *ss, const pp_sampler_stats *d,
+                               const pp_profile *prof)
 {
     struct mallinfo2 mi = mallinfo2();
-    return json_pack("{s:I,s:I,s:I,s:I,s:I}", "heap_in_use_bytes",
-                     (json_int_t)(mi.uordblks + mi.hblkhd), "symbol_tables_bytes",
-                     (json_int_t)ss->binary_bytes, "perf_maps_bytes", (json_int_t)ss->perfmap_bytes,
-                     "processes_known", (json_int_t)ss->procs, "profile_bytes",
-                     (json_int_t)pp_profile_bytes(prof));
+    return json_pack(
+        "{s:I,s:I,s:I,s:I,s:I,s:I}", "heap_in_use_bytes", (json_int_t)(mi.uordblks + mi.hblkhd),
+        "symbol_tables_bytes", (json_int_t)ss->binary_bytes, "perf_maps_bytes",
+        (json_int_t)ss->perfmap_bytes, "processes_known", (json_int_t)ss->procs, "profile_bytes",
+        (json_int_t)pp_profile_bytes(prof), "bpf_maps_bytes", (json_int_t)d->bpf_maps_bytes);
 }
 
 static bool controller_gone(const pp_config *cfg)
@@ -246,6 +247,7 @@ static void stats_delta(const pp_sampler_stats *now, const pp_sampler_stats *bef
     d->unwind_truncated = now->unwind_truncated - before->unwind_truncated;
     d->unwind_unloaded = now->unwind_unloaded - before->unwind_unloaded;
     d->unwind_table_bytes = now->unwind_table_bytes; /* a level, not a count */
+    d->bpf_maps_bytes = now->bpf_maps_bytes;
 }
 
 /* The .html flame graph beside the .col at col_path (--flamegraph, gProfiler's default). A
@@ -703,7 +705,7 @@ static int run_session(run_state *rs, bool *stop)
         disc_ms, rss_kb(), ss.perfmap_entries_dropped - rs->perfmap_dropped_prev);
     rs->perfmap_dropped_prev = ss.perfmap_entries_dropped;
     json_object_set_new(counters, "runtime_samples", coverage ? coverage : json_array());
-    json_object_set_new(counters, "memory", memory_counters(&ss, prof));
+    json_object_set_new(counters, "memory", memory_counters(&ss, &delta, prof));
     int rc =
         write_session(cfg, rs->static_md, ext, prof, &metrics, counters, wall_start, rs->up, end);
     json_decref(counters);

@@ -65,6 +65,7 @@ struct pp_bpf_sampler {
     uint64_t *counter_buf;
     pp_filecache *fc;       /* unwind rows per file (CFI mode) */
     size_t fc_cap;          /* its byte cap (the rows array is sized from it) */
+    uint64_t maps_bytes;    /* kernel memory of the BPF maps (fdinfo's memlock) */
     pp_unwind_maps *unwind; /* the unwinder's maps (CFI mode; NULL: frame pointers only) */
 };
 
@@ -207,6 +208,25 @@ void pp_bpf_sampler_take_news(pp_bpf_sampler *s)
         pp_unwind_maps_sync(s->unwind);
 }
 
+/* The kernel memory of obj's maps, as /proc/self/fdinfo reports it ("memlock:"): allocated when
+ * a map is made, charged to polyprof's memory cgroup whether mapped into its memory or not. */
+static uint64_t maps_memlock(struct bpf_object *obj)
+{
+    uint64_t total = 0;
+    struct bpf_map *m;
+    bpf_object__for_each_map(m, obj)
+    {
+        char path[64], buf[1024];
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", bpf_map__fd(m));
+        if (bpf_map__fd(m) < 0 || pp_read_small_file(path, buf, sizeof(buf)) <= 0)
+            continue;
+        const char *v = strstr(buf, "memlock:");
+        if (v)
+            total += strtoull(v + 8, NULL, 10);
+    }
+    return total;
+}
+
 /* The rows array's size: the rows the per-file cache can hold (8 bytes each, packed), plus a
  * third for the holes files leave in it as they come and go. */
 static uint32_t unw_rows_for(size_t cache_bytes)
@@ -298,8 +318,10 @@ pp_bpf_sampler *pp_bpf_sampler_start(const pp_sampler_opts *o, pp_symbolizer *sy
                  strerror(-rc));
         goto fail;
     }
-    pp_debug("sampler: BPF programs loaded in %.1f ms (user stacks by %s)",
-             (pp_mono_now() - t0) * 1000.0, o->fp_only ? "frame pointers" : "CFI");
+    s->maps_bytes = maps_memlock(s->skel->obj);
+    pp_debug("sampler: BPF programs loaded in %.1f ms (user stacks by %s; maps %.1f MiB)",
+             (pp_mono_now() - t0) * 1000.0, o->fp_only ? "frame pointers" : "CFI",
+             (double)s->maps_bytes / (1 << 20));
     /* Kernel frames are named by the kernel itself when it lets us (else from /proc/kallsyms). */
     char kerr[256];
     s->sym = sym;
@@ -608,6 +630,7 @@ void pp_bpf_sampler_get_stats(pp_bpf_sampler *s, pp_sampler_stats *st)
     st->unwind_fallback = counter(s, PP_CNT_UNW_FALLBACK);
     st->unwind_truncated = counter(s, PP_CNT_UNW_TRUNCATED);
     st->unwind_unloaded = counter(s, PP_CNT_UNW_UNLOADED);
+    st->bpf_maps_bytes = s->maps_bytes;
     if (s->unwind) {
         pp_unwind_stats us;
         pp_unwind_maps_stats(s->unwind, &us);

@@ -53,6 +53,7 @@ typedef struct pp_sampler_stats {
      * mappings were not loaded yet (frame pointers throughout) and the rows' bytes loaded */
     uint64_t unwind_cfi_frames, unwind_fp_frames, unwind_cfi, unwind_fallback, unwind_truncated,
         unwind_unloaded, unwind_table_bytes;
+    uint64_t bpf_maps_bytes; /* BPF mode: the kernel memory of the sampler's maps (a level) */
 } pp_sampler_stats;
 
 typedef struct pp_sampler pp_sampler;

@@ -123,6 +123,9 @@ def test_header_has_every_spec_key(profiles, mode):
     # (malloc's bytes in use may exceed the RSS: allocated pages not touched yet are not resident)
     assert 0 < mem["symbol_tables_bytes"] < mem["heap_in_use_bytes"], mem
     assert 0 < mem["profile_bytes"] < mem["heap_in_use_bytes"], mem
+    # the BPF maps' kernel memory (charged to polyprof's memory cgroup, apart from malloc's);
+    # 0 in perf-event mode
+    assert mem["bpf_maps_bytes"] == 0 or 4 << 20 < mem["bpf_maps_bytes"] < 256 << 20, mem
     # every sample the sampler counted is in the file, or counted as dropped (the counters are
     # read after the last drain: the few samples taken in between are counted, not written)
     total = sum(c for _, c in prof.stacks)
