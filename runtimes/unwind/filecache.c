@@ -25,6 +25,7 @@
 #include "base/elfnotes.h"
 #include "base/hash.h"
 #include "base/hashtab.h"
+#include "base/child.h"
 #include "base/log.h"
 #include "base/procmap_query.h"
 #include "base/workpool.h"
@@ -35,12 +36,13 @@
 typedef struct fc_file {
     pp_fc_file pub; /* first: pp_filecache_put gets it back */
     pp_fc_state state;
-    size_t refs;   /* identities pointing at it */
-    size_t pins;   /* pp_filecache_acquire without put */
-    uint64_t lru;  /* tick of its last use */
-    uint64_t gen;  /* generation when it became READY/FAILED */
-    bool dropped;  /* out of the indexes: freed at the last put */
-    bool over_cap; /* FAILED for want of room: dropped when unreferenced, to be retried */
+    size_t refs;     /* identities pointing at it */
+    size_t pins;     /* pp_filecache_acquire without put */
+    uint64_t lru;    /* tick of its last use */
+    double unref_at; /* pp_mono_now when refs last fell to 0 */
+    uint64_t gen;    /* generation when it became READY/FAILED */
+    bool dropped;    /* out of the indexes: freed at the last put */
+    bool over_cap;   /* FAILED for want of room: dropped when unreferenced, to be retried */
 } fc_file;
 
 typedef struct fc_ident {
@@ -78,7 +80,9 @@ struct pp_filecache {
     bool closing;
     size_t cap, bytes;
     uint64_t tick, gen, next_id;
-    uint64_t evicted, built, build_failed;
+    uint64_t evicted, built, build_failed, expired;
+    double idle_s;    /* an entry no process maps is dropped after this long */
+    double expire_at; /* next sweep (pp_mono_now) */
     pp_htab idents, refs, procs, keys, ids;
 };
 
@@ -133,6 +137,7 @@ pp_filecache *pp_filecache_new(size_t max_bytes, size_t threads)
     pthread_mutex_init(&c->mu, NULL);
     c->users = 1;
     c->cap = max_bytes ? max_bytes : pp_filecache_cap_bytes();
+    c->idle_s = PP_FILECACHE_IDLE_S;
     c->next_id = 1;
     PP_HTAB_INIT(&c->idents, ident_ent, 0);
     PP_HTAB_INIT(&c->refs, ref_ent, 0);
@@ -212,6 +217,7 @@ static void file_unref(pp_filecache *c, fc_file *f)
     if (--f->refs)
         return;
     f->lru = ++c->tick;
+    f->unref_at = pp_mono_now();
     if (f->over_cap)
         file_drop(c, f); /* retried at its next sight */
 }
@@ -679,6 +685,28 @@ void pp_filecache_unmap(pp_filecache *c, int pid, uint64_t dev, uint64_t ino)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Drops the finished entries no process has mapped for c->idle_s (at most one sweep a second):
+ * the files of processes that came and went (a host starting new executables all day) do not
+ * sit in memory until the cap is reached. */
+static void expire_idle(pp_filecache *c)
+{
+    double now = pp_mono_now();
+    if (now < c->expire_at)
+        return;
+    c->expire_at = now + 1.0;
+    fc_file *victims[256]; /* the rest at the next sweep */
+    size_t n = 0, pos = 0;
+    for (file_ent *e; n < 256 && (e = pp_htab_each(&c->ids, &pos)) != NULL;) {
+        fc_file *f = e->f;
+        if (!f->refs && !f->pins && f->state != PP_FC_BUILDING && now - f->unref_at >= c->idle_s)
+            victims[n++] = f;
+    }
+    for (size_t i = 0; i < n; i++) {
+        c->expired++;
+        file_drop(c, victims[i]);
+    }
+}
+
 void pp_filecache_release_pid(pp_filecache *c, int pid)
 {
     pthread_mutex_lock(&c->mu);
@@ -693,6 +721,15 @@ void pp_filecache_release_pid(pp_filecache *c, int pid)
         }
         free(v);
     }
+    expire_idle(c);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void pp_filecache_set_idle(pp_filecache *c, double seconds)
+{
+    pthread_mutex_lock(&c->mu);
+    c->idle_s = seconds;
+    c->expire_at = 0;
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -786,6 +823,7 @@ void pp_filecache_stats(pp_filecache *c, pp_fc_stats *out)
         out->failed += e->f->state == PP_FC_FAILED;
     }
     out->evicted = c->evicted;
+    out->expired = c->expired;
     out->built = c->built;
     out->build_failed = c->build_failed;
     pthread_mutex_unlock(&c->mu);

@@ -44,7 +44,8 @@
 #include "runtimes/unwind/cfipack.h"
 
 #define PP_FILECACHE_DEFAULT_BYTES ((size_t)12 << 20) /* 12 MiB of rows (1.5 Mi) for the host */
-#define PP_FILECACHE_ENV "POLYPROF_UNWIND_CACHE_MIB"  /* overrides the default, in MiB */
+#define PP_FILECACHE_IDLE_S 60.0 /* an unmapped file's rows are kept this long */
+#define PP_FILECACHE_ENV "POLYPROF_UNWIND_CACHE_MIB" /* overrides the default, in MiB */
 
 typedef enum {
     PP_FC_NONE = 0,     /* unknown id, or the entry was dropped */
@@ -89,6 +90,7 @@ typedef struct pp_fc_stats {
     size_t cap_bytes, bytes; /* the cap and the bytes held (rows plus each entry's own) */
     size_t files, ready, building, failed;
     uint64_t evicted, built, build_failed;
+    uint64_t expired; /* dropped after PP_FILECACHE_IDLE_S unmapped */
 } pp_fc_stats;
 
 typedef struct pp_filecache pp_filecache;
@@ -99,6 +101,9 @@ pp_filecache *pp_filecache_new(size_t max_bytes, size_t threads);
 /* The cap a cache created with max_bytes 0 gets ($POLYPROF_UNWIND_CACHE_MIB, else the default;
  * a malformed value is logged and ignored). */
 size_t pp_filecache_cap_bytes(void);
+/* An entry no process has mapped for this long is dropped (checked when a process is released,
+ * at most once a second; default PP_FILECACHE_IDLE_S). */
+void pp_filecache_set_idle(pp_filecache *c, double seconds);
 /* Never waits: builds that are running finish on their threads and free what is left. Put every
  * acquired entry before (one still acquired is left allocated). */
 void pp_filecache_free(pp_filecache *c);

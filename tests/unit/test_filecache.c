@@ -379,3 +379,32 @@ Test(filecache, failures)
     pp_test_kill(p);
     munmap(j.addr, j.len);
 }
+
+/* A file no process has mapped for the idle time is dropped (its rows do not wait for the cap);
+ * one still mapped, or unmapped for less, is kept. */
+Test(filecache, unmapped_files_expire)
+{
+    compile("a", 1);
+    compile("b", 2);
+    mapped a = map_file(path_of("a")), b = map_file(path_of("b"));
+    pid_t p1 = holder(), p2 = holder();
+    pp_filecache *c = pp_filecache_new(0, 1);
+    uint32_t ida = 0, idb = 0;
+    cr_assert_eq(wait_done(c, p1, &a.m, &ida), PP_FC_READY);
+    cr_assert_eq(wait_done(c, p2, &b.m, &idb), PP_FC_READY);
+    pp_filecache_release_pid(c, p1); /* a unmapped; the default idle time is a minute */
+    cr_assert_eq(pp_filecache_state(c, ida), PP_FC_READY, "dropped before its idle time");
+    pp_filecache_set_idle(c, 0);
+    pp_filecache_release_pid(c, 12345678); /* any release sweeps */
+    cr_assert_eq(pp_filecache_state(c, ida), PP_FC_NONE, "an unmapped file's rows stay");
+    cr_assert_eq(pp_filecache_state(c, idb), PP_FC_READY, "a mapped file's rows were dropped");
+    pp_fc_stats s;
+    pp_filecache_stats(c, &s);
+    cr_assert_eq(s.expired, 1);
+    cr_assert_eq(s.ready, 1);
+    pp_filecache_free(c);
+    pp_test_kill(p1);
+    pp_test_kill(p2);
+    munmap(a.addr, a.len);
+    munmap(b.addr, b.len);
+}
