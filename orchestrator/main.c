@@ -9,6 +9,7 @@
 
 #include "base/child.h"
 #include "orchestrator/cli.h"
+#include "orchestrator/diff_cmd.h"
 #include "orchestrator/discovery.h"
 #include "orchestrator/extract.h"
 #include "base/log.h"
@@ -55,6 +56,8 @@ static int check_regexes(const pp_config *cfg, char *err, size_t len)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "diff") == 0)
+        return pp_diff_main(argc - 1, argv + 1);
     pp_config cfg;
     char err[1024] = "";
     int rc = pp_cli_parse(argc, argv, environ, stdout, &cfg, err, sizeof(err));
