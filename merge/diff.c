@@ -40,6 +40,15 @@ void pp_stackset_free(pp_stackset *s)
     free(s);
 }
 
+/* Length of the run of printable ASCII at the start of s[0..len). */
+static size_t printable_run(const char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f)
+        i++;
+    return i;
+}
+
 /* s->buf = stack[0..len) with invalid UTF-8 as U+FFFD and control characters as '?'. Returns
  * the cleaned length, or (size_t)-1 on OOM. */
 static size_t clean(pp_stackset *s, const char *stack, size_t len)
@@ -54,6 +63,12 @@ static size_t clean(pp_stackset *s, const char *stack, size_t len)
     }
     size_t o = 0;
     for (size_t i = 0; i < len;) {
+        size_t run = printable_run(stack + i, len - i);
+        memcpy(s->buf + o, stack + i, run);
+        o += run;
+        i += run;
+        if (i == len)
+            break;
         uint32_t cp;
         size_t n = pp_utf8_next(stack + i, len - i, &cp);
         if (n == 1 && cp >= 0x80) {
@@ -77,9 +92,14 @@ int pp_stackset_add(pp_stackset *s, const char *stack, size_t len, uint64_t coun
         return 0;
     if (count > PP_DIFF_MAX_TOTAL || s->total > PP_DIFF_MAX_TOTAL - count)
         return -2;
-    size_t n = clean(s, stack, len);
-    if (n == (size_t)-1 || pp_linecount_add(s->lines, s->buf, n, count) < 0)
-        return -1;
+    if (printable_run(stack, len) == len) { /* nothing to clean */
+        if (pp_linecount_add(s->lines, stack, len, count) < 0)
+            return -1;
+    } else {
+        size_t n = clean(s, stack, len);
+        if (n == (size_t)-1 || pp_linecount_add(s->lines, s->buf, n, count) < 0)
+            return -1;
+    }
     s->total += count;
     return 0;
 }

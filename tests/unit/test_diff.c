@@ -225,11 +225,11 @@ Test(diff, garbage_refused_with_the_line_and_why)
 Test(diff, names_made_valid_utf8_without_control_characters)
 {
     static const char col[] = V2 "0;;a\xff"
-                                 "pp;f\x1b[31m;g\0h 2";
+                                 "pp;f\x1b[31m;g\0h\x7f 2";
     pp_stackset *s = pp_stackset_new();
     char err[256];
     cr_assert_eq(pp_stackset_parse_col(s, col, sizeof(col) - 1, err, sizeof(err)), 0, "%s", err);
-    cr_assert_eq(stack_count(s, ";a\xef\xbf\xbdpp;f?[31m;g?h"), 2);
+    cr_assert_eq(stack_count(s, ";a\xef\xbf\xbdpp;f?[31m;g?h?"), 2);
     pp_stackset_free(s);
 }
 
