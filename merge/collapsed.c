@@ -218,3 +218,25 @@ int pp_col_split_count(const char *line, size_t len, size_t *stack_len, unsigned
     *count = v;
     return 0;
 }
+
+void pp_col_prefix_read(const char *col, size_t len, pp_col_prefix *out)
+{
+    *out = (pp_col_prefix){.app_idx = true, .container = true};
+    if (len == 0 || col[0] != '#')
+        return;
+    out->header = true;
+    const char *nl = memchr(col, '\n', len);
+    size_t hl = nl ? (size_t)(nl - col) : len;
+    out->body = nl ? hl + 1 : len;
+    json_t *h = json_loadb(col + 1, hl - 1, 0, NULL);
+    if (json_is_object(h)) {
+        out->parsed = true;
+        out->app_idx = json_is_true(json_object_get(h, "application_metadata_enabled"));
+        const char *v = json_string_value(
+            json_object_get(json_object_get(json_object_get(h, "metadata"), "run_arguments"),
+                            "profile_api_version"));
+        out->container = !(v && strcmp(v, "v1") == 0);
+        out->app_idx = out->app_idx && out->container;
+    }
+    json_decref(h);
+}

@@ -38,4 +38,18 @@ char *pp_header_dump(const json_t *header);
  * returns -1 if the line has no valid count. */
 int pp_col_split_count(const char *line, size_t len, size_t *stack_len, unsigned long long *count);
 
+/* What a .col's header line says of the prefix frames its stack lines carry. */
+typedef struct pp_col_prefix {
+    bool header;    /* the text starts with a '#' line */
+    bool parsed;    /* that line is "# " or "#" and a JSON object */
+    bool app_idx;   /* lines start with the app-metadata index (application_metadata_enabled,
+                       v2 only) */
+    bool container; /* then the container (v2: not run_arguments.profile_api_version "v1") */
+    size_t body;    /* offset of the first stack line */
+} pp_col_prefix;
+
+/* Reads the header line of the .col text col[0..len). Without a header line, or with one that
+ * does not parse, app_idx and container are true (gProfiler's default). */
+void pp_col_prefix_read(const char *col, size_t len, pp_col_prefix *out);
+
 #endif

@@ -38,6 +38,18 @@ static void put_json_string(FILE *f, const char *s, size_t len)
     fputc('"', f);
 }
 
+/* JSON text dumped with JSON_ENSURE_ASCII, with '<', '>' and '&' \\u-escaped (they can only
+ * occur inside its strings, where the escapes mean the same). */
+static void put_ascii_json(FILE *f, const char *text)
+{
+    for (const char *p = text; *p; p++) {
+        if (*p == '<' || *p == '>' || *p == '&')
+            fprintf(f, "\\u%04x", (unsigned)*p);
+        else
+            fputc(*p, f);
+    }
+}
+
 /* The header object of the .col (its first line), as ASCII JSON without '<', '>' or '&'
  * (they can only occur inside strings, where \u escapes mean the same). "{}" when there is no
  * header or it does not parse. */
@@ -50,16 +62,7 @@ static void put_header(FILE *f, const char *col, size_t len)
         h = json_loadb(col + 2, hl - 2, 0, NULL);
     char *text = h ? json_dumps(h, JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
     json_decref(h);
-    if (!text) {
-        fputs("{}", f);
-        return;
-    }
-    for (const char *p = text; *p; p++) {
-        if (*p == '<' || *p == '>' || *p == '&')
-            fprintf(f, "\\u%04x", (unsigned)*p);
-        else
-            fputc(*p, f);
-    }
+    put_ascii_json(f, text ? text : "{}");
     free(text);
 }
 
@@ -104,7 +107,10 @@ static int put_stacks(FILE *f, pp_strtab *names, const char *col, size_t len, si
     return 0;
 }
 
-char *pp_html_render(const char *col, size_t len, const pp_render_opts *o, size_t *out_len)
+/* The page: the target profile as "header" and "stacks", and with base, the base profile as
+ * "base_header" and "base_stacks" (names shared) and diff_json as "diff". */
+static char *render(const pp_html_profile *base, const pp_html_profile *target,
+                    const char *diff_json, size_t *out_len)
 {
     const char *tmpl = pp_flamegraph_template;
     const char *ph = strstr(tmpl, PLACEHOLDER);
@@ -121,12 +127,19 @@ char *pp_html_render(const char *col, size_t len, const pp_render_opts *o, size_
         pp_strtab_free(names);
         return NULL;
     }
-    size_t skip = o->v1 ? 0 : o->app_metadata_enabled ? 2 : 1;
     fwrite(tmpl, 1, (size_t)(ph - tmpl), f);
     fputs("{\"header\":", f);
-    put_header(f, col, len);
+    put_header(f, target->col, target->len);
     fputs(",\"stacks\":", f);
-    int rc = put_stacks(f, names, col, len, skip);
+    int rc = put_stacks(f, names, target->col, target->len, target->skip);
+    if (base && rc == 0) {
+        fputs(",\"base_header\":", f);
+        put_header(f, base->col, base->len);
+        fputs(",\"base_stacks\":", f);
+        rc = put_stacks(f, names, base->col, base->len, base->skip);
+        fputs(",\"diff\":", f);
+        put_ascii_json(f, diff_json);
+    }
     fputs(",\"names\":[", f);
     for (size_t i = 0; rc == 0 && i < pp_strtab_count(names); i++) {
         if (i)
@@ -142,4 +155,16 @@ char *pp_html_render(const char *col, size_t len, const pp_render_opts *o, size_
     }
     *out_len = tlen;
     return text;
+}
+
+char *pp_html_render(const char *col, size_t len, const pp_render_opts *o, size_t *out_len)
+{
+    pp_html_profile t = {col, len, o->v1 ? 0 : o->app_metadata_enabled ? 2 : 1};
+    return render(NULL, &t, NULL, out_len);
+}
+
+char *pp_html_render_diff(const pp_html_profile *base, const pp_html_profile *target,
+                          const char *diff_json, size_t *out_len)
+{
+    return render(base, target, diff_json, out_len);
 }

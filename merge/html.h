@@ -18,4 +18,19 @@
  * OOM. */
 char *pp_html_render(const char *col, size_t len, const pp_render_opts *o, size_t *out_len);
 
+/* One profile of a page: .col text and the number of prefix frames its lines carry (dropped). */
+typedef struct pp_html_profile {
+    const char *col;
+    size_t len;
+    size_t skip;
+} pp_html_profile;
+
+/* The differential page (merge/diff.h): the flame graph of target, each frame coloured by its
+ * change in share against base (red grew, blue shrank), with both profiles' counts on hover
+ * and the tables of diff_json (JSON text dumped with JSON_ENSURE_ASCII: {"top", "base_total",
+ * "target_total", "grew": [[name, base, target]...], "shrank": [...]}). Escaped as
+ * pp_html_render's data. Returns malloc'd text (*out_len set), or NULL on OOM. */
+char *pp_html_render_diff(const pp_html_profile *base, const pp_html_profile *target,
+                          const char *diff_json, size_t *out_len);
+
 #endif

@@ -10,6 +10,7 @@
 
 #include "base/child.h"
 #include "orchestrator/cli.h"
+#include "orchestrator/diff_cmd.h"
 #include "orchestrator/discovery.h"
 #include "orchestrator/extract.h"
 #include "base/log.h"
@@ -61,6 +62,8 @@ int main(int argc, char **argv)
      * transient buffers of a session's end or of a file's unwind rows would stay resident
      * in the heap afterwards (docs/decisions.md, "Memory under binary churn"). */
     mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    if (argc > 1 && strcmp(argv[1], "diff") == 0)
+        return pp_diff_main(argc - 1, argv + 1);
     pp_config cfg;
     char err[1024] = "";
     int rc = pp_cli_parse(argc, argv, environ, stdout, &cfg, err, sizeof(err));

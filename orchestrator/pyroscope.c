@@ -186,28 +186,6 @@ static void same_add(same_value *sv, const char *v, size_t len)
     }
 }
 
-/* The header's choice of prefix frames: the app index (application_metadata_enabled, v2 only)
- * and the container (v2 only). Advances *p past the header line. */
-static void read_header(const char **p, const char *e, bool *app_idx, bool *container)
-{
-    *app_idx = *container = true;
-    if (*p >= e || **p != '#')
-        return;
-    const char *nl = memchr(*p, '\n', (size_t)(e - *p));
-    size_t hl = nl ? (size_t)(nl - *p) : (size_t)(e - *p);
-    json_t *h = json_loadb(*p + 1, hl - 1, 0, NULL);
-    if (json_is_object(h)) {
-        *app_idx = json_is_true(json_object_get(h, "application_metadata_enabled"));
-        const char *v = json_string_value(
-            json_object_get(json_object_get(json_object_get(h, "metadata"), "run_arguments"),
-                            "profile_api_version"));
-        *container = !(v && strcmp(v, "v1") == 0);
-        *app_idx = *app_idx && *container;
-    }
-    json_decref(h);
-    *p = nl ? nl + 1 : e;
-}
-
 /* Adds one stack (container and comm frames first), cut below Pyroscope's line limit. */
 static int add_stack(pp_linecount *lc, const char *stack, size_t len, unsigned long long count,
                      char **cutbuf)
@@ -264,8 +242,10 @@ int pp_pyroscope_body(const char *col, size_t len, pp_pyro_body *b)
         col = fixed;
     }
     const char *p = col, *e = col + len;
-    bool app_idx, container;
-    read_header(&p, e, &app_idx, &container);
+    pp_col_prefix pf;
+    pp_col_prefix_read(col, len, &pf);
+    bool app_idx = pf.app_idx, container = pf.container;
+    p += pf.body;
     pp_linecount *lc = pp_linecount_new();
     char *cutbuf = NULL;
     same_value comms = {0}, conts = {0};

@@ -6,10 +6,9 @@
 #include <jansson.h>
 
 #include "merge/html.h"
+#include "tests/unit/pagedata.h"
 
 TestSuite(html, .init = pp_test_quiet_log);
-
-#define DATA_OPEN "<script type=\"application/json\" id=\"pp-data\">"
 
 static const pp_render_opts v2 = {.app_metadata_enabled = true};
 
@@ -21,42 +20,12 @@ static size_t count_of(const char *s, size_t len, const char *needle)
     return n;
 }
 
-/* The JSON in the pp-data element of page (new reference), checking it is plain ASCII. */
-static json_t *page_data(const char *page)
-{
-    const char *open = strstr(page, DATA_OPEN);
-    cr_assert_not_null(open);
-    open += strlen(DATA_OPEN);
-    const char *close = strstr(open, "</script>");
-    cr_assert_not_null(close);
-    for (const char *p = open; p < close; p++)
-        cr_assert((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f, "byte %#x at %zd",
-                  (unsigned char)*p, p - open);
-    json_error_t err;
-    json_t *d = json_loadb(open, (size_t)(close - open), 0, &err);
-    cr_assert_not_null(d, "%s", err.text);
-    return d;
-}
-
 static char *render(const char *col, const pp_render_opts *o, size_t *len)
 {
     char *page = pp_html_render(col, strlen(col), o, len);
     cr_assert_not_null(page);
     cr_assert_eq(strlen(page), *len);
     return page;
-}
-
-/* Stack i of the page's data as "count:frame;frame;...". */
-static void stack_text(json_t *d, size_t i, char *buf, size_t len)
-{
-    json_t *st = json_array_get(json_object_get(d, "stacks"), i);
-    json_t *names = json_object_get(d, "names");
-    cr_assert(json_is_array(st));
-    size_t n = (size_t)snprintf(buf, len, "%lld:", json_integer_value(json_array_get(st, 0)));
-    for (size_t k = 1; k < json_array_size(st); k++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%s", k > 1 ? ";" : "",
-                              json_string_value(json_array_get(
-                                  names, (size_t)json_integer_value(json_array_get(st, k)))));
 }
 
 Test(html, hostile_strings_stay_inside_the_data)
@@ -76,7 +45,7 @@ Test(html, hostile_strings_stay_inside_the_data)
     cr_assert_eq(count_of(page, len, "<script>alert"), 0);
 
     /* What the page reads back is what the .col holds (invalid UTF-8 as U+FFFD). */
-    json_t *d = page_data(page);
+    json_t *d = pp_test_page_data(page);
     json_t *h = json_object_get(d, "header");
     cr_assert_str_eq(json_string_value(json_object_get(json_object_get(h, "metadata"), "hostname")),
                      "h</script><script>alert(1)</script>");
@@ -84,9 +53,9 @@ Test(html, hostile_strings_stay_inside_the_data)
                      "<!--<script>");
     char buf[512];
     cr_assert_eq(json_array_size(json_object_get(d, "stacks")), 2);
-    stack_text(d, 0, buf, sizeof(buf));
+    pp_test_page_stack(d, "stacks", 0, buf, sizeof(buf));
     cr_assert_str_eq(buf, "3:</script>;main;a</ScRiPt><!--b;x&y>z");
-    stack_text(d, 1, buf, sizeof(buf));
+    pp_test_page_stack(d, "stacks", 1, buf, sizeof(buf));
     cr_assert_str_eq(buf, "2:comm;appid: \"q\\;\\u2028\xe2\x80\xa8;caf\xc3\xa9 \xf0\x9f\x98\x80;"
                           "bad\xef\xbf\xbd\xef\xbf\xbd");
     json_decref(d);
@@ -108,9 +77,9 @@ Test(html, prefix_frames_follow_the_render_options)
     for (size_t i = 0; i < 3; i++) {
         size_t len;
         char *page = render(col, opts[i], &len);
-        json_t *d = page_data(page);
+        json_t *d = pp_test_page_data(page);
         char buf[256];
-        stack_text(d, 0, buf, sizeof(buf));
+        pp_test_page_stack(d, "stacks", 0, buf, sizeof(buf));
         cr_expect_str_eq(buf, want[i]);
         /* zero counts, lines without a count and, with the prefix dropped, empty stacks go */
         cr_expect_eq(json_array_size(json_object_get(d, "stacks")), i == 0 ? 1 : 2, "opts %zu", i);
@@ -123,7 +92,7 @@ Test(html, header_that_does_not_parse_is_empty)
 {
     size_t len;
     char *page = render("# {not json\n0;;c;f 1", &v2, &len);
-    json_t *d = page_data(page);
+    json_t *d = pp_test_page_data(page);
     cr_assert(json_is_object(json_object_get(d, "header")));
     cr_assert_eq(json_object_size(json_object_get(d, "header")), 0);
     cr_assert_eq(json_array_size(json_object_get(d, "stacks")), 1);

@@ -1,6 +1,7 @@
 /* Integration fixture: two hot functions whose CPU time is in a 3:1 ratio (random-length rounds).
  * Built with frame pointers. Prints "ready" once running. Optional argv[1]: seconds to run
- * (default: forever). */
+ * (default: forever; 0 too); optional argv[2]: hot_a's work per unit of hot_b's (default 3: the
+ * 3:1 ratio). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -18,9 +19,11 @@ static unsigned long units(void)
     return 2 + (seed >> 16) % 5;
 }
 
+static unsigned long ratio = 3;
+
 __attribute__((noinline)) void hot_a(unsigned long n)
 {
-    for (unsigned long i = 0; i < 3 * 250000 * n; i++)
+    for (unsigned long i = 0; i < ratio * 250000 * n; i++)
         sink += i;
 }
 
@@ -33,6 +36,8 @@ __attribute__((noinline)) void hot_b(unsigned long n)
 int main(int argc, char **argv)
 {
     double limit = argc > 1 ? atof(argv[1]) : 0;
+    if (argc > 2 && atoi(argv[2]) > 0)
+        ratio = (unsigned long)atoi(argv[2]);
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     printf("ready %d\n", (int)getpid());
