@@ -8,7 +8,8 @@ minute: polyprof's RSS, peak RSS, open descriptors and CPU seconds. Fails (exit 
 exceeds CAP MiB (stated before the run) or the descriptors grow.
 
 Usage: python3 bench/soak/run.py [--minutes 60] [--rate 20] [--cap-mib 128] [--isolated]
-                                  [--nice 19] [--wrap "heaptrack -o FILE"]   (root; after make)
+                                  [--nice 19] [--wrap "heaptrack -o FILE"]
+                                  [--workload all|churn-python]   (root; after make)
 
 --isolated runs the whole soak in pid, mount and network namespaces of its own, with a private
 /run: its polyprof sees only the soak's processes and takes a lock of its own (docs/security.md,
@@ -117,6 +118,9 @@ def main():
     ap.add_argument("--isolated", action="store_true",
                     help="own pid, mount and network namespaces and a private /run")
     ap.add_argument("--nice", type=int, default=0, help="niceness of the workload processes")
+    ap.add_argument("--workload", choices=["all", "churn-python"], default="all",
+                    help="all: the runtimes below too; churn-python: the new executables and one "
+                         "busy Python process only (issue 28's load)")
     ap.add_argument("--wrap", default="", help="command prefix for polyprof (e.g. heaptrack)")
     ap.add_argument("--cpu-share", type=float, default=0,
                     help="cap the workload's CPU together at this many CPUs (0: no cap)")
@@ -159,10 +163,13 @@ def main():
         subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-Wl,--build-id=sha1",
                         "-o", str(exe), str(Path(__file__).parent / "churn.c")], check=True)
         image, off, idlen = build_id_offset(exe)
-        subprocess.run(["javac", "-d", str(work), str(APPS / "Hot.java")], check=True)
-        for argv in (["java", "-cp", str(work), "Hot"], ["/usr/bin/python3", str(APPS / "hot.py")],
-                     ["ruby", str(APPS / "rbhot.rb")], ["php", str(APPS / "php" / "hot.php")],
-                     ["node", "--perf-basic-prof", str(Path(__file__).parent / "jitmap.js")]):
+        workload = [["/usr/bin/python3", str(APPS / "hot.py")]]
+        if a.workload == "all":
+            subprocess.run(["javac", "-d", str(work), str(APPS / "Hot.java")], check=True)
+            workload += [["java", "-cp", str(work), "Hot"], ["ruby", str(APPS / "rbhot.rb")],
+                         ["php", str(APPS / "php" / "hot.php")],
+                         ["node", "--perf-basic-prof", str(Path(__file__).parent / "jitmap.js")]]
+        for argv in workload:
             helpers.append(spawn(argv, stdout=subprocess.DEVNULL))
         out = work / "out"
         pp = subprocess.Popen(shlex.split(a.wrap)
@@ -171,8 +178,10 @@ def main():
                               + (["-v"] if a.keep else [])
                               + (["--disable-pidns-check"] if a.isolated else []),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        print(f"soak: {a.minutes:g} min, ~{a.rate:g} distinct executables/s, node perf map, JVM, "
-              f"Python, Ruby, PHP; cap {a.cap_mib:g} MiB RSS; polyprof pid {pp.pid}")
+        what = ("node perf map, JVM, Python, Ruby, PHP" if a.workload == "all"
+                else "one busy Python process")
+        print(f"soak: {a.minutes:g} min, ~{a.rate:g} distinct executables/s, {what}; "
+              f"cap {a.cap_mib:g} MiB RSS; polyprof pid {pp.pid}")
         print(f"{'min':>4} {'RSS MiB':>8} {'peak MiB':>9} {'fds':>5} {'CPU s':>7} {'started':>8}"
               f" {'heap':>6} {'symtab':>6} {'profile':>7} {'bpf-rss':>7} {'RSS-bpf':>7}"
               f" {'bpf-maps':>8}  (MiB; heap..profile: last session's header)")
