@@ -543,7 +543,9 @@ void pp_cli_print_help(FILE *out)
         out,
         "usage: polyprof [options]\n"
         "       polyprof upload-file --file-path PATH [connectivity options]\n"
-        "       polyprof extract-resources --resources-dest DIR\n\n"
+        "       polyprof extract-resources --resources-dest DIR\n"
+        "       polyprof diff BASE.col TARGET.col [-o OUT.html] [--top N]   (see polyprof diff "
+        "--help)\n\n"
         "polyprof %s: whole-host CPU profiler, command-line compatible with gProfiler %s.\n"
         "Every long option can also be set with the environment variable POLYPROF_<NAME> or\n"
         "GPROFILER_<NAME> (NAME: the option in upper case, '-' as '_'), or as 'name = value'\n"
