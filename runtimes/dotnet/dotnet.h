@@ -141,4 +141,16 @@ void pp_net_session_close(pp_net_session *s);
  * the session is stopped and its connection closed either way. */
 int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, char *err, size_t errlen);
 
+/* ---- builtin.c: --dotnet-mode builtin ---- */
+
+/* The frame text of a method: "Namespace.Class.Method(args)_[net]" (args: the signature from its
+ * '(' on). Its length (cut to len - 1). */
+size_t pp_net_frame_name(const pp_net_method *m, char *out, size_t len);
+
+struct pp_runtime_ctx;
+struct pp_proc;
+void pp_dotnet_session_begin(const struct pp_runtime_ctx *ctx, const struct pp_proc *procs,
+                             size_t n);
+void pp_dotnet_at_exit(const struct pp_runtime_ctx *ctx);
+
 #endif

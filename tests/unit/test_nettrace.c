@@ -329,3 +329,16 @@ Test(nettrace, utf16_names_become_sanitised_bounded_utf8)
     cr_assert_str_eq(out, "a");
     cr_assert_eq(n, 1);
 }
+
+Test(nettrace, frame_text_is_namespace_class_method_and_the_signatures_arguments)
+{
+    char b[128];
+    pp_net_method m = {.ns = "PolyNet.Hot", .name = "HotA", .sig = "void  (int32)"};
+    cr_assert_eq(pp_net_frame_name(&m, b, sizeof(b)), strlen("PolyNet.Hot.HotA(int32)_[net]"));
+    cr_assert_str_eq(b, "PolyNet.Hot.HotA(int32)_[net]");
+    pp_net_method g = {.ns = "", .name = "F", .sig = "no parenthesis"};
+    pp_net_frame_name(&g, b, sizeof(b));
+    cr_assert_str_eq(b, "F()_[net]", "no namespace, no argument list");
+    cr_assert_eq(pp_net_frame_name(&m, b, 8), 7);
+    cr_assert_str_eq(b, "PolyNet");
+}
