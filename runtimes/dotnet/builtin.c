@@ -28,6 +28,7 @@ typedef struct tracked {
     unsigned long long start;
     bool failed;      /* not to be tried again (its failure was logged) */
     bool running;     /* a reader thread exists (joined at reap or exit) */
+    bool journaled;   /* its session is open: in the journal (journal.c) */
     atomic_bool done; /* the reader ended */
     atomic_bool stop; /* the reader is to end */
     pthread_t th;
@@ -54,6 +55,17 @@ static void add_method(void *arg, const pp_net_method *m)
     char name[3 * PP_NET_NAME_MAX + 16];
     pp_net_frame_name(m, name, sizeof(name));
     pp_jitnames_add(pid, m->start, m->size, name);
+}
+
+/* The journal holds the sessions open now (journal.c). */
+static void journal_sync(void)
+{
+    pp_net_jent e[MAX_TRACKED];
+    size_t n = 0;
+    for (size_t i = 0; i < ntab; i++)
+        if (tab[i].journaled)
+            e[n++] = (pp_net_jent){tab[i].pid, tab[i].start, tab[i].s.id};
+    pp_net_journal_write(e, n);
 }
 
 static void *reader(void *arg)
@@ -99,6 +111,7 @@ static void finish(tracked *t)
         pthread_join(t->th, NULL);
         t->running = false;
     }
+    t->journaled = false;
     pp_nettrace_free(t->p);
     t->p = NULL;
 }
@@ -114,6 +127,8 @@ static int start_one(tracked *t)
         pp_warn_proc(t->pid, t->start, "%s; its managed frames stay unnamed", err);
         return -1;
     }
+    t->journaled = true; /* before anything else: a polyprof killed from now on leaves it */
+    journal_sync();
     t->p = pp_nettrace_new(add_method, &t->pid);
     pp_nettrace *rd = pp_nettrace_new(add_method, &t->pid);
     int rc = t->p && rd ? pp_net_rundown(t->pid, rd, 5, err, sizeof(err)) : -1;
@@ -127,6 +142,7 @@ static int start_one(tracked *t)
         if (!t->p) {
             pp_net_session_stop(&t->s, pp_mono_now() + 2, err, sizeof(err));
             pp_net_session_close(&t->s);
+            t->journaled = false;
             return -1;
         }
     }
@@ -137,6 +153,7 @@ static int start_one(tracked *t)
         pp_net_session_close(&t->s);
         pp_nettrace_free(t->p);
         t->p = NULL;
+        t->journaled = false;
         return -1;
     }
     t->running = true;
@@ -147,16 +164,28 @@ static int start_one(tracked *t)
     return 0;
 }
 
+void pp_dotnet_at_start(void)
+{
+    int n = pp_net_stop_orphans();
+    if (n > 0)
+        pp_info("stopped %d EventPipe session%s left in .NET processes by a polyprof that did not "
+                "exit cleanly",
+                n, n == 1 ? "" : "s");
+}
+
 void pp_dotnet_session_begin(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n)
 {
     if (!active(ctx))
         return;
+    size_t before = ntab;
+    bool changed = false;
     /* processes that are gone (or whose stream ended): reaped, their names dropped */
     for (size_t i = 0; i < ntab;) {
         tracked *t = &tab[i];
         bool gone = pp_pid_gone(t->pid) || pp_proc_start_ticks(t->pid) != t->start;
         if (gone || (t->running && atomic_load(&t->done))) {
             finish(t);
+            changed = true;
             if (gone) {
                 pp_jitnames_forget(t->pid);
                 tab[i] = tab[--ntab];
@@ -184,6 +213,8 @@ void pp_dotnet_session_begin(const pp_runtime_ctx *ctx, const pp_proc *procs, si
         if (start_one(t) < 0)
             t->failed = true;
     }
+    if (changed || ntab != before)
+        journal_sync();
 }
 
 void pp_dotnet_at_exit(const pp_runtime_ctx *ctx)
@@ -199,5 +230,7 @@ void pp_dotnet_at_exit(const pp_runtime_ctx *ctx)
         finish(&tab[i]);
         pp_jitnames_forget(tab[i].pid);
     }
+    if (ntab)
+        pp_net_journal_write(NULL, 0);
     ntab = 0;
 }

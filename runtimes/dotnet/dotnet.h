@@ -141,6 +141,22 @@ void pp_net_session_close(pp_net_session *s);
  * the session is stopped and its connection closed either way. */
 int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, char *err, size_t errlen);
 
+/* ---- journal.c: sessions a killed polyprof left open ---- */
+
+typedef struct pp_net_jent {
+    int pid;
+    unsigned long long start; /* its start time (clock ticks): the same process */
+    uint64_t id;              /* the EventPipe session */
+} pp_net_jent;
+
+/* The entries of a journal text (at most max; malformed lines are skipped). */
+size_t pp_net_journal_parse(const char *text, pp_net_jent *out, size_t max);
+/* Replaces the journal with these n entries (logged at INFO when it cannot). */
+void pp_net_journal_write(const pp_net_jent *e, size_t n);
+/* Sends StopTracing for every journaled session whose process still runs (the same start time),
+ * then empties the journal. Returns how many were stopped. */
+int pp_net_stop_orphans(void);
+
 /* ---- builtin.c: --dotnet-mode builtin ---- */
 
 /* The frame text of a method: "Namespace.Class.Method(args)_[net]" (args: the signature from its
@@ -152,5 +168,6 @@ struct pp_proc;
 void pp_dotnet_session_begin(const struct pp_runtime_ctx *ctx, const struct pp_proc *procs,
                              size_t n);
 void pp_dotnet_at_exit(const struct pp_runtime_ctx *ctx);
+void pp_dotnet_at_start(void);
 
 #endif

@@ -419,3 +419,24 @@ Test(dotnet_ipc, a_streaming_session_names_a_method_compiled_after_its_start, .t
     stop_nethot(&a);
     pp_test_rmtree(tdir);
 }
+
+Test(dotnet_ipc, journal_lines_are_parsed_and_malformed_ones_skipped)
+{
+    pp_net_jent e[4];
+    const char *text = "12 345 6789\n"
+                       "garbage\n"
+                       "0 1 2\n"   /* no pid */
+                       "13 0 5\n"  /* no start time */
+                       "14 15 0\n" /* no session */
+                       "16 17 18446744073709551615\n"
+                       "19 20 21"; /* no newline at the end */
+    size_t n = pp_net_journal_parse(text, e, 4);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(e[0].pid, 12);
+    cr_assert_eq(e[0].start, 345);
+    cr_assert_eq(e[0].id, 6789);
+    cr_assert_eq(e[1].id, UINT64_MAX);
+    cr_assert_eq(e[2].pid, 19);
+    cr_assert_eq(pp_net_journal_parse(text, e, 1), 1, "bounded by max");
+    cr_assert_eq(pp_net_journal_parse("", e, 4), 0);
+}
