@@ -129,9 +129,15 @@ int pp_net_session_start(int pid, const pp_net_provider *prov, int nprov, uint32
 /* Reads what the stream has (waiting until deadline for the first byte): the bytes read, 0 at
  * the stream's end, -1 with errno (ETIMEDOUT). */
 ssize_t pp_net_session_read(pp_net_session *s, void *buf, size_t len, double deadline);
-/* Sends StopTracing on a new connection and reads its reply; the runtime then writes the rest of
- * the stream (the rundown on 3.1) and closes it. 0, or -1 with a message in err. */
+/* Sends StopTracing on a new connection and reads its reply; the runtime writes the rest of the
+ * stream (the rundown on 3.1) and then replies and closes the stream: the stream must be read
+ * meanwhile (another thread), or use the two steps below. 0, or -1 with a message in err. */
 int pp_net_session_stop(pp_net_session *s, double deadline, char *err, size_t errlen);
+/* pp_net_session_stop in two steps, for a caller that reads the stream meanwhile (the runtime
+ * answers once the rest of the stream, the rundown, is written): the stop connection's descriptor
+ * once the message is sent (-1 with a message), then its reply (the descriptor closed). */
+int pp_net_session_stop_send(pp_net_session *s, double deadline, char *err, size_t errlen);
+int pp_net_session_stop_reply(pp_net_session *s, int fd, double deadline, char *err, size_t errlen);
 /* Closes the streaming connection (a runtime whose stream cannot be written ends the session). */
 void pp_net_session_close(pp_net_session *s);
 

@@ -5,9 +5,11 @@
 // round (HotA and HotB are compiled then).
 // `NetHot.exe late <ms>`: from <ms> ms after the start on, each round also calls HotLate (first
 // JIT-compiled then: a method a session that began earlier sees compiled); `NetHot.exe
-// late-file <path>`: the same once <path> exists.
+// late-file <path>`: the same once <path> exists. With it each round also calls Tiny, a method
+// without loops (tiered: compiled at tier 0 first, re-compiled at tier 1 after 30 calls), 50 times.
 using System;
 using System.Diagnostics;
+using System.Runtime.CompilerServices;
 using System.Threading;
 
 namespace PolyNet
@@ -34,6 +36,12 @@ namespace PolyNet
             for (long i = 0; i < n; i++) sink += i;
         }
 
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static long Tiny(long x)
+        {
+            return x * 3 + 1;
+        }
+
         public static void Main(string[] args)
         {
             var rnd = new Random();
@@ -51,7 +59,11 @@ namespace PolyNet
                     late = (lateMs >= 0 && clock.ElapsedMilliseconds >= lateMs) ||
                            (lateFile != null && System.IO.File.Exists(lateFile));
                 if (late)
+                {
                     HotLate(r);
+                    for (int k = 0; k < 50; k++)
+                        sink += Tiny(k);
+                }
                 if (first)
                 {
                     // after a first round: HotA and HotB are compiled once "ready" is read
