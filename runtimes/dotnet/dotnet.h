@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 #include <sys/types.h>
 
 /* ---- nettrace.c: the EventPipe "nettrace" stream ---- */
@@ -162,6 +163,15 @@ void pp_net_journal_write(const pp_net_jent *e, size_t n);
 /* Sends StopTracing for every journaled session whose process still runs (the same start time),
  * then empties the journal. Returns how many were stopped. */
 int pp_net_stop_orphans(void);
+
+/* ---- metadata.c ---- */
+
+/* The runtime's version from the path of its libcoreclr.so (".../3.1.23/libcoreclr.so" ->
+ * "3.1.23"); false when the directory is not a version. */
+bool pp_net_version_from_path(const char *path, char *out, size_t len);
+/* The descriptor's metadata: {"dotnet_version": ...} when the runtime's version is known, else {}.
+ */
+json_t *pp_dotnet_metadata(int pid);
 
 /* ---- builtin.c: --dotnet-mode builtin ---- */
 

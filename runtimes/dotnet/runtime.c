@@ -1,6 +1,7 @@
-/* The .NET runtime's descriptor (runtimes/runtime.h): detection, and --dotnet-mode builtin
- * (builtin.c: JIT-compiled method names for the system sampler through polyprof's own
- * diagnostics client). dotnet-trace is accepted and warns at start (not run here). */
+/* The .NET runtime's descriptor (runtimes/runtime.h): detection, metadata (metadata.c) and
+ * --dotnet-mode builtin (builtin.c: JIT-compiled method names for the system sampler through
+ * polyprof's own diagnostics client). dotnet-trace is accepted and warns at start (not run here).
+ */
 #include <stddef.h>
 
 #include "runtimes/dotnet/dotnet.h"
@@ -28,6 +29,7 @@ const pp_runtime pp_rt_dotnet = {
                  "dotnet-trace is not implemented (warns at start) (--no-dotnet: disabled)",
     .hook_modes = hook_modes,
     .suffixes = suffixes,
+    .metadata = pp_dotnet_metadata,
     .at_start = pp_dotnet_at_start,
     .session_begin = pp_dotnet_session_begin,
     .at_exit = pp_dotnet_at_exit,

@@ -47,7 +47,10 @@ def test_builtin_names_managed_frames_of_a_process_started_without_settings(dotn
         fds = len(os.listdir(f"/proc/{app.pid}/fd"))
         run_polyprof("-d", "10", "-f", "499", "-o", outdir, "--no-flamegraph",
                      "--dotnet-mode", "builtin", "--pids", app.pid, timeout=120)
-        stacks = _net_samples(last_profile(outdir), app.pid)
+        prof = last_profile(outdir)
+        stacks = _net_samples(prof, app.pid)
+        md = prof.header["application_metadata"][int(stacks[0][0][0])]
+        assert md["dotnet_version"] == "3.1.23", md  # the runtime of `make deps`
         total = sum(c for _, c in stacks)
         named = sum(c for f, c in stacks if any(x.endswith("_[net]") for x in f))
         a = sum(c for f, c in stacks if "PolyNet.Hot.HotA(int32)_[net]" in f)

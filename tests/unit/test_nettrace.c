@@ -342,3 +342,21 @@ Test(nettrace, frame_text_is_namespace_class_method_and_the_signatures_arguments
     cr_assert_eq(pp_net_frame_name(&m, b, 8), 7);
     cr_assert_str_eq(b, "PolyNet");
 }
+
+Test(nettrace, dotnet_version_is_the_directory_of_libcoreclr)
+{
+    char v[65];
+    cr_assert(pp_net_version_from_path(
+        "/opt/dotnet/shared/Microsoft.NETCore.App/3.1.23/libcoreclr.so", v, sizeof(v)));
+    cr_assert_str_eq(v, "3.1.23");
+    cr_assert(pp_net_version_from_path("/d/Microsoft.NETCore.App/5.0.0-preview.1/libcoreclr.so", v,
+                                       sizeof(v)));
+    cr_assert_str_eq(v, "5.0.0-preview.1");
+    cr_assert_not(pp_net_version_from_path("/app/libcoreclr.so", v, sizeof(v)), "not a version");
+    cr_assert_not(pp_net_version_from_path("/x/3.1 x/libcoreclr.so", v, sizeof(v)));
+    cr_assert_not(pp_net_version_from_path("/x/3.1/libother.so", v, sizeof(v)));
+    cr_assert_not(pp_net_version_from_path("libcoreclr.so", v, sizeof(v)));
+    char small[4];
+    cr_assert_not(pp_net_version_from_path("/x/3.1.23/libcoreclr.so", small, sizeof(small)),
+                  "too long for the buffer");
+}
