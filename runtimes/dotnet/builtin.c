@@ -36,7 +36,8 @@ typedef struct tracked {
     pp_nettrace *p;
 } tracked;
 
-static tracked tab[MAX_TRACKED];
+/* Each on the heap: a reader thread holds its entry's address while the table is compacted. */
+static tracked *tab[MAX_TRACKED];
 static size_t ntab;
 
 size_t pp_net_frame_name(const pp_net_method *m, char *out, size_t len)
@@ -63,8 +64,8 @@ static void journal_sync(void)
     pp_net_jent e[MAX_TRACKED];
     size_t n = 0;
     for (size_t i = 0; i < ntab; i++)
-        if (tab[i].journaled)
-            e[n++] = (pp_net_jent){tab[i].pid, tab[i].start, tab[i].s.id};
+        if (tab[i]->journaled)
+            e[n++] = (pp_net_jent){tab[i]->pid, tab[i]->start, tab[i]->s.id};
     pp_net_journal_write(e, n);
 }
 
@@ -181,13 +182,14 @@ void pp_dotnet_session_begin(const pp_runtime_ctx *ctx, const pp_proc *procs, si
     bool changed = false;
     /* processes that are gone (or whose stream ended): reaped, their names dropped */
     for (size_t i = 0; i < ntab;) {
-        tracked *t = &tab[i];
+        tracked *t = tab[i];
         bool gone = pp_pid_gone(t->pid) || pp_proc_start_ticks(t->pid) != t->start;
         if (gone || (t->running && atomic_load(&t->done))) {
             finish(t);
             changed = true;
             if (gone) {
                 pp_jitnames_forget(t->pid);
+                free(t);
                 tab[i] = tab[--ntab];
                 continue;
             }
@@ -202,11 +204,13 @@ void pp_dotnet_session_begin(const pp_runtime_ctx *ctx, const pp_proc *procs, si
             continue;
         bool known = false;
         for (size_t k = 0; k < ntab && !known; k++)
-            known = tab[k].pid == p->pid && tab[k].start == p->start_ticks;
+            known = tab[k]->pid == p->pid && tab[k]->start == p->start_ticks;
         if (known || ntab == MAX_TRACKED || pp_mono_now() > budget)
             continue;
-        tracked *t = &tab[ntab++];
-        memset(t, 0, sizeof(*t));
+        tracked *t = calloc(1, sizeof(*t));
+        if (!t)
+            break;
+        tab[ntab++] = t;
         t->pid = p->pid;
         t->start = p->start_ticks;
         t->s.fd = -1;
@@ -223,12 +227,14 @@ void pp_dotnet_at_exit(const pp_runtime_ctx *ctx)
     char err[512];
     double deadline = pp_mono_now() + 3;
     for (size_t i = 0; i < ntab; i++)
-        if (tab[i].running && !atomic_load(&tab[i].done) &&
-            pp_net_session_stop(&tab[i].s, deadline, err, sizeof(err)) < 0)
+        if (tab[i]->running && !atomic_load(&tab[i]->done) &&
+            pp_net_session_stop(&tab[i]->s, deadline, err, sizeof(err)) < 0)
             pp_log(PP_LOG_INFO, "%s (the session ends as its connection closes)", err);
     for (size_t i = 0; i < ntab; i++) {
-        finish(&tab[i]);
-        pp_jitnames_forget(tab[i].pid);
+        finish(tab[i]);
+        pp_jitnames_forget(tab[i]->pid);
+        free(tab[i]);
+        tab[i] = NULL;
     }
     if (ntab)
         pp_net_journal_write(NULL, 0);
