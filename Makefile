@@ -83,7 +83,7 @@ DEB_PKGS := gcc make clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev liblzma
             libprotobuf-c-dev protobuf-c-compiler libjansson-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev libarchive-dev \
             libclang-rt-14-dev libdw-dev valgrind python3 python3-pip python3-pytest python3-pytest-timeout \
             golang-go linux-perf stress-ng clang-format ruby php-cli php8.2-fpm \
-            openjdk-17-jdk-headless \
+            openjdk-17-jdk-headless mono-mcs \
             nodejs binutils chromium curl libwebsockets-dev podman runc debootstrap
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \

@@ -1,11 +1,15 @@
-/* The .NET runtime's descriptor (runtimes/runtime.h): detection only; no profiler yet (any mode
- * but disabled warns at start). */
+/* The .NET runtime's descriptor (runtimes/runtime.h): detection, metadata (metadata.c) and
+ * --dotnet-mode builtin (builtin.c: JIT-compiled method names for the system sampler through
+ * polyprof's own diagnostics client). dotnet-trace is accepted and warns at start (not run here).
+ */
 #include <stddef.h>
 
+#include "runtimes/dotnet/dotnet.h"
 #include "runtimes/runtime.h"
 
-static const pp_choice modes[] = {
-    {"auto"}, {"dotnet-trace"}, {"disabled"}, {"none", "disabled"}, {NULL}};
+static const pp_choice modes[] = {{"auto", "builtin"}, {"builtin"},          {"dotnet-trace"},
+                                  {"disabled"},        {"none", "disabled"}, {NULL}};
+static const char *const hook_modes[] = {"builtin", NULL};
 static const char *const suffixes[] = {"_[net]", NULL};
 
 const pp_runtime pp_rt_dotnet = {
@@ -18,8 +22,15 @@ const pp_runtime pp_rt_dotnet = {
     .interpreter = true,
     .modes = modes,
     .default_mode = "disabled",
-    .mode_metavar = "{auto,dotnet-trace,disabled}",
-    .mode_help = ".NET profiler: none yet, any mode but disabled warns at start (--no-dotnet: "
-                 "disabled)",
+    .mode_metavar = "{auto,builtin,dotnet-trace,disabled}",
+    .mode_help = ".NET JIT frames for the system sampler: builtin (or auto) names the methods of "
+                 "running .NET Core 3+ processes through their diagnostics socket (an EventPipe "
+                 "session: rundown, then JIT events), Namespace.Class.Method(args)_[net]; "
+                 "dotnet-trace is not implemented (warns at start) (--no-dotnet: disabled)",
+    .hook_modes = hook_modes,
     .suffixes = suffixes,
+    .metadata = pp_dotnet_metadata,
+    .at_start = pp_dotnet_at_start,
+    .session_begin = pp_dotnet_session_begin,
+    .at_exit = pp_dotnet_at_exit,
 };

@@ -18,6 +18,7 @@
 #include "base/inroot.h"
 #include "base/log.h"
 #include "base/procfiles.h"
+#include "runtimes/symbols/jitnames.h"
 #include "runtimes/symbols/pmreader.h"
 #include "runtimes/symbols/symbols_internal.h"
 
@@ -876,6 +877,8 @@ size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size
         perfmap_refresh(s, p);
         char jit[PP_SYM_MAX_NAME + 1];
         bool found = p->perfmap_present && p->pm && pp_pmsrc_find(p->pm, ip, jit, sizeof(jit));
+        if (!found) /* names a runtime's own client handed over in memory */
+            found = pp_jitnames_find(pid, ip, jit, sizeof(jit));
         char dso[64];
         snprintf(dso, sizeof(dso), "/tmp/perf-%d.map", pid);
         if (found)

@@ -149,6 +149,47 @@ def appdir():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def _dotnetcore2_version():
+    m = re.search(r"^DOTNETCORE2_VERSION=(\S+)$", (ROOT / "tests/tools/install.sh").read_text(), re.M)
+    return m.group(1)
+
+
+# The .NET Core runtime `make deps` unpacks from PyPI's dotnetcore2 wheel (tests/tools/install.sh)
+DOTNET = (Path(os.environ.get("PP_TOOLS") or "/var/cache/polyprof/tools")
+          / f"dotnetcore2-{_dotnetcore2_version()}" / "dotnetcore2" / "bin" / "dotnet")
+# Beside an assembly, it makes the host run it on the 3.1 framework. Globalization invariant: the
+# 3.1 runtime finds no ICU of Debian 12's version (72) and would abort at its first culture use;
+# a file beside the program, not an environment setting.
+DOTNET_RUNTIMECONFIG = {"runtimeOptions": {
+    "tfm": "netcoreapp3.1",
+    "framework": {"name": "Microsoft.NETCore.App", "version": "3.1.0"},
+    "configProperties": {"System.Globalization.Invariant": True}}}
+
+
+def compile_csharp(src, outdir):
+    """Compiles apps/<src> with mcs into outdir; returns the argv that runs it on DOTNET."""
+    if not DOTNET.exists():
+        pytest.skip(f"no .NET runtime at {DOTNET} (`make deps` installs it, x86_64 only)")
+    if not shutil.which("mcs"):
+        pytest.skip("no mcs (Debian's mono-mcs; `make deps` installs it)")
+    name = Path(src).stem
+    exe = Path(outdir) / f"{name}.exe"
+    subprocess.run(["mcs", "-optimize+", f"-out:{exe}", str(APPS / src)], check=True,
+                   stdout=subprocess.DEVNULL)
+    (Path(outdir) / f"{name}.runtimeconfig.json").write_text(json.dumps(DOTNET_RUNTIMECONFIG))
+    return [str(DOTNET), str(exe)]
+
+
+@pytest.fixture(scope="session")
+def dotnet_app():
+    """The argv of apps/NetHot.cs (PolyNet.Hot.HotA and HotB, 3:1) compiled for .NET Core 3.1."""
+    d = Path(tempfile.mkdtemp(prefix="pp_it_dotnet_"))
+    try:
+        yield compile_csharp("NetHot.cs", d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 class App:
     """A running fixture program; waits (30 s at most) until it printed 'ready'."""
 

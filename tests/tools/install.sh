@@ -13,6 +13,10 @@ ASPROF_SHA256=a5d3d9f4582c2033fa9db518046e73ef97219801f3e7542b82e3e09261ebe493
 # npm's linux-perf (the code-event handler gProfiler's attach-maps loads) and the nan it needs
 LINUX_PERF_VERSION=0.3.1
 NAN_VERSION=2.30.0
+# The .NET Core 3.1 runtime the .NET tests run C# (compiled by Debian's mcs) on: PyPI's
+# dotnetcore2 wheel carries it (dotnetcore2/bin/dotnet); x86_64 only.
+DOTNETCORE2_VERSION=3.1.23
+DOTNETCORE2_SHA256=5f076ddc39da0c685e7de20ecb91ee81185928918ec86fbeb3bffc55dd867ab5
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 mkdir -p "$TOOLS"
@@ -56,6 +60,35 @@ if ! echo "$ASPROF_SHA256  $jar" | sha256sum -c --status 2>/dev/null; then
     fi
     chmod 0644 "$jar.new"
     mv "$jar.new" "$jar"
+fi
+
+# The .NET Core runtime, from PyPI's dotnetcore2 wheel (the wheel is checked against its
+# sha256): $TOOLS/dotnetcore2-<ver>/dotnetcore2/bin/dotnet. Only on x86_64 (the one wheel).
+dotnet=$TOOLS/dotnetcore2-$DOTNETCORE2_VERSION/dotnetcore2/bin/dotnet
+if [ "$(uname -m)" = x86_64 ] && [ ! -x "$dotnet" ]; then
+    echo "installing the .NET Core runtime (PyPI dotnetcore2 $DOTNETCORE2_VERSION) into $TOOLS"
+    tmp3=$(mktemp -d)
+    trap 'rm -rf "${tmp:-}" "$tmp3"' EXIT
+    if ! /usr/bin/python3 -m pip download --no-deps --only-binary=:all: --platform manylinux1_x86_64 \
+        -d "$tmp3" "dotnetcore2==$DOTNETCORE2_VERSION" >"$log" 2>&1; then
+        cat "$log"
+        exit 1
+    fi
+    whl=$(echo "$tmp3"/dotnetcore2-*.whl)
+    if ! echo "$DOTNETCORE2_SHA256  $whl" | sha256sum -c --status; then
+        echo "dotnetcore2 $DOTNETCORE2_VERSION from PyPI: sha256 $(sha256sum "$whl" | cut -d' ' -f1), expected $DOTNETCORE2_SHA256" >&2
+        exit 1
+    fi
+    rm -rf "$TOOLS/dotnetcore2-$DOTNETCORE2_VERSION.new"
+    /usr/bin/python3 -m zipfile -e "$whl" "$TOOLS/dotnetcore2-$DOTNETCORE2_VERSION.new"
+    # zipfile keeps no modes: the host and the framework's executables and libraries need x
+    find "$TOOLS/dotnetcore2-$DOTNETCORE2_VERSION.new/dotnetcore2/bin" -type f \
+        \( -name dotnet -o -name '*.so' -o -name createdump \) -exec chmod 0755 {} +
+    rm -rf "$TOOLS/dotnetcore2-$DOTNETCORE2_VERSION"
+    mv "$TOOLS/dotnetcore2-$DOTNETCORE2_VERSION.new" "$TOOLS/dotnetcore2-$DOTNETCORE2_VERSION"
+fi
+if [ -x "$dotnet" ]; then
+    "$dotnet" --list-runtimes | grep -q "Microsoft.NETCore.App 3.1"
 fi
 
 # rbspy, from crates.io, built with cargo (its release binaries are not on a registry):

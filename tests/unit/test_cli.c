@@ -186,6 +186,7 @@ static const opt_case opt_cases[] = {
     {{"--php-proc-filter", "php"}, "php_proc_filter", "\"php\""},
     {{"--dotnet-mode", "dotnet-trace"}, "dotnet_mode", "\"dotnet-trace\""},
     {{"--dotnet-mode", "none"}, "dotnet_mode", "\"disabled\""},
+    {{"--dotnet-mode", "auto"}, "dotnet_mode", "\"builtin\""},
     {{"--nodejs-mode", "attach-maps"}, "nodejs_mode", "\"attach-maps\""},
     {{"--nodejs-mode", "attach-maps"}, "nodejs_mode", "\"attach-maps\""},
     {{"--no-nodejs"}, "nodejs_mode", "\"disabled\""},
@@ -621,8 +622,8 @@ static const usage_case usage_cases[] = {
      "argument --php-mode: invalid choice: 'x' (choose from 'auto', 'builtin', 'phpspy', "
      "'disabled', 'none')"},
     {{"-o", "o", "--dotnet-mode", "x"},
-     "argument --dotnet-mode: invalid choice: 'x' (choose from 'auto', 'dotnet-trace', "
-     "'disabled', 'none')"},
+     "argument --dotnet-mode: invalid choice: 'x' (choose from 'auto', 'builtin', "
+     "'dotnet-trace', 'disabled', 'none')"},
     {{"-o", "o", "--nodejs-mode", "x"},
      "argument --nodejs-mode: invalid choice: 'x' (choose from 'auto', 'attach-maps', 'perf', "
      "'disabled', 'none')"},
