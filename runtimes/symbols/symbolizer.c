@@ -22,84 +22,7 @@
 #include "runtimes/symbols/pmreader.h"
 #include "runtimes/symbols/symbols_internal.h"
 
-#define DEFAULT_MAX_BINARIES 256
-/* The symbol tables cached together hold at most this many bytes (names, demangled names,
- * entries): a host where new binaries keep appearing (deployments, CI runners) must not grow
- * polyprof without bound. libjvm's table, among the largest, is a few MiB. */
-#define DEFAULT_MAX_BINARY_BYTES (40u << 20) /* with the unwind rows (at most 12 MiB) */
-#define PID_BUCKETS 1024
-#define MAX_MAPS_PER_PID 65536
-#define IDLE_PASSES 150 /* ~5 min of 2 s drains */
-#define ELF_LAST_SPAN 4096
-
-typedef struct pp_binary {
-    uint64_t dev, ino, size;
-    int64_t mtime_s, mtime_ns;
-    pp_elf_meta meta;
-    int quality; /* PP_SYMQ_* reached */
-    pp_symtab tab;
-} pp_binary;
-
-typedef struct binslot {
-    pp_binary *bin;
-    uint64_t gen;
-    uint64_t last_used;
-} binslot;
-
-enum { MAP_UNRESOLVED = 0, MAP_OK, MAP_FAILED };
-
-typedef struct pp_map {
-    uint64_t start, end, offset;
-    char *path; /* as in maps, " (deleted)" included */
-    uint8_t kind, deleted, state;
-    uint32_t slot;
-    uint64_t gen;
-} pp_map;
-
-typedef struct pp_proc {
-    int pid, nspid;
-    int root; /* in s->roots (held open: valid after the process exits), or -1 */
-    pp_map *maps;
-    size_t nmaps;
-    uint64_t maps_pass;
-    uint64_t used_pass; /* last pass that named one of its addresses (or announced it) */
-    int dead;           /* last maps read failed (exited): dropped at the next pass */
-    /* perf map (or jitdump), read in the background when large (pmreader.h) */
-    pp_pmsrc *pm;
-    int perfmap_present;
-    uint64_t perfmap_pass;
-    struct pp_proc *next;
-} pp_proc;
-
-struct pp_symbolizer {
-    size_t max_binaries;
-    size_t max_binary_bytes;
-    size_t (*other_bytes)(void *); /* facts sharing the bound (pp_symbolizer_share_budget) */
-    void *other_arg;
-    binslot *slots;
-    uint64_t next_gen, clock;
-    /* By pid % PID_BUCKETS, chained; left off base/hashtab: looked up on emitter cache misses
-     * only (not per sample), and each pp_proc is its own allocation anyway. */
-    pp_proc *buckets[PID_BUCKETS];
-    uint64_t pass;
-    pp_symtab ksyms;
-    int ksyms_loaded;
-    char *kallsyms_path;
-    pp_kernel_namer namer;
-    void *namer_arg;
-    pp_kcache *kcache; /* names given by the namer */
-    pp_symtab vdso;
-    pp_elf_meta vdso_meta;
-    uint64_t vdso_len;
-    int vdso_state; /* 0 not tried, 1 ok, -1 unavailable */
-    pp_roots roots;
-    int no_query;             /* the kernel has no PROCMAP_QUERY: maps are read as text */
-    bool dso_names;           /* --insert-dso-name: "<symbol> (<dso>)" */
-    uint64_t pm_dropped_gone; /* perf map entries dropped in processes no longer cached */
-    pp_pmreader *pmr;         /* reads large perf maps on a worker thread */
-    uint64_t inline_left;     /* perf map bytes the caller may still read itself this pass */
-    pp_symbolizer_stats stats;
-};
+#include "runtimes/symbols/symbolizer_int.h"
 
 static void perfmap_refresh(pp_symbolizer *s, pp_proc *p);
 static bool has_anon(const pp_proc *p);
@@ -129,29 +52,11 @@ pp_symbolizer *pp_symbolizer_new(size_t max_binaries)
     return s;
 }
 
-static void binary_free(pp_binary *b)
-{
-    if (!b)
-        return;
-    pp_symtab_free(&b->tab);
-    free(b);
-}
-
 static void maps_free(pp_map *maps, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         free(maps[i].path);
     free(maps);
-}
-
-/* Opens path inside the process's root, whose symlinks cannot lead out of it: through the held
- * root when there is one (the host's: files open after the process exits too), else a
- * container's root opened for this file only (never held: that pins its mounts). */
-static int open_in_root(const pp_symbolizer *s, const pp_proc *p, const char *path, int flags)
-{
-    int rfd = p->root >= 0 ? pp_roots_fd(&s->roots, p->root) : -1;
-    return rfd >= 0 ? pp_openat_in_root(rfd, path, flags)
-                    : pp_open_in_proc_root(p->pid, path, flags);
 }
 
 static void proc_free(pp_symbolizer *s, pp_proc *p)
@@ -177,7 +82,7 @@ void pp_symbolizer_free(pp_symbolizer *s)
     pp_pmreader_stop(s->pmr);
     pp_pmreader_wait_idle(s->pmr, pp_mono_now() + 0.5);
     for (size_t i = 0; i < s->max_binaries; i++)
-        binary_free(s->slots[i].bin);
+        pp_sym_binary_free(s->slots[i].bin);
     free(s->slots);
     for (size_t b = 0; b < PID_BUCKETS; b++) {
         pp_proc *p = s->buckets[b];
@@ -511,197 +416,6 @@ void pp_symbolizer_forget_pid(pp_symbolizer *s, int pid)
     proc_free(s, p);
 }
 
-/* ---- binary cache ---- */
-
-static pp_binary *slot_find(pp_symbolizer *s, const struct stat *st, const pp_elf_meta *meta,
-                            uint32_t *slot)
-{
-    for (size_t i = 0; i < s->max_binaries; i++) {
-        pp_binary *b = s->slots[i].bin;
-        if (!b)
-            continue;
-        int hit;
-        if (meta) /* same build-id, and the new file offers no better symbols */
-            hit = meta->build_id_len && b->meta.build_id_len == meta->build_id_len &&
-                  memcmp(b->meta.build_id, meta->build_id, meta->build_id_len) == 0 &&
-                  b->quality >= pp_elf_meta_potential(meta);
-        else
-            hit = b->dev == (uint64_t)st->st_dev && b->ino == (uint64_t)st->st_ino &&
-                  b->size == (uint64_t)st->st_size && b->mtime_s == st->st_mtim.tv_sec &&
-                  b->mtime_ns == st->st_mtim.tv_nsec;
-        if (hit) {
-            *slot = (uint32_t)i;
-            return b;
-        }
-    }
-    return NULL;
-}
-
-/* The least recently used cached table, other than slot skip; SIZE_MAX when there is none. */
-static size_t lru_slot(const pp_symbolizer *s, size_t skip)
-{
-    size_t victim = SIZE_MAX;
-    for (size_t i = 0; i < s->max_binaries; i++)
-        if (s->slots[i].bin && i != skip &&
-            (victim == SIZE_MAX || s->slots[i].last_used < s->slots[victim].last_used))
-            victim = i;
-    return victim;
-}
-
-static size_t table_bytes(const pp_binary *b)
-{
-    return sizeof(*b) + pp_symtab_memory(&b->tab);
-}
-
-/* Maps that pointed at an evicted table see its slot's generation change and load it again. */
-static void slot_evict(pp_symbolizer *s, size_t i)
-{
-    binary_free(s->slots[i].bin);
-    s->slots[i].bin = NULL;
-    s->stats.binaries_evicted++;
-}
-
-/* Drops least recently used tables (never keep) until the cached tables fit the byte budget. */
-static void evict_over_budget(pp_symbolizer *s, size_t keep)
-{
-    size_t total = 0;
-    for (size_t i = 0; i < s->max_binaries; i++)
-        if (s->slots[i].bin)
-            total += table_bytes(s->slots[i].bin);
-    size_t other = s->other_bytes ? s->other_bytes(s->other_arg) : 0;
-    while (total + other > s->max_binary_bytes) {
-        size_t victim = lru_slot(s, keep);
-        if (victim == SIZE_MAX)
-            break;
-        total -= table_bytes(s->slots[victim].bin);
-        slot_evict(s, victim);
-    }
-    s->stats.binary_bytes = total;
-}
-
-void pp_symbolizer_set_max_binary_bytes(pp_symbolizer *s, size_t bytes)
-{
-    s->max_binary_bytes = bytes;
-}
-
-void pp_symbolizer_share_budget(pp_symbolizer *s, size_t (*other)(void *arg), void *arg)
-{
-    s->other_bytes = other;
-    s->other_arg = arg;
-}
-
-/* Puts b in a free slot, else in place of the least recently used table. */
-static uint32_t slot_insert(pp_symbolizer *s, pp_binary *b)
-{
-    size_t victim = SIZE_MAX;
-    for (size_t i = 0; i < s->max_binaries && victim == SIZE_MAX; i++)
-        if (!s->slots[i].bin)
-            victim = i;
-    if (victim == SIZE_MAX) {
-        victim = lru_slot(s, SIZE_MAX);
-        slot_evict(s, victim);
-    }
-    binslot *sl = &s->slots[victim];
-    sl->bin = b;
-    sl->gen = s->next_gen++;
-    sl->last_used = ++s->clock;
-    evict_over_budget(s, victim);
-    return (uint32_t)victim;
-}
-
-static int open_mapped_file(const pp_symbolizer *s, const pp_proc *p, const pp_map *m, char *clean,
-                            size_t cleansz)
-{
-    size_t pl = strlen(m->path);
-    if (m->deleted && pl >= 10)
-        pl -= 10; /* " (deleted)" */
-    if (pl >= cleansz)
-        pl = cleansz - 1;
-    memcpy(clean, m->path, pl);
-    clean[pl] = '\0';
-    char path[PATH_MAX + 64];
-    int fd = -1;
-    if (!m->deleted && clean[0] == '/')
-        fd = open_in_root(s, p, clean, O_RDONLY);
-    if (fd < 0) {
-        snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start,
-                 m->end);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-    }
-    return fd;
-}
-
-/* Returns the binary of a file mapping, loading it when needed; *fresh is set when loaded now. */
-static pp_binary *map_binary(pp_symbolizer *s, const pp_proc *p, pp_map *m, int *fresh)
-{
-    *fresh = 0;
-    if (m->state == MAP_FAILED)
-        return NULL;
-    if (m->state == MAP_OK && m->slot < s->max_binaries && s->slots[m->slot].gen == m->gen &&
-        s->slots[m->slot].bin) {
-        s->slots[m->slot].last_used = ++s->clock;
-        return s->slots[m->slot].bin;
-    }
-    m->state = MAP_FAILED;
-    char clean[PATH_MAX];
-    int fd = open_mapped_file(s, p, m, clean, sizeof(clean));
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    pp_binary *b = NULL;
-    uint32_t slot = 0;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        goto out;
-    b = slot_find(s, &st, NULL, &slot);
-    if (b)
-        goto hit;
-    if (elf_version(EV_CURRENT) == EV_NONE)
-        goto out;
-    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
-    if (!e)
-        goto out;
-    pp_elf_meta meta;
-    if (pp_elf_meta_read(e, &meta) != 0) {
-        elf_end(e);
-        goto out;
-    }
-    b = slot_find(s, NULL, &meta, &slot);
-    if (b) {
-        elf_end(e);
-        goto hit;
-    }
-    b = calloc(1, sizeof(*b));
-    if (!b) {
-        elf_end(e);
-        goto out;
-    }
-    b->dev = (uint64_t)st.st_dev;
-    b->ino = (uint64_t)st.st_ino;
-    b->size = (uint64_t)st.st_size;
-    b->mtime_s = st.st_mtim.tv_sec;
-    b->mtime_ns = st.st_mtim.tv_nsec;
-    b->meta = meta;
-    pp_symtab_init(&b->tab);
-    pp_debug_ctx dbg = {.rootfd = p->root >= 0 ? pp_roots_fd(&s->roots, p->root) : -1,
-                        .pid = p->pid,
-                        .path = clean};
-    long n = pp_elf_load_all(e, &meta, &dbg, &b->tab, &b->quality);
-    pp_symtab_finish(&b->tab, ELF_LAST_SPAN);
-    elf_end(e);
-    pp_debug("symbols: loaded %ld symbols for %s", n, m->path);
-    s->stats.binaries_loaded++;
-    slot = slot_insert(s, b);
-    *fresh = 1;
-hit:
-    s->slots[slot].last_used = ++s->clock;
-    m->state = MAP_OK;
-    m->slot = slot;
-    m->gen = s->slots[slot].gen;
-out:
-    close(fd);
-    return m->state == MAP_OK ? b : NULL;
-}
-
 /* ---- vdso: the host kernel's vdso image is the same in every 64-bit process ---- */
 
 static void load_vdso(pp_symbolizer *s)
@@ -751,10 +465,10 @@ static void perfmap_refresh(pp_symbolizer *s, pp_proc *p)
         return;
     char name[64];
     snprintf(name, sizeof(name), "/tmp/perf-%d.map", p->nspid);
-    int fd = open_in_root(s, p, name, O_RDONLY | O_NONBLOCK);
+    int fd = pp_sym_open_in_root(s, p, name, O_RDONLY | O_NONBLOCK);
     const char *jitdump = fd < 0 ? jitdump_path(p) : NULL;
     if (jitdump)
-        fd = open_in_root(s, p, jitdump, O_RDONLY | O_NONBLOCK);
+        fd = pp_sym_open_in_root(s, p, jitdump, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
         pp_pmsrc_clear(p->pm);
         p->perfmap_present = 0;
@@ -911,7 +625,7 @@ size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size
         break;
     }
     int fresh;
-    pp_binary *b = map_binary(s, p, m, &fresh);
+    pp_binary *b = pp_sym_map_binary(s, p, m, &fresh);
     uint64_t va;
     if (!b || pp_elf_offset_to_vaddr(&b->meta, ip - m->start + m->offset, &va) != 0)
         return unnamed(s, buf, bufsz, m->path);
