@@ -19,7 +19,7 @@ endif
 WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS   := -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -D_GNU_SOURCE -I. -I$(BUILD)
 DEPFLAGS  = -MMD -MP -MF $(@:.o=.d)
-LDLIBS   := -lbpf -ldw -lelf -lz -llzma -ljansson -lpcre2-8 -larchive -ldl -lpthread -liberty -lm -lwebsockets -lprotobuf-c
+LDLIBS   := -lbpf -ldw -lelf -lz -llzma -ljansson -lpcre2-8 -larchive -ldl -lpthread -liberty -lm -lwebsockets -lprotobuf-c -lsqlite3
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 # UBSan findings abort (a fuzz input that only printed a report passed the stage)
 FUZZSAN  := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
@@ -80,7 +80,7 @@ all: $(BUILD)/polyprof tools
 
 # ---- dependencies (Debian packages; idempotent and quiet when present) ----
 DEB_PKGS := gcc make clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev liblzma-dev \
-            libprotobuf-c-dev protobuf-c-compiler libjansson-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev libarchive-dev \
+            libprotobuf-c-dev protobuf-c-compiler libjansson-dev libsqlite3-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev libarchive-dev \
             libclang-rt-14-dev libdw-dev valgrind python3 python3-pip python3-pytest python3-pytest-timeout \
             golang-go linux-perf stress-ng clang-format ruby php-cli php8.2-fpm \
             openjdk-17-jdk-headless \

@@ -86,6 +86,32 @@ static const pp_opt head_rows[] = {
      .metavar = "PID[,PID...]",
      .help = "profile only these processes (repeatable, extends the list); those that do not "
              "exist are dropped with a warning, and when none exists polyprof exits 1"},
+    {.name = "history-dir",
+     .kind = PP_OPT_STR,
+     .off = OFF(history_dir),
+     .metavar = "DIR",
+     .help = "keep every session's stacks in the local history DIR/history.db (SQLite; created "
+             "0700/0600), queried with `polyprof history`; default off"},
+    {.name = "history-max-bytes",
+     .kind = PP_OPT_STR,
+     .off = OFF(history_max_bytes_s),
+     .def_str = "1G",
+     .metavar = "SIZE",
+     .help = "with --history-dir, the history's byte cap: over it the oldest sessions are "
+             "deleted (K, M, G, T: powers of 1024)"},
+    {.name = "history-fine-age",
+     .kind = PP_OPT_STR,
+     .off = OFF(history_fine_age_s),
+     .def_str = "1h",
+     .metavar = "AGE",
+     .help = "with --history-dir, how long sessions are kept whole; older ones are merged into "
+             "per-minute summaries (s, m, h, d, w)"},
+    {.name = "history-max-age",
+     .kind = PP_OPT_STR,
+     .off = OFF(history_max_age_s),
+     .def_str = "7d",
+     .metavar = "AGE",
+     .help = "with --history-dir, how long anything is kept in the history (s, m, h, d, w)"},
 };
 
 /* --<rt>-maps-regex rows go here. */

@@ -11,6 +11,7 @@
 #include "orchestrator/cli.h"
 #include "orchestrator/discovery.h"
 #include "orchestrator/extract.h"
+#include "orchestrator/history_cmd.h"
 #include "base/log.h"
 #include "orchestrator/output.h"
 #include "orchestrator/precond.h"
@@ -55,6 +56,8 @@ static int check_regexes(const pp_config *cfg, char *err, size_t len)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "history") == 0)
+        return pp_history_main(argc - 1, argv + 1);
     pp_config cfg;
     char err[1024] = "";
     int rc = pp_cli_parse(argc, argv, environ, stdout, &cfg, err, sizeof(err));
