@@ -734,8 +734,7 @@ static int validate(ctx *c)
             return usage(c, "--upload-results requires --service-name");
     }
     if (cfg->command == PP_CMD_PROFILE && !cfg->upload && !cfg->output_dir && !cfg->history_dir)
-        return usage(c, "must provide either --output-dir (-o) or --upload-results (-u) (or "
-                        "--history-dir)");
+        return usage(c, "must provide either --output-dir (-o) or --upload-results (-u)");
     char why[512];
     if (pp_history_parse_opts(cfg, why, sizeof(why)) < 0)
         return usage(c, "%s", why);

@@ -118,7 +118,8 @@ def test_sigkill_mid_run_leaves_a_store_that_passes_the_integrity_check(two_apps
     finally:
         run.proc.kill()
         run.proc.wait()
-    assert run.proc.returncode == -signal.SIGKILL
+    run._t.join(5)
+    assert run.proc.returncode == -signal.SIGKILL, "".join(run._err)[-3000:]
     db = hist / "history.db"
     with sqlite3.connect(str(db), timeout=5) as c:
         assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -154,7 +155,7 @@ def test_a_full_file_system_gives_one_warning_and_profiling_goes_on(two_apps, tm
         n = len(cols(out))
         wait_for(lambda: run.proc.poll() is not None or len(cols(out)) >= n + 3, 30,
                  "3 sessions after the WARNING")
-        assert run.proc.poll() is None, "polyprof goes on"
+        assert run.proc.poll() is None, "polyprof goes on: " + "".join(run._err)[-3000:]
         stop(run)
     finally:
         if run and run.proc.poll() is None:
@@ -185,7 +186,7 @@ def test_the_history_command_reads_while_polyprof_writes(two_apps, tmp_path):
             seen.add(p.header["history"]["sessions"])
             if max(seen) >= first + 2:
                 break
-        assert run.proc.poll() is None
+        assert run.proc.poll() is None, "".join(run._err)[-3000:]
         assert max(seen) >= first + 2, f"reads saw {sorted(seen)}"
     finally:
         stop(run)
