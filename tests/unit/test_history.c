@@ -4,10 +4,13 @@
 #include "tests/unit/testutil.h"
 
 #include <sqlite3.h>
+#include <zlib.h>
 
 #include "orchestrator/cli.h"
+#include "orchestrator/history_cmd.h"
 #include "orchestrator/history_store.h"
 #include "orchestrator/history_time.h"
+#include "pprof.pb-c.h"
 
 #define T0 1800000000LL /* a minute boundary (divisible by 60) */
 
@@ -72,7 +75,7 @@ static pp_profile *sample_profile(uint64_t k)
 static void store(pp_history *h, pp_profile *p, int64_t start, int64_t end)
 {
     char err[1024];
-    int rc = pp_history_add(h, p, start, end, "hostA", 11, err, sizeof(err));
+    int rc = pp_history_add(h, p, start, end, "hostA", 97, err, sizeof(err));
     cr_assert_eq(rc, 0, "%s", err);
 }
 
@@ -145,7 +148,7 @@ Test(history, round_trip_keeps_every_stack_count_and_process)
     cr_assert_eq(w.sessions, 1);
     cr_assert_eq(w.first, T0);
     cr_assert_eq(w.last, T0 + 60);
-    cr_assert_eq(w.hz, 11);
+    cr_assert_eq(w.hz, 97);
     cr_assert_str_eq(w.hosts, "hostA");
     pp_profile_free(q);
     pp_history_close(h);
@@ -466,4 +469,72 @@ Test(history_time, a_fine_age_past_the_max_age_is_refused)
     cr_assert_eq(cfg.history_fine_age, 3600);
     cr_assert_eq(cfg.history_max_age, 86400);
     cr_assert_eq(cfg.history_max_bytes, 1ULL << 30);
+}
+
+/* Reads a whole file (at most 16 MiB). */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    char *buf = malloc(16 << 20);
+    cr_assert_not_null(buf);
+    *len = fread(buf, 1, (16 << 20) - 1, f);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static int history_cmd(const char *out, const char *fmt)
+{
+    char since[32], until[32];
+    snprintf(since, sizeof(since), "%lld", T0 - 10);
+    snprintf(until, sizeof(until), "%lld", T0 + 100);
+    char *argv[] = {"history", "--history-dir", hist_path(), "--since",   since, "--until", until,
+                    "-o",      (char *)out,     "--format",  (char *)fmt, NULL};
+    return pp_history_main(11, argv);
+}
+
+Test(history, the_history_command_writes_col_html_and_pprof)
+{
+    pp_history *h = open_w(NULL);
+    pp_profile *p = sample_profile(1);
+    store(h, p, T0, T0 + 60);
+    pp_profile_free(p);
+    pp_history_close(h);
+    char col[600], html[600], pb[600];
+    snprintf(col, sizeof(col), "%s/w.col", dir);
+    snprintf(html, sizeof(html), "%s/w.html", dir);
+    snprintf(pb, sizeof(pb), "%s/w.pb.gz", dir);
+    cr_assert_eq(history_cmd(col, "col"), 0);
+    cr_assert_eq(history_cmd(html, "html"), 0);
+    cr_assert_eq(history_cmd(pb, "pprof"), 0);
+    size_t len;
+    char *text = slurp(col, &len);
+    cr_assert(!strncmp(text, "# {\"history\": {", 15), "%.80s", text);
+    cr_assert(strstr(text, "\n0;;web;main;serve;parse 5"), "%s", text);
+    cr_assert(strstr(text, "\n0;box;db;main;query 7"), "%s", text);
+    free(text);
+    text = slurp(html, &len);
+    cr_assert(strstr(text, "<html") && strstr(text, "parse"), "a flame graph page");
+    free(text);
+    char *gz = slurp(pb, &len);
+    z_stream z = {0};
+    cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK);
+    unsigned char *raw = malloc(1 << 20);
+    z.next_in = (unsigned char *)gz;
+    z.avail_in = (uInt)len;
+    z.next_out = raw;
+    z.avail_out = 1 << 20;
+    cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END);
+    Perftools__Profiles__Profile *pr = perftools__profiles__profile__unpack(NULL, z.total_out, raw);
+    inflateEnd(&z);
+    cr_assert_not_null(pr);
+    int64_t total = 0;
+    for (size_t i = 0; i < pr->n_sample; i++)
+        total += pr->sample[i]->value[0];
+    cr_assert_eq(total, 14, "the pprof export's samples: %lld", (long long)total);
+    cr_assert_eq(pr->period, 1000000000 / 97, "the sessions' frequency");
+    perftools__profiles__profile__free_unpacked(pr, NULL);
+    free(raw);
+    free(gz);
 }
