@@ -291,7 +291,9 @@ run: deps
 
 # ---- benchmarks (programs linked with the library) ----
 BENCH_BIN := $(BUILD)/bench/bench_discovery $(BUILD)/bench/bench_pyreader $(BUILD)/bench/bench_jfr \
-             $(BUILD)/bench/bench_merge $(BUILD)/bench/bench_cfi $(BUILD)/bench/bench_filecache
+             $(BUILD)/bench/bench_merge $(BUILD)/bench/bench_cfi $(BUILD)/bench/bench_filecache \
+             $(BUILD)/bench/bench_history
+$(BUILD)/bench/bench_history: $(BUILD)/obj/bench/history/bench_history.o
 $(BUILD)/bench/bench_cfi: $(BUILD)/obj/bench/unwind/bench_cfi.o
 $(BUILD)/bench/bench_filecache: $(BUILD)/obj/bench/unwind/bench_filecache.o
 $(BUILD)/bench/bench_discovery: $(BUILD)/obj/bench/discovery/bench_discovery.o
@@ -308,6 +310,7 @@ bench: all
 	bash bench/java/run.sh
 	bash bench/merge/run.sh
 	bash bench/node/run.sh
+	bash bench/history/run.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

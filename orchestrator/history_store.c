@@ -138,11 +138,12 @@ pp_history *pp_history_open(const char *dir, bool writer, const pp_history_limit
     }
     sqlite3_busy_timeout(h->db, 5000);
     char pragmas[320];
-    snprintf(pragmas, sizeof(pragmas),
-             "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-             " PRAGMA temp_store=MEMORY; PRAGMA journal_size_limit=4194304;"
-             " PRAGMA max_page_count=%u;",
-             h->lim.max_pages ? h->lim.max_pages : 0xfffffffeu);
+    snprintf(
+        pragmas, sizeof(pragmas),
+        "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+        " PRAGMA temp_store=MEMORY; PRAGMA journal_size_limit=4194304; PRAGMA cache_size=-8192;"
+        " PRAGMA max_page_count=%u;",
+        h->lim.max_pages ? h->lim.max_pages : 0xfffffffeu);
     if (pp_hist_exec(h, writer ? pragmas : "PRAGMA temp_store=MEMORY;", err, errlen) < 0 ||
         (writer && pp_hist_exec(h, schema, err, errlen) < 0))
         goto fail;
