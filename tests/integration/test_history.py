@@ -192,6 +192,39 @@ def test_the_history_command_reads_while_polyprof_writes(two_apps, tmp_path):
         stop(run)
 
 
+def run_sessions(apps, tmp_path, n, *opts):
+    """n sessions of -c -d 1 with the history options opts; the sessions' rows of the store."""
+    a, b = apps
+    out, hist = tmp_path / "out", tmp_path / "hist"
+    run = Run("-c", "-d", 1, "-f", 99, "--pids", f"{a.pid},{b.pid}", "-o", out, "--history-dir",
+              hist, *opts, "--log-file", tmp_path / "pp.log", *QUIET)
+    try:
+        wait_for(lambda: run.proc.poll() is not None or len(cols(out)) >= n, 60, f"{n} sessions",
+                 interval=0.1)
+    finally:
+        stop(run)
+    with sqlite3.connect(str(hist / "history.db"), timeout=5) as c:
+        return c.execute("SELECT start, end, minute FROM sessions").fetchall(), len(cols(out))
+
+
+def test_sessions_past_the_fine_age_become_per_minute_summaries(two_apps, tmp_path):
+    rows, n = run_sessions(two_apps, tmp_path, 6, "--history-fine-age", "2s")
+    newest = max(end for _, end, _ in rows)
+    assert [r for r in rows if r[2] is not None], f"per-minute summaries: {rows}"
+    fine = [r for r in rows if r[2] is None]
+    assert fine and all(end >= newest - 2 for _, end, _ in fine), \
+        f"sessions older than 2 s are summarised: {rows}"
+    assert len(rows) < n
+
+
+def test_sessions_past_the_max_age_are_deleted(two_apps, tmp_path):
+    rows, n = run_sessions(two_apps, tmp_path, 6, "--history-fine-age", "3s",
+                           "--history-max-age", "3s")
+    newest = max(end for _, end, _ in rows)
+    assert min(end for _, end, _ in rows) >= newest - 3, f"nothing older than 3 s: {rows}"
+    assert len(rows) < n, f"{n} sessions written, {rows} kept"
+
+
 def test_history_usage_errors_exit_2_and_say_what_to_do(tmp_path):
     r = run_polyprof("history", "-o", tmp_path / "x.col", check=False)
     assert r.returncode == 2 and "--history-dir" in r.stderr, r.stderr
