@@ -1,7 +1,8 @@
 /* The history store (orchestrator/history_store.h) under a synthetic busy host, deterministic:
  * sessions of PIDS processes and DISTINCT distinct stacks each, drawn from a pool of POOL stacks
  * over FRAMES frame names (so that sessions share most frames and stacks, as a host's do). Prints
- * the bytes and write time per session for the first hour (fine sessions), then simulates a day
+ * (stack k always in process k % PIDS, as a process runs its own code) the bytes and write time
+ * per session for the first hour (fine sessions), then simulates a day
  * of 60 s sessions with the default retention (the first 23 hours become per-minute summaries)
  * and prints the database's size and the time of a query over the whole day.
  * Usage: bench_history [MINUTES]   (default 1440: a day) */
@@ -72,13 +73,13 @@ static pp_profile *session(void)
     pp_profile *p = pp_profile_new();
     uint32_t ids[64];
     for (int s = 0; s < DISTINCT; s++) {
-        int pid = 1000 + (int)(next_rand() % PIDS);
+        int k = (int)(next_rand() % POOL);
+        int pid = 1000 + k % PIDS; /* a process runs its own stacks */
         pp_pid_profile *pp = pp_profile_get(p, pid, true);
         char comm[16];
         snprintf(comm, sizeof(comm), "proc%d", pid % 97);
         pp->comm = pp_profile_intern(p, comm);
         pp->container = pp_profile_intern(p, pid % 3 ? "" : "web-container");
-        int k = (int)(next_rand() % POOL);
         for (int j = 0; j < pool_len[k]; j++)
             ids[j] = pp_profile_intern(p, frame_names[pool_frames[k][j]]);
         pp_pid_add(pp, ids, pool_len[k], 1 + next_rand() % 20);
