@@ -15,12 +15,22 @@ typedef struct proc_ent {
     uint32_t comm, container, appid, runtime;
 } proc_ent;
 
+/* Where a (process, stack) of the result is: repeated rows add to its count. */
+typedef struct row_ent {
+    int key;
+    uint32_t idx; /* the stack's index in the process's table */
+    int64_t stack;
+} row_ent;
+
 typedef struct query {
     pp_history *h;
     pp_profile *prof;
     pp_htab procs;       /* proc_ent by identity */
     pp_u64map pid_taken; /* pid -> 1 when a process of the result is keyed by it */
     pp_u64map frames;    /* frames.id -> profile string id */
+    pp_htab rows;        /* row_ent by (key, stack) */
+    int64_t last_proc;   /* procs.id of the last row, and its entry */
+    pp_pid_profile *last_pp;
     int next_key;
     sqlite3_stmt *frame_sel, *stack_sel;
     uint32_t *buf;
@@ -117,6 +127,34 @@ out:
     return rc;
 }
 
+/* Adds count to the stack stacks.id stack of pp: the first time through add_stack, then by
+ * updating the count where it was put (a stack id is one sequence of frames). */
+static int add_row(query *q, pp_pid_profile *pp, int64_t stack, uint64_t count)
+{
+    row_ent k = {.key = pp->pid, .stack = stack};
+    uint64_t hash = pp_hash_u64((uint64_t)stack * 0x9e3779b97f4a7c15ULL ^ (uint32_t)pp->pid);
+    pp_htab_probe pr;
+    for (row_ent *e = pp_htab_first(&q->rows, hash, &pr); e; e = pp_htab_next(&q->rows, &pr))
+        if (e->key == k.key && e->stack == stack) {
+            size_t n;
+            uint64_t c;
+            pp_pid_stack(pp, e->idx, &n, &c);
+            pp_pid_set_count(pp, e->idx, c + count);
+            return 0;
+        }
+    size_t before = pp_pid_nstacks(pp);
+    if (add_stack(q, pp, stack, count) < 0)
+        return -1;
+    if (pp_pid_nstacks(pp) == before + 1) {
+        row_ent *e = pp_htab_add(&q->rows, hash);
+        if (!e)
+            return -1;
+        k.idx = (uint32_t)before;
+        *e = k;
+    }
+    return 0;
+}
+
 static void bind_opt(sqlite3_stmt *st, int i, const char *s)
 {
     if (s)
@@ -126,7 +164,7 @@ static void bind_opt(sqlite3_stmt *st, int i, const char *s)
 }
 
 static const char rows_sql[] =
-    "SELECT p.pid, p.comm, p.container, p.appid, p.runtime, m.stack, m.count"
+    "SELECT p.pid, p.comm, p.container, p.appid, p.runtime, m.stack, m.count, p.id"
     " FROM sessions s JOIN procs p ON p.session = s.id JOIN samples m ON m.proc = p.id"
     " WHERE s.end >= ?1 AND s.start <= ?2 AND (?3 = 0 OR p.pid = ?3)"
     " AND (?4 IS NULL OR p.comm = ?4) AND (?5 IS NULL OR p.container = ?5)"
@@ -149,10 +187,13 @@ static int read_rows(query *q, const pp_history_filter *f, char *err, size_t err
     bind_opt(st, 7, f->appid);
     int r, rc = 0;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        pp_pid_profile *pp = proc_of(q, st);
+        int64_t proc = sqlite3_column_int64(st, 7);
+        pp_pid_profile *pp = proc == q->last_proc && q->last_pp ? q->last_pp : proc_of(q, st);
+        q->last_proc = proc;
+        q->last_pp = pp;
         int64_t count = sqlite3_column_int64(st, 6);
         if (!pp ||
-            add_stack(q, pp, sqlite3_column_int64(st, 5), count > 0 ? (uint64_t)count : 0) < 0) {
+            add_row(q, pp, sqlite3_column_int64(st, 5), count > 0 ? (uint64_t)count : 0) < 0) {
             snprintf(err, errlen,
                      "history database %s/%s: a stack could not be read (out of memory, or a "
                      "damaged database: check it with sqlite3 ... 'PRAGMA integrity_check')",
@@ -214,6 +255,7 @@ pp_profile *pp_history_query(pp_history *h, const pp_history_filter *f, pp_histo
 {
     query q = {.h = h, .next_key = PID_LIMIT + 1};
     PP_HTAB_INIT(&q.procs, proc_ent, 50);
+    PP_HTAB_INIT(&q.rows, row_ent, 50);
     q.prof = pp_profile_new();
     int rc = q.prof ? 0 : -1;
     if (!q.prof)
@@ -238,6 +280,7 @@ pp_profile *pp_history_query(pp_history *h, const pp_history_filter *f, pp_histo
     sqlite3_finalize(q.stack_sel);
     sqlite3_exec(h->db, "COMMIT", NULL, NULL, NULL);
     pp_htab_free(&q.procs);
+    pp_htab_free(&q.rows);
     pp_u64map_free(&q.pid_taken);
     pp_u64map_free(&q.frames);
     free(q.buf);
