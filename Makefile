@@ -19,7 +19,7 @@ endif
 WARN     := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS   := -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -D_GNU_SOURCE -I. -I$(BUILD)
 DEPFLAGS  = -MMD -MP -MF $(@:.o=.d)
-LDLIBS   := -lbpf -ldw -lelf -lz -llzma -ljansson -lpcre2-8 -larchive -ldl -lpthread -liberty -lm -lwebsockets -lprotobuf-c
+LDLIBS   := -lbpf -ldw -lelf -lz -llzma -ljansson -lpcre2-8 -larchive -ldl -lpthread -liberty -lm -lwebsockets -lprotobuf-c -lsqlite3
 SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 # UBSan findings abort (a fuzz input that only printed a report passed the stage)
 FUZZSAN  := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
@@ -80,7 +80,7 @@ all: $(BUILD)/polyprof tools
 
 # ---- dependencies (Debian packages; idempotent and quiet when present) ----
 DEB_PKGS := gcc make clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev liblzma-dev \
-            libprotobuf-c-dev protobuf-c-compiler libjansson-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev libarchive-dev \
+            libprotobuf-c-dev protobuf-c-compiler libjansson-dev libsqlite3-dev libpcre2-dev libcurl4-openssl-dev libiberty-dev libcriterion-dev libarchive-dev \
             libclang-rt-14-dev libdw-dev valgrind python3 python3-pip python3-pytest python3-pytest-timeout \
             golang-go linux-perf stress-ng clang-format ruby php-cli php8.2-fpm \
             openjdk-17-jdk-headless mono-mcs \
@@ -291,7 +291,9 @@ run: deps
 
 # ---- benchmarks (programs linked with the library) ----
 BENCH_BIN := $(BUILD)/bench/bench_discovery $(BUILD)/bench/bench_pyreader $(BUILD)/bench/bench_jfr \
-             $(BUILD)/bench/bench_merge $(BUILD)/bench/bench_cfi $(BUILD)/bench/bench_filecache
+             $(BUILD)/bench/bench_merge $(BUILD)/bench/bench_cfi $(BUILD)/bench/bench_filecache \
+             $(BUILD)/bench/bench_history
+$(BUILD)/bench/bench_history: $(BUILD)/obj/bench/history/bench_history.o
 $(BUILD)/bench/bench_cfi: $(BUILD)/obj/bench/unwind/bench_cfi.o
 $(BUILD)/bench/bench_filecache: $(BUILD)/obj/bench/unwind/bench_filecache.o
 $(BUILD)/bench/bench_discovery: $(BUILD)/obj/bench/discovery/bench_discovery.o
@@ -308,6 +310,7 @@ bench: all
 	bash bench/java/run.sh
 	bash bench/merge/run.sh
 	bash bench/node/run.sh
+	bash bench/history/run.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

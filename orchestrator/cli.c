@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "orchestrator/cli_opts.h"
+#include "orchestrator/history_time.h"
 #include "base/log.h"
 #include "base/safefile.h"
 
@@ -732,8 +733,11 @@ static int validate(ctx *c)
         if (!cfg->service_name || !*cfg->service_name)
             return usage(c, "--upload-results requires --service-name");
     }
-    if (cfg->command == PP_CMD_PROFILE && !cfg->upload && !cfg->output_dir)
+    if (cfg->command == PP_CMD_PROFILE && !cfg->upload && !cfg->output_dir && !cfg->history_dir)
         return usage(c, "must provide either --output-dir (-o) or --upload-results (-u)");
+    char why[512];
+    if (pp_history_parse_opts(cfg, why, sizeof(why)) < 0)
+        return usage(c, "%s", why);
     int frc = cfg->command == PP_CMD_PROFILE ? parse_output_format(c) : PP_CLI_OK;
     if (frc != PP_CLI_OK)
         return frc;

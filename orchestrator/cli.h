@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "base/options.h"
@@ -38,7 +39,13 @@ typedef struct pp_config {
     bool output_plain;    /* ... it names collapsed-plain: profile_<time>.folded */
     int *pids;            /* --pids (comma lists, repeatable), NULL if none */
     size_t npids;
-    int min_duration; /* --min-duration, seconds, default 0 */
+    char *history_dir;          /* --history-dir DIR: the local history store, NULL: off */
+    char *history_max_bytes_s;  /* --history-max-bytes (default "1G") ... */
+    char *history_fine_age_s;   /* --history-fine-age (default "1h") ... */
+    char *history_max_age_s;    /* --history-max-age (default "7d") ... */
+    uint64_t history_max_bytes; /* ... parsed: bytes */
+    int64_t history_fine_age, history_max_age; /* ... parsed: seconds */
+    int min_duration;                          /* --min-duration, seconds, default 0 */
     /* --<rt>-maps-regex / --<rt>-exe-regex overrides of discovery's regexes, indexed by
      * pp_proc_kind; NULL = built-in, "" = that kind is never detected by its rule. */
     char *maps_regex[PP_KIND_COUNT];

@@ -86,6 +86,32 @@ static const pp_opt head_rows[] = {
      .metavar = "PID[,PID...]",
      .help = "profile only these processes (repeatable, extends the list); those that do not "
              "exist are dropped with a warning, and when none exists polyprof exits 1"},
+    {.name = "history-dir",
+     .kind = PP_OPT_STR,
+     .off = OFF(history_dir),
+     .metavar = "DIR",
+     .help = "keep every session's stacks in the local history DIR/history.db (SQLite; created "
+             "0700/0600), queried with `polyprof history`; default off"},
+    {.name = "history-max-bytes",
+     .kind = PP_OPT_STR,
+     .off = OFF(history_max_bytes_s),
+     .def_str = "1G",
+     .metavar = "SIZE",
+     .help = "with --history-dir, the history's byte cap: over it the oldest sessions are "
+             "deleted (K, M, G, T: powers of 1024)"},
+    {.name = "history-fine-age",
+     .kind = PP_OPT_STR,
+     .off = OFF(history_fine_age_s),
+     .def_str = "1h",
+     .metavar = "AGE",
+     .help = "with --history-dir, how long sessions are kept whole; older ones are merged into "
+             "per-minute summaries (s, m, h, d, w)"},
+    {.name = "history-max-age",
+     .kind = PP_OPT_STR,
+     .off = OFF(history_max_age_s),
+     .def_str = "7d",
+     .metavar = "AGE",
+     .help = "with --history-dir, how long anything is kept in the history (s, m, h, d, w)"},
 };
 
 /* --<rt>-maps-regex rows go here. */
@@ -544,6 +570,8 @@ void pp_cli_print_help(FILE *out)
         "usage: polyprof [options]\n"
         "       polyprof upload-file --file-path PATH [connectivity options]\n"
         "       polyprof extract-resources --resources-dest DIR\n"
+        "       polyprof history --history-dir DIR [--since T] [--until T] [filters] -o FILE   "
+        "(see polyprof history --help)\n"
         "       polyprof diff BASE.col TARGET.col [-o OUT.html] [--top N]   (see polyprof diff "
         "--help)\n\n"
         "polyprof %s: whole-host CPU profiler, command-line compatible with gProfiler %s.\n"

@@ -13,6 +13,7 @@
 #include "orchestrator/diff_cmd.h"
 #include "orchestrator/discovery.h"
 #include "orchestrator/extract.h"
+#include "orchestrator/history_cmd.h"
 #include "base/log.h"
 #include "orchestrator/output.h"
 #include "orchestrator/precond.h"
@@ -64,6 +65,8 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     if (argc > 1 && strcmp(argv[1], "diff") == 0)
         return pp_diff_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "history") == 0)
+        return pp_history_main(argc - 1, argv + 1);
     pp_config cfg;
     char err[1024] = "";
     int rc = pp_cli_parse(argc, argv, environ, stdout, &cfg, err, sizeof(err));

@@ -26,6 +26,7 @@
 #include "orchestrator/exports.h"
 #include "orchestrator/extmeta.h"
 #include "orchestrator/heartbeat.h"
+#include "orchestrator/history_hook.h"
 #include "orchestrator/hostinfo.h"
 #include "orchestrator/identity.h"
 #include "base/log.h"
@@ -270,7 +271,7 @@ static void write_flamegraph(const pp_config *cfg, const char *col_path, const c
 
 static int write_session(const pp_config *cfg, const json_t *static_md, const json_t *ext,
                          pp_profile *prof, pp_host_metrics *metrics, const json_t *counters,
-                         time_t start, pp_uploader *up, double session_end)
+                         time_t start, pp_uploader *up, pp_history_sink *hist, double session_end)
 {
     pp_header_info hi = {
         .metadata = static_md,
@@ -325,6 +326,7 @@ static int write_session(const pp_config *cfg, const json_t *static_md, const js
             pp_write_exports(cfg, prof, path, start, hi.current_time, &ro);
         }
     }
+    pp_history_sink_session(hist, prof, start, hi.current_time, static_md);
     free(text);
     return rc;
 }
@@ -334,6 +336,7 @@ typedef struct run_state {
     const pp_config *cfg;
     int sfd;
     pp_uploader *up;
+    pp_history_sink *hist; /* --history-dir, NULL when off */
     pp_symbolizer *sym;
     pp_sampler *sampler;
     pp_adopter *adopt; /* with the sampler: processes started during a session */
@@ -360,6 +363,7 @@ static void run_teardown(run_state *rs)
         if (pp_runtime_get((pp_proc_kind)k)->at_exit)
             pp_runtime_get((pp_proc_kind)k)->at_exit(&rs->ctx[k]);
     json_decref(rs->static_md);
+    pp_history_sink_close(rs->hist);
     if (rs->tmpdir[0])
         pp_rmtree(rs->tmpdir);
     /* An abandoned runtime profiler (stuck in a target) may still use the sampler (which reads
@@ -534,6 +538,10 @@ static int run_init(run_state *rs, const pp_config *cfg)
         pp_critical("%s", err);
         return -1;
     }
+    if (!(rs->hist = pp_history_sink_open(cfg, err, sizeof(err))) && err[0]) {
+        pp_critical("--history-dir: %s", err);
+        return -1;
+    }
     pp_discovery_opts dopts = {.pids = rs->pids,
                                .npids = rs->npids,
                                .min_duration = cfg->min_duration,
@@ -706,8 +714,8 @@ static int run_session(run_state *rs, bool *stop)
     rs->perfmap_dropped_prev = ss.perfmap_entries_dropped;
     json_object_set_new(counters, "runtime_samples", coverage ? coverage : json_array());
     json_object_set_new(counters, "memory", memory_counters(&ss, &delta, prof));
-    int rc =
-        write_session(cfg, rs->static_md, ext, prof, &metrics, counters, wall_start, rs->up, end);
+    int rc = write_session(cfg, rs->static_md, ext, prof, &metrics, counters, wall_start, rs->up,
+                           rs->hist, end);
     json_decref(counters);
     json_decref(ext);
     heartbeat(rs);

@@ -899,3 +899,34 @@ Test(cli, perf_mode_fp_is_frame_pointers_only)
     pp_config_free(&cfg);
     cr_expect_eq(PARSE("-o", "o", "--perf-dwarf-stack-size", "65536"), PP_CLI_USAGE);
 }
+
+Test(cli, history_options_parse_with_their_defaults)
+{
+    const char *const def[] = {"--history-dir", "/tmp/h", NULL};
+    cr_assert_eq(parse_env(NULL, def), PP_CLI_OK, "--history-dir alone is an output: %s", err);
+    cr_assert_str_eq(cfg.history_dir, "/tmp/h");
+    cr_assert_eq(cfg.history_max_bytes, 1ULL << 30);
+    cr_assert_eq(cfg.history_fine_age, 3600);
+    cr_assert_eq(cfg.history_max_age, 7 * 86400);
+    pp_config_free(&cfg);
+    const char *const set[] = {"-o",
+                               "o",
+                               "--history-dir",
+                               "/tmp/h",
+                               "--history-max-bytes",
+                               "64M",
+                               "--history-fine-age",
+                               "30m",
+                               "--history-max-age",
+                               "2d",
+                               NULL};
+    cr_assert_eq(parse_env(NULL, set), PP_CLI_OK, "%s", err);
+    cr_assert_eq(cfg.history_max_bytes, 64ULL << 20);
+    cr_assert_eq(cfg.history_fine_age, 1800);
+    cr_assert_eq(cfg.history_max_age, 2 * 86400);
+    pp_config_free(&cfg);
+    const char *const bad[] = {"-o", "o", "--history-max-age", "forever", NULL};
+    cr_assert_eq(parse_env(NULL, bad), PP_CLI_USAGE);
+    cr_assert(strstr(err, "--history-max-age"), "%s", err);
+    pp_config_free(&cfg);
+}
