@@ -657,6 +657,8 @@ out:
     return st;
 }
 
+static void expire_idle(pp_filecache *c);
+
 static bool drop_ref(pp_filecache *c, int pid, uint64_t dev, uint64_t ino)
 {
     pp_htab_probe p;
@@ -682,6 +684,7 @@ void pp_filecache_unmap(pp_filecache *c, int pid, uint64_t dev, uint64_t ino)
                 break;
             }
     }
+    expire_idle(c); /* a file a live process unmapped (dlclose) expires too */
     pthread_mutex_unlock(&c->mu);
 }
 

@@ -101,8 +101,8 @@ pp_filecache *pp_filecache_new(size_t max_bytes, size_t threads);
 /* The cap a cache created with max_bytes 0 gets ($POLYPROF_UNWIND_CACHE_MIB, else the default;
  * a malformed value is logged and ignored). */
 size_t pp_filecache_cap_bytes(void);
-/* An entry no process has mapped for this long is dropped (checked when a process is released,
- * at most once a second; default PP_FILECACHE_IDLE_S). */
+/* An entry no process has mapped for this long is dropped (checked when a process is released
+ * or unmaps a file, at most once a second; default PP_FILECACHE_IDLE_S). */
 void pp_filecache_set_idle(pp_filecache *c, double seconds);
 /* Never waits: builds that are running finish on their threads and free what is left. Put every
  * acquired entry before (one still acquired is left allocated). */

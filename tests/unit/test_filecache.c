@@ -402,6 +402,15 @@ Test(filecache, unmapped_files_expire)
     pp_filecache_stats(c, &s);
     cr_assert_eq(s.expired, 1);
     cr_assert_eq(s.ready, 1);
+    /* a live process unmaps b (dlclose): it expires too, at the next second's sweep */
+    pp_filecache_unmap(c, p2, b.m.dev, b.m.ino);
+    double until = now() + 5;
+    while (pp_filecache_state(c, idb) != PP_FC_NONE && now() < until) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        pp_filecache_unmap(c, p2, b.m.dev, b.m.ino); /* a no-op that sweeps */
+    }
+    cr_assert_eq(pp_filecache_state(c, idb), PP_FC_NONE, "a file unmapped by a live process stays");
     pp_filecache_free(c);
     pp_test_kill(p1);
     pp_test_kill(p2);
