@@ -96,13 +96,15 @@ def memory(out):
 def cpu_group(cpus):
     """A cgroup capping its members at cpus CPUs together; its procs file."""
     period = 100000
+    # not the pid: two --isolated soaks are both pid 2 in their namespaces
+    name = os.urandom(4).hex()
     v2 = Path("/sys/fs/cgroup/cgroup.controllers")
     if v2.exists() and "cpu" in v2.read_text().split():
-        d = Path(f"/sys/fs/cgroup/pp_soak_{os.getpid()}")
+        d = Path(f"/sys/fs/cgroup/pp_soak_{name}")
         d.mkdir(exist_ok=True)
         (d / "cpu.max").write_text(f"{int(cpus * period)} {period}")
     else:
-        d = Path(f"/sys/fs/cgroup/cpu/pp_soak_{os.getpid()}")
+        d = Path(f"/sys/fs/cgroup/cpu/pp_soak_{name}")
         d.mkdir(exist_ok=True)
         (d / "cpu.cfs_period_us").write_text(str(period))
         (d / "cpu.cfs_quota_us").write_text(str(int(cpus * period)))
@@ -243,7 +245,12 @@ def main():
             p.kill()
             p.wait()
         if group:
-            Path(group).parent.rmdir()
+            for _ in range(50):  # its last members may take a moment to be reaped
+                try:
+                    Path(group).parent.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
         if a.keep and (work / "pp.log").exists():
             shutil.copy(work / "pp.log", a.keep)
         shutil.rmtree(work, ignore_errors=True)
