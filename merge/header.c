@@ -5,8 +5,12 @@
 void pp_iso_time(time_t t, char *buf, size_t len)
 {
     struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+    /* gmtime_r fails for a year past INT_MAX; strftime of a year past 9999 is not ISO 8601:
+     * both show as the epoch, never as an uninitialised struct tm */
+    if (!gmtime_r(&t, &tm) || tm.tm_year > 9999 - 1900 || tm.tm_year < 1 - 1900)
+        t = 0, gmtime_r(&t, &tm);
+    if (len && !strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm))
+        buf[0] = '\0';
 }
 
 json_t *pp_header_build(const pp_header_info *h)

@@ -25,7 +25,8 @@ typedef struct pp_header_info {
  * pp_col_render fills. */
 json_t *pp_header_build(const pp_header_info *h);
 
-/* "YYYY-MM-DDTHH:MM:SS" in UTC (gProfiler's time format, no microseconds or zone). */
+/* "YYYY-MM-DDTHH:MM:SS" in UTC (gProfiler's time format, no microseconds or zone); a time
+ * outside the years 1 to 9999 shows as the epoch. */
 void pp_iso_time(time_t t, char *buf, size_t len);
 
 #endif

@@ -102,7 +102,7 @@ static int write_page(const char *path, const char *page, size_t len)
     if (!*name) {
         fprintf(stderr, "polyprof diff: error: -o %s names a directory; give a file name\n", path);
         rc = 1;
-    } else if (dfd < 0 || pp_replace_file_at(dfd, name, page, len, 0644) < 0) {
+    } else if (dfd < 0 || pp_replace_file_at(dfd, name, page, len, 0600) < 0) {
         fprintf(stderr,
                 "polyprof diff: error: cannot write %s: %s; check that its directory exists "
                 "and is writable\n",

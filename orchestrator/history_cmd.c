@@ -178,7 +178,7 @@ static json_t *window_header(const args *a, const pp_history_window *w)
     pp_iso_time((time_t)a->f.until, until, sizeof(until));
     pp_iso_time((time_t)w->first, first, sizeof(first));
     pp_iso_time((time_t)w->last, last, sizeof(last));
-    return json_pack("{s:{s:s,s:s,s:s,s:s,s:i,s:s,s:i}}", "history", "since", since, "until", until,
+    return json_pack("{s:{s:s,s:s,s:s,s:s,s:I,s:s,s:I}}", "history", "since", since, "until", until,
                      "first_start", first, "last_end", last, "sessions", (json_int_t)w->sessions,
                      "hosts", w->hosts, "frequency", (json_int_t)w->hz);
 }
@@ -221,7 +221,7 @@ static int write_out(const char *path, const unsigned char *data, size_t len)
         goto out;
     }
     int dfd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || pp_replace_file_at(dfd, basename(b), data, len, 0644) < 0)
+    if (dfd < 0 || pp_replace_file_at(dfd, basename(b), data, len, 0600) < 0)
         fprintf(stderr,
                 "polyprof history: error: cannot write %s: %s; check that its directory exists "
                 "and is writable\n",

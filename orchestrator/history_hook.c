@@ -61,6 +61,12 @@ void pp_history_sink_session(pp_history_sink *s, const pp_profile *prof, time_t 
                     "--history-max-bytes",
                     err);
         s->full_warned = true;
+    } else if (rc == PP_HISTORY_RETAIN_FAILED) {
+        s->full_warned = false;
+        pp_error("history: the session is kept in the history but retention failed (%s): old "
+                 "sessions stay until the next session's retention succeeds; if this repeats, "
+                 "check the disk and the database",
+                 err);
     } else {
         pp_error("history: %s; this session is not kept in the history", err);
     }

@@ -20,6 +20,9 @@ struct pp_history {
 void pp_hist_err(pp_history *h, char *err, size_t errlen, const char *what);
 /* Runs sql; 0, or PP_HISTORY_FULL / -1 with a message in err. */
 int pp_hist_exec(pp_history *h, const char *sql, char *err, size_t errlen);
+/* BEGIN IMMEDIATE; on failure no transaction is left open (an interrupted BEGIN can report an
+ * error after it began one). 0, or PP_HISTORY_FULL / -1 with a message in err. */
+int pp_hist_begin(pp_history *h, char *err, size_t errlen);
 /* Whether an SQLite result code means the disk (or the page limit) is full. */
 bool pp_hist_full(pp_history *h, int rc);
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/hashtab.h"
+#include "base/utf8.h"
 #include "orchestrator/history_int.h"
 
 /* Linux's largest pid (PID_MAX_LIMIT): a reused pid's later process is keyed above it. */
@@ -35,7 +36,14 @@ typedef struct query {
     sqlite3_stmt *frame_sel, *stack_sel;
     uint32_t *buf;
     size_t buf_cap;
+    uint64_t bytes, max_bytes; /* the result's memory, estimated, and its cap */
 } query;
+
+/* Estimated bytes of the result per distinct stack (its table entries and hash slots, beside its
+ * frame ids), per frame string (beside its text) and per process. */
+#define STACK_COST 96
+#define FRAME_COST 48
+#define PROC_COST 256
 
 static uint32_t col_str(query *q, sqlite3_stmt *st, int c)
 {
@@ -66,6 +74,7 @@ static pp_pid_profile *proc_of(query *q, sqlite3_stmt *st)
     if (!e)
         return NULL;
     *e = k;
+    q->bytes += PROC_COST;
     pp_pid_profile *pp = pp_profile_get(q->prof, k.key, true);
     if (!pp)
         return NULL;
@@ -89,6 +98,7 @@ static uint32_t frame_of(query *q, int64_t id)
         const void *b = sqlite3_column_blob(q->frame_sel, 0);
         int n = sqlite3_column_bytes(q->frame_sel, 0);
         s = pp_strtab_intern(pp_profile_strings(q->prof), b ? b : "", (size_t)n);
+        q->bytes += FRAME_COST + (uint64_t)n;
     }
     sqlite3_reset(q->frame_sel);
     if (s != UINT32_MAX && pp_u64map_put(&q->frames, (uint64_t)id, s) < 0)
@@ -122,6 +132,7 @@ static int add_stack(query *q, pp_pid_profile *pp, int64_t id, uint64_t count)
             goto out;
     }
     rc = pp_pid_add(pp, q->buf, n, count);
+    q->bytes += STACK_COST + n * sizeof(uint32_t);
 out:
     sqlite3_reset(q->stack_sel);
     return rc;
@@ -187,6 +198,15 @@ static int read_rows(query *q, const pp_history_filter *f, char *err, size_t err
     bind_opt(st, 7, f->appid);
     int r, rc = 0;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (q->bytes > q->max_bytes) {
+            snprintf(err, errlen,
+                     "the window holds more than %llu MiB of distinct stacks (the query's cap): "
+                     "narrow --since/--until or add a filter (--pid, --comm, --container, "
+                     "--runtime, --appid)",
+                     (unsigned long long)(q->max_bytes >> 20));
+            rc = -1;
+            break;
+        }
         int64_t proc = sqlite3_column_int64(st, 7);
         pp_pid_profile *pp = proc == q->last_proc && q->last_pp ? q->last_pp : proc_of(q, st);
         q->last_proc = proc;
@@ -240,12 +260,17 @@ static int read_window(pp_history *h, const pp_history_filter *f, pp_history_win
     }
     sqlite3_bind_int64(st, 1, f->since);
     sqlite3_bind_int64(st, 2, f->until);
+    /* host names are what the writer's host metadata said: repaired to UTF-8 and cut on a
+     * character boundary (the .col header is JSON) */
     size_t n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW && n < sizeof(w->hosts)) {
+    while (sqlite3_step(st) == SQLITE_ROW && n + 2 < sizeof(w->hosts)) {
         const char *host = (const char *)sqlite3_column_text(st, 0);
-        n += (size_t)snprintf(w->hosts + n, sizeof(w->hosts) - n, "%s%s", n ? "," : "",
-                              host ? host : "");
+        if (n)
+            w->hosts[n++] = ',';
+        n += pp_utf8_copy(w->hosts + n, sizeof(w->hosts) - n, host ? host : "",
+                          (size_t)sqlite3_column_bytes(st, 0));
     }
+    w->hosts[n] = '\0';
     sqlite3_finalize(st);
     return 0;
 }
@@ -253,7 +278,9 @@ static int read_window(pp_history *h, const pp_history_filter *f, pp_history_win
 pp_profile *pp_history_query(pp_history *h, const pp_history_filter *f, pp_history_window *w,
                              char *err, size_t errlen)
 {
-    query q = {.h = h, .next_key = PID_LIMIT + 1};
+    query q = {.h = h,
+               .next_key = PID_LIMIT + 1,
+               .max_bytes = f->max_bytes ? f->max_bytes : PP_HISTORY_QUERY_MAX_BYTES};
     PP_HTAB_INIT(&q.procs, proc_ent, 50);
     PP_HTAB_INIT(&q.rows, row_ent, 50);
     q.prof = pp_profile_new();

@@ -146,9 +146,15 @@ static int64_t summary_of(pp_history *h, sqlite3_stmt **st, const old_session *o
     sqlite3_bind_int64(st[S_FIND], 1, minute);
     sqlite3_bind_text(st[S_FIND], 2, o->host, -1, SQLITE_STATIC);
     int64_t id = 0;
-    if (sqlite3_step(st[S_FIND]) == SQLITE_ROW)
+    int r = sqlite3_step(st[S_FIND]);
+    if (r == SQLITE_ROW)
         id = sqlite3_column_int64(st[S_FIND], 0);
     sqlite3_reset(st[S_FIND]);
+    if (r != SQLITE_ROW && r != SQLITE_DONE) { /* not "no summary yet": that would make two */
+        pp_hist_err(h, err, errlen, "finding a minute's summary");
+        *rc = pp_hist_full(h, r) ? PP_HISTORY_FULL : -1;
+        return 0;
+    }
     sqlite3_stmt *w = st[id ? S_GROW : S_NEW];
     sqlite3_bind_int64(w, id ? 2 : 1, o->start);
     sqlite3_bind_int64(w, id ? 3 : 2, o->end);
@@ -185,9 +191,15 @@ static int summarise_one(pp_history *h, sqlite3_stmt **st, const old_session *o,
             sqlite3_bind_value(n, c + 1, sqlite3_column_value(procs, c));
         }
         int64_t np = 0;
-        if (sqlite3_step(f) == SQLITE_ROW)
+        int fr = sqlite3_step(f);
+        if (fr == SQLITE_ROW)
             np = sqlite3_column_int64(f, 0);
         sqlite3_reset(f);
+        if (fr != SQLITE_ROW && fr != SQLITE_DONE) {
+            pp_hist_err(h, err, errlen, "finding a process of a minute's summary");
+            rc = pp_hist_full(h, fr) ? PP_HISTORY_FULL : -1;
+            break;
+        }
         if (!np) {
             if ((rc = run(h, n, err, errlen)) < 0)
                 break;
@@ -221,7 +233,8 @@ static int summarise(pp_history *h, int64_t cutoff, char *err, size_t errlen)
     if (rc < 0)
         return rc;
     sqlite3_bind_int64(sel, 1, cutoff);
-    while (sqlite3_step(sel) == SQLITE_ROW) {
+    int r;
+    while ((r = sqlite3_step(sel)) == SQLITE_ROW) {
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 16;
             old_session *no = realloc(old, nc * sizeof(*no));
@@ -237,6 +250,15 @@ static int summarise(pp_history *h, int64_t cutoff, char *err, size_t errlen)
         if (!old[n].host)
             break;
         n++;
+    }
+    /* the whole list or nothing: a short list would leave old sessions unsummarised */
+    if (r == SQLITE_ROW) {
+        snprintf(err, errlen, "history database %s/%s: out of memory listing old sessions", h->dir,
+                 PP_HISTORY_DB);
+        rc = -1;
+    } else if (r != SQLITE_DONE) {
+        pp_hist_err(h, err, errlen, "listing old sessions");
+        rc = pp_hist_full(h, r) ? PP_HISTORY_FULL : -1;
     }
     sqlite3_finalize(sel);
     for (int i = 0; i < S_N && rc == 0; i++)
@@ -291,7 +313,7 @@ static int retain_tx(pp_history *h, int64_t now, char *err, size_t errlen)
 
 int pp_history_retain(pp_history *h, int64_t now, char *err, size_t errlen)
 {
-    int rc = pp_hist_exec(h, "BEGIN IMMEDIATE", err, errlen);
+    int rc = pp_hist_begin(h, err, errlen);
     if (rc < 0)
         return rc;
     if ((rc = retain_tx(h, now, err, errlen)) < 0 ||

@@ -2,6 +2,7 @@
  * and queries: history_retain.c, history_query.c. */
 #include "orchestrator/history_store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -52,6 +53,14 @@ int pp_hist_exec(pp_history *h, const char *sql, char *err, size_t errlen)
     return pp_hist_full(h, rc) ? PP_HISTORY_FULL : -1;
 }
 
+int pp_hist_begin(pp_history *h, char *err, size_t errlen)
+{
+    int rc = pp_hist_exec(h, "BEGIN IMMEDIATE", err, errlen);
+    if (rc < 0 && !sqlite3_get_autocommit(h->db))
+        sqlite3_exec(h->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
 bool pp_hist_full(pp_history *h, int rc)
 {
     rc &= 0xff;
@@ -60,7 +69,8 @@ bool pp_hist_full(pp_history *h, int rc)
 
 /* The database file: created 0600 with O_NOFOLLOW relative to the held directory, and refused
  * unless it is a regular file with one link owned by the effective uid. */
-static int check_db_file(int dfd, const char *dir, bool writer, char *err, size_t errlen)
+static int check_db_file(int dfd, const char *dir, bool writer, struct stat *out, char *err,
+                         size_t errlen)
 {
     int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (writer ? O_CREAT : 0);
     int fd = openat(dfd, PP_HISTORY_DB, flags, 0600);
@@ -85,6 +95,7 @@ static int check_db_file(int dfd, const char *dir, bool writer, char *err, size_
                  dir, PP_HISTORY_DB, (unsigned)geteuid());
         return -1;
     }
+    *out = st;
     if (writer && (st.st_mode & 077) && fchmodat(dfd, PP_HISTORY_DB, 0600, 0) < 0) {
         snprintf(err, errlen, "cannot make %s/%s private (chmod 0600): %s", dir, PP_HISTORY_DB,
                  strerror(errno));
@@ -97,13 +108,66 @@ static int open_dir(const char *dir, bool writer, char *err, size_t errlen)
 {
     if (writer)
         return pp_open_private_dir(dir, 0700, err, errlen);
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
+    /* the writer's rules, checked but not enforced (the reader changes nothing): no symlink as
+     * the last component, owned by the effective uid, not writable by group or others; so no
+     * other user can plant or swap a file in it */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (dfd < 0) {
         snprintf(err, errlen,
-                 "cannot open the history directory %s: %s; give the --history-dir "
+                 "cannot open the history directory %s: %s%s; give the --history-dir "
                  "polyprof writes",
-                 dir, strerror(errno));
+                 dir, strerror(errno),
+                 errno == ELOOP || errno == ENOTDIR
+                     ? " (a symlink, or not a directory: give the real directory)"
+                     : "");
+    } else if (memset(&st, 0, sizeof(st)),
+               fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+        snprintf(err, errlen,
+                 "the history directory %s is not private (owner uid %u, mode %03o): polyprof "
+                 "history reads only a directory owned by uid %u and not writable by group or "
+                 "others, as polyprof --history-dir makes it; fix its owner and mode",
+                 dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777), (unsigned)geteuid());
+        close(dfd);
+        dfd = -1;
+    }
     return dfd;
+}
+
+/* The descriptors open in this process, sorted (the /proc/self/fd listing, without its own). */
+static size_t list_fds(int *fds, size_t cap)
+{
+    DIR *d = opendir("/proc/self/fd");
+    size_t n = 0;
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d)) && n < cap;) {
+        int fd = atoi(e->d_name);
+        if (e->d_name[0] != '.' && fd != dirfd(d))
+            fds[n++] = fd;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Whether one of the descriptors open now but not in before[0..nbefore) (those SQLite opened:
+ * the history command is single-threaded) is the database file checked (dev, ino). SQLite opens
+ * the file again by its path (the /proc link of the held directory resolved to a path): this is
+ * what makes sure it opened the file checked, whatever happened to the path meanwhile. */
+static bool sqlite_opened(const int *before, size_t nbefore, dev_t dev, ino_t ino)
+{
+    int now[512];
+    size_t n = list_fds(now, sizeof(now) / sizeof(now[0]));
+    for (size_t i = 0; i < n; i++) {
+        bool old = false;
+        for (size_t j = 0; j < nbefore && !old; j++)
+            old = before[j] == now[i];
+        struct stat st;
+        if (!old && fstat(now[i], &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == dev &&
+            st.st_ino == ino)
+            return true;
+    }
+    return false;
 }
 
 pp_history *pp_history_open(const char *dir, bool writer, const pp_history_limits *lim, char *err,
@@ -122,21 +186,29 @@ pp_history *pp_history_open(const char *dir, bool writer, const pp_history_limit
                                        .max_age = PP_HISTORY_DEF_MAX_AGE};
     snprintf(h->dir, sizeof(h->dir), "%s", dir);
     h->dfd = open_dir(dir, writer, err, errlen);
-    if (h->dfd < 0 || check_db_file(h->dfd, dir, writer, err, errlen) < 0)
+    struct stat db_st;
+    if (h->dfd < 0 || check_db_file(h->dfd, dir, writer, &db_st, err, errlen) < 0)
         goto fail;
     /* Through the held directory: the path is resolved from it, not from dir again (SQLite
      * resolves the /proc link to the directory's path, and opens its -wal and -shm files there
-     * with the database file's mode). The directory is checked private to us (writer), so no
-     * other user can plant a link in it; SQLITE_OPEN_NOFOLLOW would refuse the /proc link. */
+     * with the database file's mode). The directory is checked private to us, so no other user
+     * can plant a link in it; SQLITE_OPEN_NOFOLLOW would refuse the /proc link. The reader opens
+     * read-only: it never writes the database or checkpoints; SQLite's WAL readers still need
+     * the -wal and -shm files, and create them (owner and mode of the database file) when the
+     * writer is not running (docs/security.md). */
     char path[64];
     snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", h->dfd, PP_HISTORY_DB);
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+    int flags = (writer ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX;
+    int before[512];
+    size_t nbefore = writer ? 0 : list_fds(before, sizeof(before) / sizeof(before[0]));
     if (sqlite3_open_v2(path, &h->db, flags, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open the history database %s/%s: %s", dir, PP_HISTORY_DB,
                  h->db ? sqlite3_errmsg(h->db) : "out of memory");
         goto fail;
     }
     sqlite3_busy_timeout(h->db, 5000);
+    if (!writer) /* read-only cannot checkpoint anyway; say so to SQLite */
+        sqlite3_db_config(h->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
     char pragmas[320];
     snprintf(
         pragmas, sizeof(pragmas),
@@ -156,6 +228,14 @@ pp_history *pp_history_open(const char *dir, bool writer, const pp_history_limit
                      "%s/%s is not a polyprof history database (%s): give the --history-dir "
                      "polyprof writes",
                      dir, PP_HISTORY_DB, sqlite3_errmsg(h->db));
+            goto fail;
+        }
+        if (!sqlite_opened(before, nbefore, db_st.st_dev, db_st.st_ino)) {
+            snprintf(err, errlen,
+                     "SQLite opened another file than the %s/%s checked (it or a directory "
+                     "above it was replaced meanwhile): check who can write the directories "
+                     "above %s",
+                     dir, PP_HISTORY_DB, dir);
             goto fail;
         }
     }
@@ -360,14 +440,14 @@ static int put_session(pp_history *h, writer *w, const pp_profile *p, int64_t st
 int pp_history_add(pp_history *h, const pp_profile *p, int64_t start, int64_t end, const char *host,
                    int hz, char *err, size_t errlen)
 {
-    int rc = pp_hist_exec(h, "BEGIN IMMEDIATE", err, errlen);
+    int rc = pp_hist_begin(h, err, errlen);
     if (rc < 0)
         return rc;
     writer w = {0};
     int src = put_session(h, &w, p, start, end, host, hz);
     writer_free(&w);
     if (src == SQLITE_OK && (rc = pp_hist_exec(h, "COMMIT", err, errlen)) == 0)
-        return pp_history_retain(h, end, err, errlen);
+        return pp_history_retain(h, end, err, errlen) < 0 ? PP_HISTORY_RETAIN_FAILED : 0;
     if (src != SQLITE_OK) {
         snprintf(err, errlen, "history database %s/%s: cannot store the session: %s", h->dir,
                  PP_HISTORY_DB, src == SQLITE_NOMEM ? "out of memory" : sqlite3_errstr(src));

@@ -46,11 +46,15 @@ void pp_history_close(pp_history *h);
 /* pp_history_add's result when the disk (or the test page limit) is full: nothing of the session
  * was stored. */
 #define PP_HISTORY_FULL (-2)
+/* pp_history_add's result when the session was stored (committed) but retention then failed
+ * (rolled back: the store is as it was after the session's write). */
+#define PP_HISTORY_RETAIN_FAILED (-3)
 
 /* Stores a session: its time range (seconds since the epoch), host name, sampling frequency, and
  * per process of p
  * with samples its pid, comm, container, appid, runtime and stacks with counts; then enforces
- * retention relative to end. Returns 0, PP_HISTORY_FULL, or -1 with a message in err. */
+ * retention relative to end. Returns 0, PP_HISTORY_FULL, PP_HISTORY_RETAIN_FAILED (the session
+ * is kept) or -1 with a message in err. */
 int pp_history_add(pp_history *h, const pp_profile *p, int64_t start, int64_t end, const char *host,
                    int hz, char *err, size_t errlen);
 
@@ -61,7 +65,12 @@ typedef struct pp_history_filter {
     int64_t since, until; /* sessions whose [start, end] overlaps [since, until] */
     int pid;              /* 0: any */
     const char *comm, *container, *runtime, *appid; /* NULL: any; runtime "system": none */
+    uint64_t max_bytes; /* cap of the result's memory (estimated); 0: PP_HISTORY_QUERY_MAX_BYTES */
 } pp_history_filter;
+
+/* The default cap of a query's result in memory: past it the query fails, saying to narrow the
+ * window or add a filter (a busy day can be millions of distinct stacks). */
+#define PP_HISTORY_QUERY_MAX_BYTES (256ULL << 20)
 
 typedef struct pp_history_window {
     size_t sessions;     /* sessions and summaries read */

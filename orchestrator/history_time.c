@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,13 +95,19 @@ static int zone(const char *z, int64_t *off)
         *off = 0;
         return 0;
     }
-    int hh, mm = 0, n = 0;
+    /* digits only, two per field: sscanf's %2d would take a sign or spaces ("+-1:30") */
     char sign = z[0];
-    if ((sign != '+' && sign != '-') ||
-        !((sscanf(z + 1, "%2d:%2d%n", &hh, &mm, &n) == 2 && n == 5) ||
-          (sscanf(z + 1, "%2d%2d%n", &hh, &mm, &n) == 2 && n == 4) ||
-          (sscanf(z + 1, "%2d%n", &hh, &n) == 1 && n == 2)) ||
-        z[1 + n] || hh > 23 || mm > 59)
+    const char *d = z + 1;
+    size_t len = strlen(d);
+    bool colon = len == 5 && d[2] == ':';
+    if ((sign != '+' && sign != '-') || !(len == 2 || len == 4 || colon))
+        return -1;
+    for (size_t i = 0; i < len; i++)
+        if (!(colon && i == 2) && !isdigit((unsigned char)d[i]))
+            return -1;
+    int hh = (d[0] - '0') * 10 + (d[1] - '0');
+    int mm = len == 2 ? 0 : (d[len - 2] - '0') * 10 + (d[len - 1] - '0');
+    if (hh > 23 || mm > 59)
         return -1;
     *off = (sign == '-' ? -1 : 1) * (hh * 3600 + mm * 60);
     return 0;
@@ -126,6 +133,7 @@ static int iso(const char *s, int64_t *out)
     int64_t off;
     if (zone(p, &off) < 0)
         return -1;
+    errno = 0; /* timegm sets it only on failure */
     time_t t = timegm(&tm);
     if (t == (time_t)-1 && errno == EOVERFLOW)
         return -1;
@@ -133,7 +141,12 @@ static int iso(const char *s, int64_t *out)
     return 0;
 }
 
-int pp_history_parse_time(const char *s, time_t now, int64_t *out, char *err, size_t errlen)
+/* The times polyprof history takes: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z (what gmtime
+ * and the ISO 8601 of the .col header can show). */
+#define TIME_MIN INT64_C(-62135596800)
+#define TIME_MAX INT64_C(253402300799)
+
+static int parse_time(const char *s, time_t now, int64_t *out)
 {
     const char *u;
     int64_t n, k;
@@ -155,11 +168,19 @@ int pp_history_parse_time(const char *s, time_t now, int64_t *out, char *err, si
             return 0;
         }
     }
-    if (iso(s, out) == 0)
+    return iso(s, out);
+}
+
+int pp_history_parse_time(const char *s, time_t now, int64_t *out, char *err, size_t errlen)
+{
+    int64_t t;
+    if (parse_time(s, now, &t) == 0 && t >= TIME_MIN && t <= TIME_MAX) {
+        *out = t;
         return 0;
+    }
     snprintf(err, errlen,
              "invalid time '%s': give a time ago (30m, 1h, 2d), seconds since the epoch, or "
-             "ISO 8601 (2026-11-27T10:00:00Z; without a zone, UTC)",
+             "ISO 8601 (2026-11-27T10:00:00Z; without a zone, UTC), between the years 1 and 9999",
              s);
     return -1;
 }

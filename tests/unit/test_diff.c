@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "merge/diff.h"
@@ -342,6 +343,10 @@ Test(diff, command_exit_codes_and_page)
     cr_assert_eq(run_diff(base, target, "-o", out), 0);
     char *page = pp_test_read_text(out);
     cr_assert(strstr(page, "\"diff\":{"), "no diff data in the page");
+    struct stat ost;
+    cr_assert_eq(stat(out, &ost), 0);
+    cr_assert_eq(ost.st_mode & 0777, 0600, "the page is private to its writer: %o",
+                 (unsigned)(ost.st_mode & 0777));
     cr_assert_eq(run_diff(base, target, "--top", "5"), 0);
     cr_assert_eq(run_diff(base, garbage, NULL, NULL), 2, "garbage is a usage error");
     cr_assert_eq(run_diff(base, "/dev/zero", NULL, NULL), 2, "a device is refused");

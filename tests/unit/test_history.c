@@ -7,7 +7,10 @@
 #include <zlib.h>
 
 #include "orchestrator/cli.h"
+#include "base/utf8.h"
+#include "merge/header.h"
 #include "orchestrator/history_cmd.h"
+#include "orchestrator/history_int.h"
 #include "orchestrator/history_store.h"
 #include "orchestrator/history_time.h"
 #include "pprof.pb-c.h"
@@ -430,12 +433,27 @@ Test(history_time, times_ages_and_sizes)
                          "2026-11-27T10:00:00+25:00",
                          "-5m",
                          "99999999999999999999m",
-                         "10:00"};
+                         "10:00",
+                         "2026-11-27T10:00:00+-1:30",
+                         "2026-11-27T10:00:00+ 1:30",
+                         "2026-11-27T10:00:00+1:30",
+                         "2026-11-27T10:00:00+01:3",
+                         "253402300800",
+                         "@4611686018427387903",
+                         "99999999999999w"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = '\0';
         cr_assert_eq(pp_history_parse_time(bad[i], now, &t, err, sizeof(err)), -1, "'%s'", bad[i]);
         cr_assert(strstr(err, "ISO 8601"), "the message says what to give: %s", err);
     }
+    cr_assert_eq(pp_history_parse_time("@253402300799", now, &t, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(t, 253402300799, "9999-12-31T23:59:59Z, the last time taken");
+    cr_assert_eq(pp_history_parse_time("2026-11-27T10:00:00-0130", now, &t, err, sizeof(err)), 0);
+    cr_assert_eq(t, 1795773600 + 5400);
+    errno = EOVERFLOW; /* left by something before: timegm's -1 here is a valid time */
+    cr_assert_eq(pp_history_parse_time("1969-12-31T23:59:59Z", now, &t, err, sizeof(err)), 0, "%s",
+                 err);
+    cr_assert_eq(t, -1);
     int64_t age;
     cr_assert_eq(pp_history_parse_age("7d", &age, err, sizeof(err)), 0);
     cr_assert_eq(age, 7 * 86400);
@@ -537,4 +555,196 @@ Test(history, the_history_command_writes_col_html_and_pprof)
     perftools__profiles__profile__free_unpacked(pr, NULL);
     free(raw);
     free(gz);
+}
+
+Test(history_time, an_iso_time_past_the_year_9999_shows_as_the_epoch)
+{
+    char buf[32];
+    memset(buf, 'x', sizeof(buf));
+    pp_iso_time((time_t)(INT64_C(1) << 62), buf, sizeof(buf));
+    cr_assert_str_eq(buf, "1970-01-01T00:00:00", "gmtime_r fails there: %.31s", buf);
+    pp_iso_time((time_t)253402300800, buf, sizeof(buf)); /* 10000-01-01 */
+    cr_assert_str_eq(buf, "1970-01-01T00:00:00");
+    pp_iso_time((time_t)253402300799, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "9999-12-31T23:59:59");
+}
+
+Test(history, a_reader_opens_read_only_and_only_a_private_directory)
+{
+    pp_history *h = open_w(NULL);
+    pp_profile *p = sample_profile(1);
+    store(h, p, T0, T0 + 60);
+    pp_profile_free(p);
+    pp_history_close(h);
+    char err[1024];
+    h = pp_history_open(hist_path(), false, NULL, err, sizeof(err));
+    cr_assert_not_null(h, "%s", err);
+    cr_assert_eq(sqlite3_db_readonly(h->db, "main"), 1, "the reader cannot write the store");
+    cr_assert_lt(pp_history_retain(h, T0 + 30 * 86400, err, sizeof(err)), 0);
+    pp_history_close(h);
+    h = open_w(NULL);
+    cr_assert_eq(stats(h).sessions, 1, "the reader's attempt changed nothing");
+    pp_history_close(h);
+    /* a directory others can write: someone could swap the database in it */
+    cr_assert_eq(chmod(hist_path(), 0777), 0);
+    cr_assert_null(pp_history_open(hist_path(), false, NULL, err, sizeof(err)));
+    cr_assert(strstr(err, "not private"), "%s", err);
+    cr_assert_eq(chmod(hist_path(), 0700), 0);
+    /* a symlink as the last component is not followed */
+    char link[600];
+    snprintf(link, sizeof(link), "%s/link", dir);
+    cr_assert_eq(symlink(hist_path(), link), 0);
+    cr_assert_null(pp_history_open(link, false, NULL, err, sizeof(err)));
+    cr_assert(strstr(err, "symlink"), "%s", err);
+}
+
+Test(history, a_query_past_its_memory_cap_fails_saying_to_narrow_the_window)
+{
+    pp_history *h = open_w(NULL);
+    pp_profile *p = sample_profile(1);
+    store(h, p, T0, T0 + 60);
+    pp_profile_free(p);
+    pp_history_filter f = {.since = T0, .until = T0 + 60, .max_bytes = 1};
+    pp_history_window w;
+    char err[1024];
+    cr_assert_null(pp_history_query(h, &f, &w, err, sizeof(err)));
+    cr_assert(strstr(err, "--since/--until") && strstr(err, "filter"), "%s", err);
+    f.max_bytes = 0; /* the default cap: this window is far below it */
+    p = query(h, &f, NULL);
+    cr_assert_eq(total_of(p), 14);
+    pp_profile_free(p);
+    pp_history_close(h);
+}
+
+Test(history, host_names_are_valid_utf8_cut_on_a_character)
+{
+    pp_history *h = open_w(NULL);
+    char host[400];
+    for (size_t i = 0; i < 199; i++)
+        memcpy(host + 2 * i, "\xc3\xa9", 2); /* U+00E9, 398 bytes */
+    host[398] = '\0';
+    pp_profile *p = sample_profile(1);
+    char err[1024];
+    cr_assert_eq(pp_history_add(h, p, T0, T0 + 60, "bad\xff\xfe", 97, err, sizeof(err)), 0, "%s",
+                 err);
+    cr_assert_eq(pp_history_add(h, p, T0, T0 + 60, host, 97, err, sizeof(err)), 0, "%s", err);
+    pp_profile_free(p);
+    pp_history_filter f = {.since = T0, .until = T0 + 60};
+    pp_history_window w;
+    p = query(h, &f, &w);
+    pp_profile_free(p);
+    pp_history_close(h);
+    size_t n = strlen(w.hosts);
+    cr_assert_lt(n, sizeof(w.hosts));
+    cr_assert(pp_utf8_valid(w.hosts, n), "hosts: %s", w.hosts);
+    cr_assert(!strncmp(w.hosts, "bad" PP_UTF8_REPLACEMENT PP_UTF8_REPLACEMENT ",\xc3\xa9", 11),
+              "%s", w.hosts);
+    char col[600];
+    snprintf(col, sizeof(col), "%s/w.col", dir);
+    cr_assert_eq(history_cmd(col, "col"), 0, "the header renders");
+}
+
+static bool committed; /* a transaction was committed (the WAL hook) */
+
+static int on_wal(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    (void)arg, (void)db, (void)name, (void)pages;
+    committed = true;
+    return SQLITE_OK;
+}
+
+static int interrupt_after_commit(void *arg)
+{
+    (void)arg;
+    return committed;
+}
+
+Test(history, a_failed_retention_after_the_commit_says_the_session_is_kept)
+{
+    pp_history *h = open_w(NULL);
+    committed = false;
+    sqlite3_wal_hook(h->db, on_wal, NULL);
+    sqlite3_progress_handler(h->db, 1, interrupt_after_commit, NULL);
+    pp_profile *p = sample_profile(1);
+    char err[1024];
+    int rc = pp_history_add(h, p, T0, T0 + 60, "hostA", 97, err, sizeof(err));
+    pp_profile_free(p);
+    cr_assert(committed);
+    sqlite3_progress_handler(h->db, 0, NULL, NULL);
+    cr_assert_eq(rc, PP_HISTORY_RETAIN_FAILED, "%d: %s", rc, err);
+    pp_history_filter f = {.since = T0, .until = T0 + 60};
+    p = query(h, &f, NULL);
+    cr_assert_eq(total_of(p), 14, "the session is kept");
+    pp_profile_free(p);
+    pp_history_close(h);
+}
+
+static int steps_left; /* the progress handler interrupts when it reaches 0 */
+
+static int interrupt_at(void *arg)
+{
+    (void)arg;
+    return --steps_left == 0;
+}
+
+/* Retention interrupted at each point in turn (an error of any step: BUSY, IOERR): it completes
+ * or changes nothing; never a short list of sessions to summarise or a second summary. */
+Test(history, an_interrupted_retention_summarises_all_or_nothing)
+{
+    pp_history_limits keep = {.fine_age = 86400, .max_age = 7 * 86400};
+    pp_history_limits fine = {.fine_age = 1, .max_age = 7 * 86400};
+    pp_history *h = open_w(&keep);
+    pp_profile *p = sample_profile(1);
+    for (int i = 0; i < 4; i++)
+        store(h, p, T0 + i * 10, T0 + i * 10 + 10);
+    pp_profile_free(p);
+    pp_history_close(h);
+    char db[600];
+    snprintf(db, sizeof(db), "%s/%s", hist_path(), PP_HISTORY_DB);
+    size_t len;
+    char *image = slurp(db, &len); /* the store of 4 sessions, each turn starts from it */
+    bool completed = false;
+    for (int k = 1; !completed && k < 100000; k++) {
+        pp_test_write_file(db, image, len);
+        h = open_w(&fine);
+        /* no fsync: a thousand turns */
+        cr_assert_eq(sqlite3_exec(h->db, "PRAGMA synchronous=OFF", NULL, NULL, NULL), SQLITE_OK);
+        steps_left = k;
+        sqlite3_progress_handler(h->db, 4, interrupt_at, NULL); /* every 4th VM step */
+        char err[1024];
+        int rc = pp_history_retain(h, T0 + 600, err, sizeof(err));
+        sqlite3_progress_handler(h->db, 0, NULL, NULL);
+        completed = steps_left > 0;
+        pp_history_stats st = stats(h);
+        if (rc == 0 || st.summaries)
+            cr_assert(st.sessions == 0 && st.summaries == 1,
+                      "interrupted at %d: rc %d, %lld sessions and %lld summaries left", k, rc,
+                      (long long)st.sessions, (long long)st.summaries);
+        else
+            cr_assert(st.sessions == 4, "interrupted at %d: rolled back: %lld sessions", k,
+                      (long long)st.sessions);
+        pp_history_filter f = {.since = T0, .until = T0 + 100};
+        p = query(h, &f, NULL);
+        cr_assert_eq(total_of(p), 4 * 14, "interrupted at %d: every count kept", k);
+        pp_profile_free(p);
+        pp_history_close(h);
+    }
+    free(image);
+    cr_assert(completed, "retention ran to its end once");
+}
+
+Test(history, the_history_export_is_private)
+{
+    pp_history *h = open_w(NULL);
+    pp_profile *p = sample_profile(1);
+    store(h, p, T0, T0 + 60);
+    pp_profile_free(p);
+    pp_history_close(h);
+    char col[600];
+    snprintf(col, sizeof(col), "%s/w.col", dir);
+    cr_assert_eq(history_cmd(col, "col"), 0);
+    struct stat st;
+    cr_assert_eq(stat(col, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600, "every user's processes and stacks: %o",
+                 (unsigned)(st.st_mode & 0777));
 }
