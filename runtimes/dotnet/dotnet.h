@@ -44,6 +44,7 @@ typedef struct pp_nettrace_stats {
     uint64_t malformed; /* method or metadata events skipped as malformed */
     int pointer_size;   /* the Trace object's, 0 before it */
     int pid;            /* the Trace object's ProcessId */
+    size_t buffer;      /* bytes of the stream buffer allocated now */
 } pp_nettrace_stats;
 
 typedef struct pp_nettrace pp_nettrace;
@@ -53,9 +54,11 @@ pp_nettrace *pp_nettrace_new(pp_net_method_fn fn, void *arg);
 void pp_nettrace_free(pp_nettrace *p);
 
 /* Appends len bytes of the stream (any split: the parser keeps what does not yet complete an
- * object, at most one block of PP_NETTRACE_MAX_BLOCK bytes) and parses what is complete. 0, or
- * -1 once the stream is malformed (then and after: pp_nettrace_error says why). */
-#define PP_NETTRACE_MAX_BLOCK (16u << 20)
+ * object, at most one block of PP_NETTRACE_MAX_BLOCK bytes, checked on its declared size; the
+ * buffer shrinks back to 64 KiB after a larger one) and parses what is complete. 0, or -1 once
+ * the stream is malformed (then and after: pp_nettrace_error says why). The runtime writes
+ * blocks of about 100 KB at most (the committed 3.1 capture's largest: 68,653 bytes). */
+#define PP_NETTRACE_MAX_BLOCK (1u << 20)
 int pp_nettrace_push(pp_nettrace *p, const void *buf, size_t len);
 
 /* True once the stream's end (its null-reference tag) was read. */
