@@ -108,7 +108,8 @@ int pp_net_ipc_parse_reply(const uint8_t hdr[PP_NET_IPC_HEADER], size_t *payload
 
 /* The value of TMPDIR in an environ text (NUL-separated entries, n bytes) as the runtime takes it
  * for its socket: an absolute path without its trailing slashes, "/tmp" when unset, empty,
- * relative or longer than len - 1. */
+ * relative, longer than len - 1 or holding a control byte (< 0x20, 0x7f: it would reach the
+ * log; such a target's socket is not found). */
 void pp_net_tmpdir_from_environ(const char *env, size_t n, char *out, size_t len);
 
 /* The target's diagnostics socket name in its TMPDIR: "dotnet-diagnostic-<pid in its own
@@ -124,6 +125,10 @@ typedef struct pp_net_session {
     uint64_t id;
     char dir[256], name[96]; /* where the socket is: the stop connects there again */
 } pp_net_session;
+
+/* A descriptor that, once readable, cancels the calling thread's connects, sends, replies and
+ * rundowns here (errno ECANCELED, polled only, never read); -1: none (the default). */
+void pp_net_set_cancel_fd(int fd);
 
 /* Connects to pid's diagnostics socket (only if it is owned by the target's user and served by
  * the target: base/peersock.h), sends CollectTracing and reads the reply. 0 with s filled, or
