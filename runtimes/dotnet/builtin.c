@@ -33,6 +33,7 @@ typedef struct tracked {
     atomic_bool done; /* the reader ended */
     atomic_bool stop; /* the reader is to end (reading on until stop_by, set before) */
     double stop_by;
+    uint64_t rundown; /* a rundown session whose stop was not acknowledged (journaled), or 0 */
     pthread_t th;
     pp_net_session s;
     pp_nettrace *p;
@@ -63,12 +64,38 @@ static void add_method(void *arg, const pp_net_method *m)
 /* The journal holds the sessions open now (journal.c). */
 static void journal_sync(void)
 {
-    pp_net_jent e[MAX_TRACKED];
+    pp_net_jent e[2 * MAX_TRACKED];
     size_t n = 0;
-    for (size_t i = 0; i < ntab; i++)
+    for (size_t i = 0; i < ntab; i++) {
         if (tab[i]->journaled)
             e[n++] = (pp_net_jent){tab[i]->pid, tab[i]->start, tab[i]->s.id};
+        if (tab[i]->rundown)
+            e[n++] = (pp_net_jent){tab[i]->pid, tab[i]->start, tab[i]->rundown};
+    }
     pp_net_journal_write(e, n);
+}
+
+/* pp_net_rundown's journal callback: the rundown session open (its id), or stopped (0). */
+static void rundown_journal(void *arg, uint64_t id)
+{
+    tracked *t = arg;
+    t->rundown = id;
+    journal_sync();
+}
+
+/* Sends StopTracing again to t's rundown session left open: true once acknowledged. */
+static bool stop_rundown(tracked *t, double deadline)
+{
+    char err[512];
+    pp_net_session s = {.pid = t->pid, .fd = -1, .id = t->rundown};
+    if (pp_net_socket_name(s.pid, s.dir, sizeof(s.dir), s.name, sizeof(s.name), err, sizeof(err)) <
+            0 ||
+        pp_net_session_stop(&s, deadline, err, sizeof(err)) < 0) {
+        pp_log(PP_LOG_INFO, "%s (stopping its rundown session is tried again)", err);
+        return false;
+    }
+    t->rundown = 0;
+    return true;
 }
 
 static void *reader(void *arg)
@@ -147,7 +174,9 @@ static int start_one(tracked *t, double budget)
     t->p = pp_nettrace_new(add_method, &t->pid);
     pp_nettrace *rd = pp_nettrace_new(add_method, &t->pid);
     double left = budget - pp_mono_now();
-    int rc = t->p && rd ? pp_net_rundown(t->pid, rd, left < 5 ? left : 5, err, sizeof(err)) : -1;
+    int rc = t->p && rd ? pp_net_rundown(t->pid, rd, left < 5 ? left : 5, rundown_journal, t, err,
+                                         sizeof(err))
+                        : -1;
     size_t named = rd ? (size_t)pp_nettrace_get_stats(rd)->methods : 0;
     pp_nettrace_free(rd);
     if (rc < 0) {
@@ -213,6 +242,10 @@ void pp_dotnet_session_begin(const pp_runtime_ctx *ctx, const pp_proc *procs, si
         i++;
     }
     double budget = pp_mono_now() + (ctx->duration > 4 ? ctx->duration / 2.0 : 2.0);
+    for (size_t i = 0; i < ntab; i++) /* rundown sessions left open: their stop again */
+        if (tab[i]->rundown && pp_mono_now() < budget &&
+            stop_rundown(tab[i], pp_mono_now() + 2 < budget ? pp_mono_now() + 2 : budget))
+            changed = true;
     int stop_fd = ctx->stop_fd > 0 ? ctx->stop_fd : -1;
     pp_net_set_cancel_fd(stop_fd); /* a stop signal ends the connects and waits below */
     for (size_t i = 0; i < n; i++) {
@@ -253,13 +286,17 @@ void pp_dotnet_at_exit(const pp_runtime_ctx *ctx)
         if (tab[i]->running && !atomic_load(&tab[i]->done) &&
             pp_net_session_stop(&tab[i]->s, deadline, err, sizeof(err)) < 0)
             pp_log(PP_LOG_INFO, "%s (the session ends as its connection closes)", err);
+    pp_net_jent left[MAX_TRACKED]; /* rundown sessions still open: for the next polyprof */
+    size_t nleft = 0;
     for (size_t i = 0; i < ntab; i++) {
+        if (tab[i]->rundown && !stop_rundown(tab[i], deadline))
+            left[nleft++] = (pp_net_jent){tab[i]->pid, tab[i]->start, tab[i]->rundown};
         finish(tab[i]);
         pp_jitnames_forget(tab[i]->pid);
         free(tab[i]);
         tab[i] = NULL;
     }
     if (ntab)
-        pp_net_journal_write(NULL, 0);
+        pp_net_journal_write(left, nleft);
     ntab = 0;
 }

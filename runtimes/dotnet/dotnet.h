@@ -153,8 +153,11 @@ void pp_net_session_close(pp_net_session *s);
 /* The methods compiled in pid before now: a session of the runtime provider (JIT | Loader,
  * verbose) and the rundown provider started and stopped at once, its stream read to its end
  * into p (the rundown comes at the stop). 0 once the stream ended, -1 with a message in err;
- * the session is stopped and its connection closed either way. */
-int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, char *err, size_t errlen);
+ * its connection is closed either way. journal (NULL: none) is called with the session's id
+ * once it is open and with 0 once the runtime acknowledged its StopTracing (sent twice if the
+ * first could not be); when that never came, the caller is to stop the id later. */
+int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, void (*journal)(void *, uint64_t),
+                   void *jarg, char *err, size_t errlen);
 
 /* ---- journal.c: sessions a killed polyprof left open ---- */
 

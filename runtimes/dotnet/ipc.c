@@ -413,7 +413,8 @@ void pp_net_session_close(pp_net_session *s)
     s->fd = -1;
 }
 
-int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, char *err, size_t errlen)
+int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, void (*journal)(void *, uint64_t),
+                   void *jarg, char *err, size_t errlen)
 {
     double deadline = pp_mono_now() + timeout_s;
     const pp_net_provider prov[] = {
@@ -426,6 +427,9 @@ int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, char *err, size_t 
     pp_net_session s;
     if (pp_net_session_start(pid, prov, 2, 256, deadline, &s, err, errlen) < 0)
         return -1;
+    if (journal)
+        journal(jarg, s.id);
+    bool acked = false;
     /* The runtime answers the stop once the session's rundown is written: the stream is read
      * meanwhile (a rundown larger than the socket's buffers would wait for the reader). */
     int sfd = pp_net_session_stop_send(&s, deadline, err, errlen);
@@ -456,6 +460,7 @@ int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, char *err, size_t 
         }
         if (sfd >= 0 && pf[1].revents) {
             rc = pp_net_session_stop_reply(&s, sfd, deadline, err, errlen);
+            acked = rc == 0;
             sfd = -1;
         }
         if (rc == 0 && !eof && pf[0].revents) {
@@ -480,5 +485,7 @@ int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, char *err, size_t 
         rc = -1;
     }
     pp_net_session_close(&s);
+    if (journal && acked)
+        journal(jarg, 0);
     return rc;
 }

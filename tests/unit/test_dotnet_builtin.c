@@ -16,7 +16,8 @@ TestSuite(dotnet_builtin, .init = pp_test_quiet_log);
 /* "mute": listens, never accepts (a reply never comes). "stuck": answers CollectTracing with
  * session ids 1, 2, ... and streams a nettrace header on each session; the StopTracing of
  * session 2 and later (the rundown) ends its stream and is answered, that of session 1 (the
- * streaming session) never is and its stream never ends. */
+ * streaming session) never is and its stream never ends. "stopfail": the same, but session 1's
+ * stop is answered, and the first stop of session 2 ends its stream and closes unanswered. */
 static const char fake_py[] =
     "import os, socket, struct, sys\n"
     "st = open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]\n"
@@ -41,7 +42,7 @@ static const char fake_py[] =
     "            raise EOFError\n"
     "        b += r\n"
     "    return b\n"
-    "streams, keep, n = {}, [], 0\n"
+    "streams, keep, n, stops = {}, [], 0, {}\n"
     "while True:\n"
     "    c, _ = s.accept()\n"
     "    keep.append(c)\n"
@@ -58,10 +59,15 @@ static const char fake_py[] =
     "        c.sendall(HEAD)\n"
     "    elif cid == 1:\n"
     "        sid = struct.unpack('<Q', p[:8])[0]\n"
-    "        if sid != 1:\n"
-    "            streams[sid].sendall(b'\\x01')\n"
-    "            streams[sid].close()\n"
-    "            ok(c, sid)\n";
+    "        stops[sid] = stops.get(sid, 0) + 1\n"
+    "        if sid == 1 and sys.argv[1] == 'stuck':\n"
+    "            continue\n"
+    "        if sid in streams:\n"
+    "            streams.pop(sid).sendall(b'\\x01')\n"
+    "        if sid == 2 and stops[sid] == 1 and sys.argv[1] == 'stopfail':\n"
+    "            c.close()\n"
+    "            continue\n"
+    "        ok(c, sid)\n";
 
 static pid_t start_fake(const char *dir, const char *mode)
 {
@@ -163,5 +169,33 @@ Test(dotnet_builtin, a_pending_stop_signal_ends_the_session_hook_at_once)
     cr_assert_lt(took, 1.0, "%.1f s", took);
     close(p[0]);
     close(p[1]);
+    stop_fakes(&f);
+}
+
+static bool journal_is(const fakes *f, const char *want)
+{
+    char path[512], buf[512];
+    snprintf(path, sizeof(path), "%s/dotnet-sessions", f->base);
+    ssize_t n = pp_read_small_file(path, buf, sizeof(buf));
+    if (n < 0)
+        return want[0] == '\0';
+    buf[n] = '\0';
+    return strcmp(buf, want) == 0;
+}
+
+Test(dotnet_builtin, a_rundown_session_whose_stop_was_not_answered_stays_journaled_until_stopped)
+{
+    fakes f;
+    start_fakes(&f, 1, "stopfail");
+    pp_runtime_ctx ctx = {.rt = pp_runtime_get(PP_KIND_DOTNET), .mode = "builtin", .duration = 60};
+    char both[256], one[96];
+    snprintf(one, sizeof(one), "%d %llu 1\n", f.procs[0].pid, f.procs[0].start_ticks);
+    snprintf(both, sizeof(both), "%s%d %llu 2\n", one, f.procs[0].pid, f.procs[0].start_ticks);
+    pp_dotnet_session_begin(&ctx, f.procs, f.n);
+    cr_assert(journal_is(&f, both), "the streaming session and the rundown left open");
+    pp_dotnet_session_begin(&ctx, f.procs, f.n); /* the next session: its stop again */
+    cr_assert(journal_is(&f, one), "the rundown now stopped");
+    pp_dotnet_at_exit(&ctx);
+    cr_assert(journal_is(&f, ""), "all stopped at exit");
     stop_fakes(&f);
 }

@@ -449,7 +449,7 @@ Test(dotnet_ipc, rundown_of_a_real_31_process_names_its_methods_and_leaves_nothi
     pp_nettrace *p = pp_nettrace_new(note, &f);
     char err[512] = "";
     double t0 = pp_mono_now();
-    int rc = pp_net_rundown(a.pid, p, 10, err, sizeof(err));
+    int rc = pp_net_rundown(a.pid, p, 10, NULL, NULL, err, sizeof(err));
     double took = pp_mono_now() - t0;
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert(pp_nettrace_done(p));
@@ -633,7 +633,7 @@ Test(dotnet_ipc, a_rundown_names_all_10000_methods_of_a_process)
     int n = 0;
     pp_nettrace *t = pp_nettrace_new(count_many, &n);
     char err[512] = "";
-    cr_assert_eq(pp_net_rundown(pid, t, 20, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(pp_net_rundown(pid, t, 20, NULL, NULL, err, sizeof(err)), 0, "%s", err);
     cr_assert_eq(n, 10000, "%d of the 10,000 methods named by the rundown", n);
     pp_nettrace_free(t);
     kill(pid, SIGKILL);
