@@ -570,6 +570,7 @@ static int run_init(run_state *rs, const pp_config *cfg)
     for (int k = 1; k < PP_KIND_COUNT; k++) {
         rs->ctx[k].tmpdir = rs->tmpdir[0] ? rs->tmpdir : NULL;
         rs->ctx[k].target_tmpdir = rs->target_tmpdir[0] ? rs->target_tmpdir : NULL;
+        rs->ctx[k].stop_fd = rs->sfd;
     }
     if (cfg->perf_mode != PP_PERF_DISABLED) {
         pp_sampler_opts so = {

@@ -36,6 +36,9 @@ typedef struct pp_runtime_ctx {
     const char *target_tmpdir;
     /* the system sampler, for in-sampler walks (pp_inwalk_attach); NULL when none runs */
     struct pp_sampler *sampler;
+    /* > 0: a descriptor readable once polyprof is to stop (the session's signalfd: poll it,
+     * never read it), for hooks that wait on processes; 0: none */
+    int stop_fd;
 } pp_runtime_ctx;
 
 /* The value of option name (long name without dashes) as given: "" for a flag or an option

@@ -8,6 +8,7 @@
  * lives across sessions, read by a thread of its own, until the process exits (the stream
  * ends) or polyprof does (StopTracing, then the stream is read to its end). */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,7 +31,9 @@ typedef struct tracked {
     bool running;     /* a reader thread exists (joined at reap or exit) */
     bool journaled;   /* its session is open: in the journal (journal.c) */
     atomic_bool done; /* the reader ended */
-    atomic_bool stop; /* the reader is to end */
+    atomic_bool stop; /* the reader is to end (reading on until stop_by, set before) */
+    double stop_by;
+    uint64_t rundown; /* a rundown session whose stop was not acknowledged (journaled), or 0 */
     pthread_t th;
     pp_net_session s;
     pp_nettrace *p;
@@ -61,12 +64,38 @@ static void add_method(void *arg, const pp_net_method *m)
 /* The journal holds the sessions open now (journal.c). */
 static void journal_sync(void)
 {
-    pp_net_jent e[MAX_TRACKED];
+    pp_net_jent e[2 * MAX_TRACKED];
     size_t n = 0;
-    for (size_t i = 0; i < ntab; i++)
+    for (size_t i = 0; i < ntab; i++) {
         if (tab[i]->journaled)
             e[n++] = (pp_net_jent){tab[i]->pid, tab[i]->start, tab[i]->s.id};
+        if (tab[i]->rundown)
+            e[n++] = (pp_net_jent){tab[i]->pid, tab[i]->start, tab[i]->rundown};
+    }
     pp_net_journal_write(e, n);
+}
+
+/* pp_net_rundown's journal callback: the rundown session open (its id), or stopped (0). */
+static void rundown_journal(void *arg, uint64_t id)
+{
+    tracked *t = arg;
+    t->rundown = id;
+    journal_sync();
+}
+
+/* Sends StopTracing again to t's rundown session left open: true once acknowledged. */
+static bool stop_rundown(tracked *t, double deadline)
+{
+    char err[512];
+    pp_net_session s = {.pid = t->pid, .fd = -1, .id = t->rundown};
+    if (pp_net_socket_name(s.pid, s.dir, sizeof(s.dir), s.name, sizeof(s.name), err, sizeof(err)) <
+            0 ||
+        pp_net_session_stop(&s, deadline, err, sizeof(err)) < 0) {
+        pp_log(PP_LOG_INFO, "%s (stopping its rundown session is tried again)", err);
+        return false;
+    }
+    t->rundown = 0;
+    return true;
 }
 
 static void *reader(void *arg)
@@ -76,7 +105,7 @@ static void *reader(void *arg)
     double stop_deadline = 0;
     for (;;) {
         if (atomic_load(&t->stop) && stop_deadline == 0)
-            stop_deadline = pp_mono_now() + 3; /* the rest of the stream after StopTracing */
+            stop_deadline = t->stop_by; /* the rest of the stream after StopTracing */
         if (stop_deadline && pp_mono_now() > stop_deadline)
             break;
         ssize_t r = pp_net_session_read(&t->s, buf, sizeof(buf), pp_mono_now() + 0.2);
@@ -105,10 +134,20 @@ static bool active(const pp_runtime_ctx *ctx)
     return strcmp(ctx->mode, "builtin") == 0 || strcmp(ctx->mode, "auto") == 0;
 }
 
+/* Tells t's reader to end by the monotonic time by (not waiting for it). */
+static void tell_stop(tracked *t, double by)
+{
+    if (t->running && !atomic_load(&t->stop)) {
+        t->stop_by = by;
+        atomic_store(&t->stop, true);
+    }
+}
+
+/* Ends t's reader (told to end within 3 s if it was not told already) and frees its parser. */
 static void finish(tracked *t)
 {
     if (t->running) {
-        atomic_store(&t->stop, true);
+        tell_stop(t, pp_mono_now() + 3);
         pthread_join(t->th, NULL);
         t->running = false;
     }
@@ -117,14 +156,16 @@ static void finish(tracked *t)
     t->p = NULL;
 }
 
-/* Starts naming the methods of pid: 0, or -1 (logged). */
-static int start_one(tracked *t)
+/* Starts naming the methods of pid, each step within 5 s and all by the monotonic time budget:
+ * 0, or -1 (logged). */
+static int start_one(tracked *t, double budget)
 {
     char err[512];
     const pp_net_provider prov[] = {
         {PP_NET_PROVIDER_RUNTIME, PP_NET_KW_JIT | PP_NET_KW_LOADER, PP_NET_LEVEL_VERBOSE}};
     double t0 = pp_mono_now();
-    if (pp_net_session_start(t->pid, prov, 1, 16, t0 + 5, &t->s, err, sizeof(err)) < 0) {
+    if (pp_net_session_start(t->pid, prov, 1, 16, t0 + 5 < budget ? t0 + 5 : budget, &t->s, err,
+                             sizeof(err)) < 0) {
         pp_warn_proc(t->pid, t->start, "%s; its managed frames stay unnamed", err);
         return -1;
     }
@@ -132,7 +173,10 @@ static int start_one(tracked *t)
     journal_sync();
     t->p = pp_nettrace_new(add_method, &t->pid);
     pp_nettrace *rd = pp_nettrace_new(add_method, &t->pid);
-    int rc = t->p && rd ? pp_net_rundown(t->pid, rd, 5, err, sizeof(err)) : -1;
+    double left = budget - pp_mono_now();
+    int rc = t->p && rd ? pp_net_rundown(t->pid, rd, left < 5 ? left : 5, rundown_journal, t, err,
+                                         sizeof(err))
+                        : -1;
     size_t named = rd ? (size_t)pp_nettrace_get_stats(rd)->methods : 0;
     pp_nettrace_free(rd);
     if (rc < 0) {
@@ -198,6 +242,12 @@ void pp_dotnet_session_begin(const pp_runtime_ctx *ctx, const pp_proc *procs, si
         i++;
     }
     double budget = pp_mono_now() + (ctx->duration > 4 ? ctx->duration / 2.0 : 2.0);
+    for (size_t i = 0; i < ntab; i++) /* rundown sessions left open: their stop again */
+        if (tab[i]->rundown && pp_mono_now() < budget &&
+            stop_rundown(tab[i], pp_mono_now() + 2 < budget ? pp_mono_now() + 2 : budget))
+            changed = true;
+    int stop_fd = ctx->stop_fd > 0 ? ctx->stop_fd : -1;
+    pp_net_set_cancel_fd(stop_fd); /* a stop signal ends the connects and waits below */
     for (size_t i = 0; i < n; i++) {
         const pp_proc *p = &procs[i];
         if (p->kind != PP_KIND_DOTNET || p->blacklisted)
@@ -207,6 +257,9 @@ void pp_dotnet_session_begin(const pp_runtime_ctx *ctx, const pp_proc *procs, si
             known = tab[k]->pid == p->pid && tab[k]->start == p->start_ticks;
         if (known || ntab == MAX_TRACKED || pp_mono_now() > budget)
             continue;
+        struct pollfd sp = {.fd = stop_fd, .events = POLLIN};
+        if (stop_fd >= 0 && poll(&sp, 1, 0) > 0)
+            break; /* polyprof is stopping */
         tracked *t = calloc(1, sizeof(*t));
         if (!t)
             break;
@@ -214,9 +267,10 @@ void pp_dotnet_session_begin(const pp_runtime_ctx *ctx, const pp_proc *procs, si
         t->pid = p->pid;
         t->start = p->start_ticks;
         t->s.fd = -1;
-        if (start_one(t) < 0)
+        if (start_one(t, budget) < 0)
             t->failed = true;
     }
+    pp_net_set_cancel_fd(-1);
     if (changed || ntab != before)
         journal_sync();
 }
@@ -225,18 +279,24 @@ void pp_dotnet_at_exit(const pp_runtime_ctx *ctx)
 {
     (void)ctx;
     char err[512];
-    double deadline = pp_mono_now() + 3;
+    double deadline = pp_mono_now() + 3; /* one for all: the stops, then the readers' ends */
+    for (size_t i = 0; i < ntab; i++)
+        tell_stop(tab[i], deadline);
     for (size_t i = 0; i < ntab; i++)
         if (tab[i]->running && !atomic_load(&tab[i]->done) &&
             pp_net_session_stop(&tab[i]->s, deadline, err, sizeof(err)) < 0)
             pp_log(PP_LOG_INFO, "%s (the session ends as its connection closes)", err);
+    pp_net_jent left[MAX_TRACKED]; /* rundown sessions still open: for the next polyprof */
+    size_t nleft = 0;
     for (size_t i = 0; i < ntab; i++) {
+        if (tab[i]->rundown && !stop_rundown(tab[i], deadline))
+            left[nleft++] = (pp_net_jent){tab[i]->pid, tab[i]->start, tab[i]->rundown};
         finish(tab[i]);
         pp_jitnames_forget(tab[i]->pid);
         free(tab[i]);
         tab[i] = NULL;
     }
     if (ntab)
-        pp_net_journal_write(NULL, 0);
+        pp_net_journal_write(left, nleft);
     ntab = 0;
 }

@@ -44,6 +44,7 @@ typedef struct pp_nettrace_stats {
     uint64_t malformed; /* method or metadata events skipped as malformed */
     int pointer_size;   /* the Trace object's, 0 before it */
     int pid;            /* the Trace object's ProcessId */
+    size_t buffer;      /* bytes of the stream buffer allocated now */
 } pp_nettrace_stats;
 
 typedef struct pp_nettrace pp_nettrace;
@@ -53,9 +54,11 @@ pp_nettrace *pp_nettrace_new(pp_net_method_fn fn, void *arg);
 void pp_nettrace_free(pp_nettrace *p);
 
 /* Appends len bytes of the stream (any split: the parser keeps what does not yet complete an
- * object, at most one block of PP_NETTRACE_MAX_BLOCK bytes) and parses what is complete. 0, or
- * -1 once the stream is malformed (then and after: pp_nettrace_error says why). */
-#define PP_NETTRACE_MAX_BLOCK (16u << 20)
+ * object, at most one block of PP_NETTRACE_MAX_BLOCK bytes, checked on its declared size; the
+ * buffer shrinks back to 64 KiB after a larger one) and parses what is complete. 0, or -1 once
+ * the stream is malformed (then and after: pp_nettrace_error says why). The runtime writes
+ * blocks of about 100 KB at most (the committed 3.1 capture's largest: 68,653 bytes). */
+#define PP_NETTRACE_MAX_BLOCK (1u << 20)
 int pp_nettrace_push(pp_nettrace *p, const void *buf, size_t len);
 
 /* True once the stream's end (its null-reference tag) was read. */
@@ -105,7 +108,8 @@ int pp_net_ipc_parse_reply(const uint8_t hdr[PP_NET_IPC_HEADER], size_t *payload
 
 /* The value of TMPDIR in an environ text (NUL-separated entries, n bytes) as the runtime takes it
  * for its socket: an absolute path without its trailing slashes, "/tmp" when unset, empty,
- * relative or longer than len - 1. */
+ * relative, longer than len - 1 or holding a control byte (< 0x20, 0x7f: it would reach the
+ * log; such a target's socket is not found). */
 void pp_net_tmpdir_from_environ(const char *env, size_t n, char *out, size_t len);
 
 /* The target's diagnostics socket name in its TMPDIR: "dotnet-diagnostic-<pid in its own
@@ -121,6 +125,10 @@ typedef struct pp_net_session {
     uint64_t id;
     char dir[256], name[96]; /* where the socket is: the stop connects there again */
 } pp_net_session;
+
+/* A descriptor that, once readable, cancels the calling thread's connects, sends, replies and
+ * rundowns here (errno ECANCELED, polled only, never read); -1: none (the default). */
+void pp_net_set_cancel_fd(int fd);
 
 /* Connects to pid's diagnostics socket (only if it is owned by the target's user and served by
  * the target: base/peersock.h), sends CollectTracing and reads the reply. 0 with s filled, or
@@ -145,8 +153,11 @@ void pp_net_session_close(pp_net_session *s);
 /* The methods compiled in pid before now: a session of the runtime provider (JIT | Loader,
  * verbose) and the rundown provider started and stopped at once, its stream read to its end
  * into p (the rundown comes at the stop). 0 once the stream ended, -1 with a message in err;
- * the session is stopped and its connection closed either way. */
-int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, char *err, size_t errlen);
+ * its connection is closed either way. journal (NULL: none) is called with the session's id
+ * once it is open and with 0 once the runtime acknowledged its StopTracing (sent twice if the
+ * first could not be); when that never came, the caller is to stop the id later. */
+int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, void (*journal)(void *, uint64_t),
+                   void *jarg, char *err, size_t errlen);
 
 /* ---- journal.c: sessions a killed polyprof left open ---- */
 

@@ -17,6 +17,7 @@
 #include "base/inroot.h"
 #include "base/peersock.h"
 #include "base/procfiles.h"
+#include "base/safefile.h"
 #include "runtimes/dotnet/dotnet.h"
 
 static const uint8_t MAGIC[14] = "DOTNET_IPC_V1";
@@ -135,7 +136,10 @@ void pp_net_tmpdir_from_environ(const char *env, size_t n, char *out, size_t len
             size_t vl = el - 7;
             while (vl > 1 && v[vl - 1] == '/')
                 vl--;
-            if (v[0] == '/' && vl < len) {
+            bool plain = true; /* a control byte would reach messages: not followed */
+            for (size_t k = 0; k < vl; k++)
+                plain = plain && (unsigned char)v[k] >= 0x20 && v[k] != 0x7f;
+            if (v[0] == '/' && vl < len && plain) {
                 memcpy(out, v, vl);
                 out[vl] = '\0';
             }
@@ -168,6 +172,14 @@ int pp_net_socket_name(int pid, char *dir, size_t dirlen, char *name, size_t nam
     return 0;
 }
 
+/* The calling thread's cancel descriptor (pp_net_set_cancel_fd), -1 for none. */
+static __thread int cancel_fd = -1;
+
+void pp_net_set_cancel_fd(int fd)
+{
+    cancel_fd = fd;
+}
+
 static int wait_fd(int fd, short ev, double deadline)
 {
     for (;;) {
@@ -176,8 +188,12 @@ static int wait_fd(int fd, short ev, double deadline)
             errno = ETIMEDOUT;
             return -1;
         }
-        struct pollfd p = {.fd = fd, .events = ev};
-        int r = poll(&p, 1, (int)(left * 1000) + 1);
+        struct pollfd p[2] = {{.fd = fd, .events = ev}, {.fd = cancel_fd, .events = POLLIN}};
+        int r = poll(p, cancel_fd >= 0 ? 2 : 1, (int)(left * 1000) + 1);
+        if (r > 0 && cancel_fd >= 0 && p[1].revents) {
+            errno = ECANCELED;
+            return -1;
+        }
         if (r > 0)
             return 0;
         if (r < 0 && errno != EINTR)
@@ -228,6 +244,8 @@ static int recv_exact(int fd, uint8_t *b, size_t n, double deadline)
 static int connect_target(const pp_net_session *s, double deadline, char *err, size_t errlen)
 {
     pp_peer peer;
+    char dir[4 * sizeof(s->dir)]; /* the target's TMPDIR, as quoted in messages */
+    pp_escape_text(s->dir, dir, sizeof(dir));
     if (pp_peer_from_pid(s->pid, &peer) < 0) {
         snprintf(err, errlen, "process %d is gone", s->pid);
         return -1;
@@ -235,14 +253,17 @@ static int connect_target(const pp_net_session *s, double deadline, char *err, s
     int dirfd = pp_open_in_proc_root(s->pid, s->dir, O_PATH | O_DIRECTORY);
     if (dirfd < 0) {
         int e = errno;
-        snprintf(err, errlen, "cannot open %s inside the root of process %d: %s", s->dir, s->pid,
+        snprintf(err, errlen, "cannot open %s inside the root of process %d: %s", dir, s->pid,
                  strerror(e));
         errno = e;
         return -1;
     }
-    char what[400];
-    snprintf(what, sizeof(what), "%s/%s of .NET process %d", s->dir, s->name, s->pid);
-    pp_peersock_opts o = {.deadline = deadline, .what = what};
+    char what[1200];
+    snprintf(what, sizeof(what), "%s/%s of .NET process %d", dir, s->name, s->pid);
+    pp_peersock_opts o = {.deadline = deadline,
+                          .what = what,
+                          .cancel_fds = &cancel_fd,
+                          .ncancel = cancel_fd >= 0 ? 1 : 0};
     int fd = pp_peersock_connect_at(dirfd, s->name, &peer, &o, err, errlen);
     int e = errno;
     close(dirfd);
@@ -392,7 +413,8 @@ void pp_net_session_close(pp_net_session *s)
     s->fd = -1;
 }
 
-int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, char *err, size_t errlen)
+int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, void (*journal)(void *, uint64_t),
+                   void *jarg, char *err, size_t errlen)
 {
     double deadline = pp_mono_now() + timeout_s;
     const pp_net_provider prov[] = {
@@ -405,19 +427,31 @@ int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, char *err, size_t 
     pp_net_session s;
     if (pp_net_session_start(pid, prov, 2, 256, deadline, &s, err, errlen) < 0)
         return -1;
+    if (journal)
+        journal(jarg, s.id);
+    bool acked = false;
     /* The runtime answers the stop once the session's rundown is written: the stream is read
      * meanwhile (a rundown larger than the socket's buffers would wait for the reader). */
     int sfd = pp_net_session_stop_send(&s, deadline, err, errlen);
+    if (sfd < 0 && errno != ECANCELED) /* once more: a session left running is no one's */
+        sfd = pp_net_session_stop_send(&s, deadline, err, errlen);
     int rc = sfd < 0 ? -1 : 0;
     uint8_t buf[65536];
     bool eof = false;
     while (rc == 0 && (!eof || sfd >= 0)) {
-        struct pollfd pf[2] = {{.fd = eof ? -1 : s.fd, .events = POLLIN},
-                               {.fd = sfd, .events = POLLIN}};
+        struct pollfd pf[3] = {{.fd = eof ? -1 : s.fd, .events = POLLIN},
+                               {.fd = sfd, .events = POLLIN},
+                               {.fd = cancel_fd, .events = POLLIN}};
         double left = deadline - pp_mono_now();
-        int pr = left > 0 ? poll(pf, 2, (int)(left * 1000) + 1) : 0;
+        int pr = left > 0 ? poll(pf, 3, (int)(left * 1000) + 1) : 0;
         if (pr < 0 && errno == EINTR)
             continue;
+        if (pr > 0 && pf[2].revents) {
+            snprintf(err, errlen,
+                     "the rundown of .NET process %d: cancelled (polyprof is stopping)", pid);
+            rc = -1;
+            break;
+        }
         if (pr <= 0) {
             snprintf(err, errlen, "the rundown of .NET process %d: %s", pid,
                      sfd >= 0 ? "no reply to StopTracing in time" : "not ended in time");
@@ -426,6 +460,7 @@ int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, char *err, size_t 
         }
         if (sfd >= 0 && pf[1].revents) {
             rc = pp_net_session_stop_reply(&s, sfd, deadline, err, errlen);
+            acked = rc == 0;
             sfd = -1;
         }
         if (rc == 0 && !eof && pf[0].revents) {
@@ -450,5 +485,7 @@ int pp_net_rundown(int pid, pp_nettrace *p, double timeout_s, char *err, size_t 
         rc = -1;
     }
     pp_net_session_close(&s);
+    if (journal && acked)
+        journal(jarg, 0);
     return rc;
 }

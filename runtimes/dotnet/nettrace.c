@@ -10,13 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/safefile.h"
 #include "runtimes/dotnet/dotnet.h"
 
 enum { ST_MAGIC, ST_OBJECT, ST_DONE, ST_ERROR };
 enum { PROV_OTHER = 0, PROV_RUNTIME, PROV_RUNDOWN };
 
-/* Metadata ids above this are not kept (a session of a few providers uses a few hundred). */
-#define MAX_META_ID (1u << 20)
+/* Metadata ids above this are not kept (a session of a few providers uses a few hundred): the
+ * table is at most 64 Ki x 8 bytes = 512 KiB. */
+#define MAX_META_ID (1u << 16)
+/* The stream buffer starts at this and, after a larger object, shrinks back to it. */
+#define BUF_BASE 65536
+/* At most this many bytes of a push are appended at a time (the buffer then holds at most one
+ * incomplete object of at most PP_NETTRACE_MAX_BLOCK bytes plus this). */
+#define PUSH_STEP 65536
 
 struct meta {
     uint8_t provider; /* PROV_* (0: not a provider of interest, or no metadata) */
@@ -327,10 +334,13 @@ static int read_object(pp_nettrace *p, size_t *used)
         return 0;
     if (namelen == 0 || namelen > 64)
         return fail(p, "%sobject type name of %llu bytes", "", namelen);
-    char name[65];
+    char name[4 * 64 + 1]; /* escaped: \xNN per byte at most */
     if (!get_bytes(&c, name, namelen) || !get_u8(&c, &t4))
         return 0;
     name[namelen] = '\0';
+    char raw[65];
+    memcpy(raw, name, namelen + 1);
+    pp_escape_text(raw, name, sizeof(name)); /* the target's bytes: quoted escaped, cut */
     if (t4 != 6)
         return fail(p, "object type %s: expected its end tag 6, found %llu", name, t4);
     if (strcmp(name, "Trace") == 0) {
@@ -419,17 +429,12 @@ void pp_nettrace_free(pp_nettrace *p)
     free(p);
 }
 
-int pp_nettrace_push(pp_nettrace *p, const void *data, size_t n)
+/* Appends n bytes (n <= PUSH_STEP) and parses the objects complete. */
+static int push_step(pp_nettrace *p, const uint8_t *data, size_t n)
 {
-    if (p->state == ST_ERROR)
-        return -1;
-    if (p->state == ST_DONE)
-        return 0; /* bytes after the end are ignored */
     if (n > p->cap - p->len) {
-        if (p->len + n > PP_NETTRACE_MAX_BLOCK + 4096)
-            return fail(p, "%san object larger than the limit (%llu bytes) is incomplete", "",
-                        PP_NETTRACE_MAX_BLOCK);
-        size_t nc = p->cap ? p->cap : 65536;
+        /* what is kept is one incomplete object, its declared size checked (read_object) */
+        size_t nc = p->cap ? p->cap : BUF_BASE;
         while (nc < p->len + n)
             nc *= 2;
         uint8_t *nb = realloc(p->buf, nc);
@@ -437,6 +442,7 @@ int pp_nettrace_push(pp_nettrace *p, const void *data, size_t n)
             return fail(p, "%sout of memory (%llu bytes)", "", nc);
         p->buf = nb;
         p->cap = nc;
+        p->st.buffer = nc;
     }
     memcpy(p->buf + p->len, data, n);
     p->len += n;
@@ -461,7 +467,32 @@ int pp_nettrace_push(pp_nettrace *p, const void *data, size_t n)
         memmove(p->buf, p->buf + off, p->len - off);
         p->len -= off;
     }
+    if (p->cap > BUF_BASE && p->len <= BUF_BASE / 2) { /* a large object is done: shrink back */
+        uint8_t *nb = realloc(p->buf, BUF_BASE);
+        if (nb) {
+            p->buf = nb;
+            p->cap = BUF_BASE;
+            p->st.buffer = BUF_BASE;
+        }
+    }
     return 0;
+}
+
+int pp_nettrace_push(pp_nettrace *p, const void *data, size_t n)
+{
+    const uint8_t *d = data;
+    while (n) {
+        if (p->state == ST_ERROR)
+            return -1;
+        if (p->state == ST_DONE)
+            return 0; /* bytes after the end are ignored */
+        size_t k = n < PUSH_STEP ? n : PUSH_STEP;
+        if (push_step(p, d, k) < 0)
+            return -1;
+        d += k;
+        n -= k;
+    }
+    return p->state == ST_ERROR ? -1 : 0;
 }
 
 bool pp_nettrace_done(const pp_nettrace *p)

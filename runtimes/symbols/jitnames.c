@@ -1,5 +1,9 @@
-/* In-memory JIT code names per process (jitnames.h): one array of ranges per process, sorted on
- * the first lookup after an addition, and an arena of names; one mutex. */
+/* In-memory JIT code names per process (jitnames.h): per process an array of ranges and an arena
+ * of names; one mutex. The array is a sorted main part, then a sorted tail, then the entries
+ * added since the last lookup: a lookup sorts only those and merges them into the tail, and the
+ * tail into the main part once it is more than an eighth of it, so that a process streaming
+ * new code costs each lookup about its additions, not a sort of the whole table. Memory is
+ * counted as allocated, per process and in all. */
 #include "runtimes/symbols/jitnames.h"
 
 #include <pthread.h>
@@ -18,7 +22,8 @@ typedef struct table {
     uint64_t used; /* tick of the last addition (least recently used slot is reused) */
     ent *e;
     size_t n, cap;
-    bool sorted;
+    size_t nmain;   /* e[0, nmain): sorted */
+    size_t nsorted; /* e[nmain, nsorted): sorted tail; e[nsorted, n): unsorted */
     char *arena;
     size_t alen, acap;
     uint32_t seq;
@@ -26,10 +31,17 @@ typedef struct table {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static table tabs[PP_JITNAMES_MAX_PIDS];
-static uint64_t tick, dropped;
+static uint64_t tick, dropped, sort_work;
+static size_t total; /* bytes allocated for all tables */
+
+static size_t table_bytes(const table *t)
+{
+    return t->cap * sizeof(ent) + t->acap;
+}
 
 static void clear(table *t)
 {
+    total -= table_bytes(t);
     free(t->e);
     free(t->arena);
     memset(t, 0, sizeof(*t));
@@ -64,6 +76,39 @@ static table *get_table(int pid)
     return lru;
 }
 
+/* Bytes t may still allocate under both bounds. */
+static size_t room(const table *t)
+{
+    size_t mine = table_bytes(t), a = 0, b = 0;
+    if (mine < PP_JITNAMES_MAX_BYTES)
+        a = PP_JITNAMES_MAX_BYTES - mine;
+    if (total < PP_JITNAMES_MAX_TOTAL)
+        b = PP_JITNAMES_MAX_TOTAL - total;
+    return a < b ? a : b;
+}
+
+/* p (*cap elements of size sz) grown to hold need elements: doubling, cut to the room left.
+ * The array, or NULL (p unchanged) when it cannot. */
+static void *grow(const table *t, void *p, size_t *cap, size_t need, size_t first, size_t sz)
+{
+    if (need <= *cap)
+        return p;
+    size_t nc = *cap ? *cap : first;
+    while (nc < need)
+        nc *= 2;
+    size_t most = *cap + room(t) / sz;
+    if (nc > most)
+        nc = most;
+    if (nc < need)
+        return NULL;
+    void *np = realloc(p, nc * sz);
+    if (!np)
+        return NULL;
+    total += (nc - *cap) * sz;
+    *cap = nc;
+    return np;
+}
+
 int pp_jitnames_add(int pid, uint64_t start, uint64_t size, const char *name)
 {
     size_t nl = strlen(name) + 1;
@@ -73,32 +118,18 @@ int pp_jitnames_add(int pid, uint64_t start, uint64_t size, const char *name)
     table *t = get_table(pid);
     t->used = ++tick;
     int rc = -1;
-    if (t->n >= PP_JITNAMES_MAX_ENTRIES || t->alen + nl > PP_JITNAMES_MAX_BYTES) {
+    ent *ne = grow(t, t->e, &t->cap, t->n + 1, 256, sizeof(ent));
+    if (ne)
+        t->e = ne;
+    char *na = ne ? grow(t, t->arena, &t->acap, t->alen + nl, 16384, 1) : NULL;
+    if (!na) {
         dropped++;
         goto out;
     }
-    if (t->n == t->cap) {
-        size_t nc = t->cap ? t->cap * 2 : 256;
-        ent *ne = realloc(t->e, nc * sizeof(*ne));
-        if (!ne)
-            goto out;
-        t->e = ne;
-        t->cap = nc;
-    }
-    if (t->alen + nl > t->acap) {
-        size_t nc = t->acap ? t->acap : 16384;
-        while (nc < t->alen + nl)
-            nc *= 2;
-        char *na = realloc(t->arena, nc);
-        if (!na)
-            goto out;
-        t->arena = na;
-        t->acap = nc;
-    }
+    t->arena = na;
     memcpy(t->arena + t->alen, name, nl);
     t->e[t->n++] = (ent){start, start + size, t->seq++, (uint32_t)t->alen};
     t->alen += nl;
-    t->sorted = false;
     rc = 0;
 out:
     pthread_mutex_unlock(&mu);
@@ -113,9 +144,63 @@ static int by_start(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* a[0, na) and a[na, na + nb), each sorted, become one sorted run. */
+static void merge(ent *a, size_t na, size_t nb)
+{
+    if (!na || !nb || by_start(&a[na - 1], &a[na]) < 0)
+        return; /* already in order (code is often added at rising addresses) */
+    sort_work += na + nb;
+    ent *tmp = malloc(nb * sizeof(*tmp));
+    if (!tmp) {
+        qsort(a, na + nb, sizeof(*a), by_start);
+        return;
+    }
+    memcpy(tmp, a + na, nb * sizeof(*tmp));
+    size_t i = na, j = nb, k = na + nb;
+    while (j > 0) {
+        if (i > 0 && by_start(&a[i - 1], &tmp[j - 1]) > 0)
+            a[--k] = a[--i];
+        else
+            a[--k] = tmp[--j];
+    }
+    free(tmp);
+}
+
+static void settle(table *t)
+{
+    if (t->nsorted < t->n) {
+        size_t k = t->n - t->nsorted;
+        qsort(t->e + t->nsorted, k, sizeof(*t->e), by_start);
+        sort_work += k;
+        merge(t->e + t->nmain, t->nsorted - t->nmain, k);
+        t->nsorted = t->n;
+    }
+    if (t->n - t->nmain > t->nmain / 8) {
+        merge(t->e, t->nmain, t->n - t->nmain);
+        t->nmain = t->n;
+    }
+}
+
 /* How far back from the last range starting at or below ip a lookup looks for one holding it
  * (ranges of code rarely nest; re-compiled code at a reused address overlaps a few). */
 #define LOOK_BACK 16
+
+static void search(const ent *e, size_t n, uint64_t ip, const ent **best)
+{
+    size_t lo = 0, hi = n; /* first entry with start > ip */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (e[mid].start <= ip)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t k = lo, back = 0; k > 0 && back < LOOK_BACK; k--, back++) {
+        const ent *x = &e[k - 1];
+        if (ip < x->end && (!*best || x->seq > (*best)->seq))
+            *best = x;
+    }
+}
 
 bool pp_jitnames_find(int pid, uint64_t ip, char *out, size_t len)
 {
@@ -123,24 +208,10 @@ bool pp_jitnames_find(int pid, uint64_t ip, char *out, size_t len)
     pthread_mutex_lock(&mu);
     table *t = find_table(pid);
     if (t && t->n) {
-        if (!t->sorted) {
-            qsort(t->e, t->n, sizeof(*t->e), by_start);
-            t->sorted = true;
-        }
-        size_t lo = 0, hi = t->n; /* first entry with start > ip */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (t->e[mid].start <= ip)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        settle(t);
         const ent *best = NULL;
-        for (size_t k = lo, back = 0; k > 0 && back < LOOK_BACK; k--, back++) {
-            const ent *e = &t->e[k - 1];
-            if (ip < e->end && (!best || e->seq > best->seq))
-                best = e;
-        }
+        search(t->e, t->nmain, ip, &best);
+        search(t->e + t->nmain, t->n - t->nmain, ip, &best);
         if (best) {
             snprintf(out, len, "%s", t->arena + best->name);
             found = true;
@@ -174,4 +245,20 @@ uint64_t pp_jitnames_dropped(void)
     uint64_t d = dropped;
     pthread_mutex_unlock(&mu);
     return d;
+}
+
+size_t pp_jitnames_bytes(void)
+{
+    pthread_mutex_lock(&mu);
+    size_t b = total;
+    pthread_mutex_unlock(&mu);
+    return b;
+}
+
+uint64_t pp_jitnames_sort_work(void)
+{
+    pthread_mutex_lock(&mu);
+    uint64_t w = sort_work;
+    pthread_mutex_unlock(&mu);
+    return w;
 }

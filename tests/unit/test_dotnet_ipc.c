@@ -94,6 +94,23 @@ Test(dotnet_ipc, tmpdir_is_taken_from_the_environment_as_the_runtime_does)
     cr_assert_str_eq(small, "/tmp", "too long for the buffer: the default");
 }
 
+Test(dotnet_ipc, a_tmpdir_with_control_bytes_is_not_followed)
+{
+    char d[64];
+    const char e1[] = "TMPDIR=/tmp/\x1b[2Jx\0";
+    pp_net_tmpdir_from_environ(e1, sizeof(e1) - 1, d, sizeof(d));
+    cr_assert_str_eq(d, "/tmp", "an escape sequence would reach the log");
+    const char e2[] = "TMPDIR=/a\nb\0";
+    pp_net_tmpdir_from_environ(e2, sizeof(e2) - 1, d, sizeof(d));
+    cr_assert_str_eq(d, "/tmp");
+    const char e3[] = "TMPDIR=/var/t\x7fmp\0";
+    pp_net_tmpdir_from_environ(e3, sizeof(e3) - 1, d, sizeof(d));
+    cr_assert_str_eq(d, "/tmp");
+    const char e4[] = "TMPDIR=/var/tmp/caf\xc3\xa9 x\0";
+    pp_net_tmpdir_from_environ(e4, sizeof(e4) - 1, d, sizeof(d));
+    cr_assert_str_eq(d, "/var/tmp/caf\xc3\xa9 x", "UTF-8 and spaces are followed");
+}
+
 /* A child (root, like the test) with TMPDIR=dir: a target whose socket is to be looked for. */
 static pid_t start_target(const char *dir)
 {
@@ -211,6 +228,72 @@ Test(dotnet_ipc, a_socket_planted_by_another_user_or_process_is_never_used)
     cr_assert(strstr(err, "no diagnostics socket"), "%s", err);
     cr_assert(strstr(err, dir), "the target's TMPDIR is where it looked: %s", err);
 
+    kill(t, SIGKILL);
+    waitpid(t, NULL, 0);
+    pp_test_rmtree(dir);
+}
+
+/* A target (python) with TMPDIR=dir serving its own diagnostics socket name, listening and
+ * never accepting: a connect succeeds, a reply never comes. */
+static pid_t start_mute_target(const char *dir)
+{
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        char env[300];
+        snprintf(env, sizeof(env), "TMPDIR=%s", dir);
+        char *const envp[] = {env, NULL};
+        const char *prog = "import os, socket, time\n"
+                           "st = open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]\n"
+                           "s = socket.socket(socket.AF_UNIX)\n"
+                           "s.bind('%s/dotnet-diagnostic-%d-%s-socket' % (os.environ['TMPDIR'], "
+                           "os.getpid(), st))\n"
+                           "s.listen(4)\n"
+                           "time.sleep(30)\n";
+        char *const argv[] = {"python3", "-c", (char *)prog, NULL};
+        execve("/usr/bin/python3", argv, envp);
+        _exit(127);
+    }
+    char path[512];
+    snprintf(path, sizeof(path), "%s/dotnet-diagnostic-%d-%llu-socket", dir, pid,
+             pp_proc_start_ticks(pid));
+    for (int i = 0; i < 1000; i++) {
+        if (access(path, F_OK) == 0)
+            return pid;
+        usleep(5000);
+    }
+    cr_assert_fail("the target did not bind %s", path);
+    return -1;
+}
+
+Test(dotnet_ipc, a_readable_cancel_descriptor_ends_the_wait_for_a_reply)
+{
+    char *dir = pp_test_mkdtemp();
+    pid_t t = start_mute_target(dir);
+    const pp_net_provider prov[] = {{PP_NET_PROVIDER_RUNTIME, PP_NET_KW_JIT, 5}};
+    pp_net_session s;
+    char err[512];
+    /* not cancelled: the reply is waited for until the deadline */
+    double t0 = pp_mono_now();
+    cr_assert_eq(pp_net_session_start(t, prov, 1, 16, t0 + 0.5, &s, err, sizeof(err)), -1);
+    cr_assert(strstr(err, "no reply in time"), "%s", err);
+    cr_assert_geq(pp_mono_now() - t0, 0.45);
+    /* a stop signal pending (a readable descriptor): it ends at once */
+    int p[2];
+    cr_assert(pipe(p) == 0);
+    cr_assert_eq(write(p[1], "x", 1), 1);
+    pp_net_set_cancel_fd(p[0]);
+    t0 = pp_mono_now();
+    int rc = pp_net_session_start(t, prov, 1, 16, t0 + 5, &s, err, sizeof(err));
+    int e = errno;
+    double took = pp_mono_now() - t0;
+    pp_net_set_cancel_fd(-1);
+    cr_assert_eq(rc, -1);
+    cr_assert_eq(e, ECANCELED, "%s", err);
+    cr_assert_lt(took, 2.5, "%.2f s (the deadline: 5 s)", took);
+    close(p[0]);
+    close(p[1]);
     kill(t, SIGKILL);
     waitpid(t, NULL, 0);
     pp_test_rmtree(dir);
@@ -366,7 +449,7 @@ Test(dotnet_ipc, rundown_of_a_real_31_process_names_its_methods_and_leaves_nothi
     pp_nettrace *p = pp_nettrace_new(note, &f);
     char err[512] = "";
     double t0 = pp_mono_now();
-    int rc = pp_net_rundown(a.pid, p, 10, err, sizeof(err));
+    int rc = pp_net_rundown(a.pid, p, 10, NULL, NULL, err, sizeof(err));
     double took = pp_mono_now() - t0;
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert(pp_nettrace_done(p));
@@ -550,7 +633,7 @@ Test(dotnet_ipc, a_rundown_names_all_10000_methods_of_a_process)
     int n = 0;
     pp_nettrace *t = pp_nettrace_new(count_many, &n);
     char err[512] = "";
-    cr_assert_eq(pp_net_rundown(pid, t, 20, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(pp_net_rundown(pid, t, 20, NULL, NULL, err, sizeof(err)), 0, "%s", err);
     cr_assert_eq(n, 10000, "%d of the 10,000 methods named by the rundown", n);
     pp_nettrace_free(t);
     kill(pid, SIGKILL);

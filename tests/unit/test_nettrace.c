@@ -360,3 +360,103 @@ Test(nettrace, dotnet_version_is_the_directory_of_libcoreclr)
     cr_assert_not(pp_net_version_from_path("/x/3.1.23/libcoreclr.so", small, sizeof(small)),
                   "too long for the buffer");
 }
+
+/* Appends a StackBlock (not decoded) of n zero bytes to b at *at (the stream's offset). */
+static void stack_block(uint8_t *b, size_t *at, uint32_t n)
+{
+    out o = {0};
+    uint8_t t[] = {5, 5, 1};
+    put(&o, t, 3);
+    put32(&o, 2);
+    put32(&o, 2);
+    put32(&o, 10);
+    put(&o, "StackBlock", 10);
+    put8(&o, 6);
+    put32(&o, n);
+    while ((*at + o.n) % 4)
+        put8(&o, 0);
+    memcpy(b + *at, o.b, o.n);
+    *at += o.n;
+    memset(b + *at, 0, n);
+    *at += n;
+    b[(*at)++] = 6;
+}
+
+Test(nettrace, a_block_near_the_limit_arriving_in_chunks_is_read_and_the_buffer_shrinks_after)
+{
+    /* a block of nearly PP_NETTRACE_MAX_BLOCK bytes, then one of 60,000, then the end, pushed
+     * in 64 KiB chunks: the chunk ending the first block brings much of the second, the first
+     * block's declared size is legal however the chunks fall */
+    out o = {0};
+    begin_stream(&o);
+    size_t cap = o.n + PP_NETTRACE_MAX_BLOCK + 61000, total = o.n;
+    uint8_t *b = calloc(1, cap);
+    cr_assert_not_null(b);
+    memcpy(b, o.b, o.n);
+    stack_block(b, &total, PP_NETTRACE_MAX_BLOCK - 64);
+    stack_block(b, &total, 60000);
+    b[total++] = 1; /* the stream's end */
+    cr_assert_leq(total, cap);
+    pp_nettrace *p = pp_nettrace_new(NULL, NULL);
+    size_t peak = 0;
+    for (size_t i = 0; i < total; i += 65536) {
+        size_t k = total - i < 65536 ? total - i : 65536;
+        cr_assert_eq(pp_nettrace_push(p, b + i, k), 0, "at %zu: %s", i, pp_nettrace_error(p));
+        if (pp_nettrace_get_stats(p)->buffer > peak)
+            peak = pp_nettrace_get_stats(p)->buffer;
+    }
+    cr_assert(pp_nettrace_done(p), "%s", pp_nettrace_error(p));
+    cr_assert_eq(pp_nettrace_get_stats(p)->blocks, 2);
+    cr_assert_gt(peak, PP_NETTRACE_MAX_BLOCK - 64, "the block was held whole");
+    cr_assert_leq(peak, 2 * PP_NETTRACE_MAX_BLOCK, "one block and a chunk at most");
+    cr_assert_eq(pp_nettrace_get_stats(p)->buffer, 65536, "back to 64 KiB after the block");
+    pp_nettrace_free(p);
+    /* all of it in one push: the same */
+    p = pp_nettrace_new(NULL, NULL);
+    cr_assert_eq(pp_nettrace_push(p, b, total), 0, "%s", pp_nettrace_error(p));
+    cr_assert(pp_nettrace_done(p));
+    cr_assert_eq(pp_nettrace_get_stats(p)->blocks, 2);
+    cr_assert_eq(pp_nettrace_get_stats(p)->buffer, 65536);
+    pp_nettrace_free(p);
+    free(b);
+}
+
+Test(nettrace, the_targets_object_type_name_reaches_the_message_escaped)
+{
+    out o = {0};
+    begin_stream(&o);
+    const char *name = "X\x1b[2JBlock";
+    uint8_t t[] = {5, 5, 1};
+    put(&o, t, 3);
+    put32(&o, 2);
+    put32(&o, 2);
+    put32(&o, (uint32_t)strlen(name));
+    put(&o, name, strlen(name));
+    put8(&o, 5); /* not the end tag 6: an error quoting the name */
+    pp_nettrace *p = pp_nettrace_new(NULL, NULL);
+    cr_assert_eq(pp_nettrace_push(p, o.b, o.n), -1);
+    const char *e = pp_nettrace_error(p);
+    cr_assert(strstr(e, "X\\x1b[2JBlock"), "%s", e);
+    cr_assert_null(strchr(e, '\x1b'), "no raw escape byte in: %s", e);
+    pp_nettrace_free(p);
+}
+
+Test(nettrace, metadata_ids_past_64ki_are_not_kept)
+{
+    seen *s = calloc(1, sizeof(*s));
+    out o = {0}, md = {0}, m = {0};
+    begin_stream(&o);
+    block_header(&md);
+    put32(&m, 1u << 16);
+    put_u16z(&m, "Microsoft-Windows-DotNETRuntime");
+    put32(&m, 143);
+    put_u16z(&m, "");
+    event(&md, 0, &m);
+    put_block(&o, "MetadataBlock", md.b, (uint32_t)md.n);
+    put8(&o, 1);
+    pp_nettrace *p = parse_in_steps(o.b, o.n, o.n, s);
+    cr_assert(pp_nettrace_done(p), "%s", pp_nettrace_error(p));
+    cr_assert_eq(pp_nettrace_get_stats(p)->malformed, 1, "id 65536 refused");
+    pp_nettrace_free(p);
+    free(s);
+}
