@@ -1,6 +1,5 @@
 /* polyprof entry point: parse the command line, check preconditions, run the sessions. */
 #include <errno.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,11 +57,6 @@ static int check_regexes(const pp_config *cfg, char *err, size_t len)
 
 int main(int argc, char **argv)
 {
-    /* Blocks of 256 KiB and more are mapped apart and unmapped when freed. glibc would raise
-     * this threshold after each such block was freed (up to 32 MiB), so that the large
-     * transient buffers of a session's end or of a file's unwind rows would stay resident
-     * in the heap afterwards (docs/decisions.md, "Memory under binary churn"). */
-    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     if (argc > 1 && strcmp(argv[1], "diff") == 0)
         return pp_diff_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "history") == 0)

@@ -139,22 +139,30 @@ static int merge(pp_perfmap *m, pp_pm_sym *pend, size_t np)
         }
     }
     np = w;
-    pp_pm_sym *out = malloc((m->n + np) * sizeof(*out));
-    if (!out)
+    /* Merged in place from the end into the table grown by realloc: a new table per chunk
+     * (the old way) was a fresh mapping of the whole table, faulted in page by page, at every
+     * chunk of a large map once blocks of its size are mapped apart (main's mallopt). */
+    size_t total = m->n + np;
+    pp_pm_sym *syms = realloc(m->syms, (total ? total : 1) * sizeof(*syms));
+    if (!syms)
         return -1;
-    size_t i = 0, j = 0, o = 0;
-    while (i < m->n || j < np) {
-        if (j == np || (i < m->n && m->syms[i].addr < pend[j].addr)) {
-            out[o++] = m->syms[i++];
+    m->syms = syms;
+    size_t i = m->n, j = np, o = total; /* o - i >= j: writes never overtake the reads */
+    while (j > 0) {
+        if (i > 0 && syms[i - 1].addr > pend[j - 1].addr) {
+            syms[--o] = syms[--i];
         } else {
-            if (i < m->n && m->syms[i].addr == pend[j].addr)
-                m->garbage += strlen(name_of(m, &m->syms[i++])) + 1;
-            out[o++] = pend[j++];
+            if (i > 0 && syms[i - 1].addr == pend[j - 1].addr) {
+                m->garbage += strlen(name_of(m, &syms[i - 1])) + 1;
+                i--; /* replaced: the newest wins */
+            }
+            syms[--o] = pend[--j];
         }
     }
-    free(m->syms);
-    m->syms = out;
-    m->n = m->cap = o;
+    if (o > i) /* entries replaced left a gap below the merged part */
+        memmove(syms + i, syms + o, (total - o) * sizeof(*syms));
+    m->n = i + (total - o);
+    m->cap = total;
     return 0;
 }
 

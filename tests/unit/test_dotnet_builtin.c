@@ -22,8 +22,11 @@ static const char fake_py[] =
     "import os, socket, struct, sys\n"
     "st = open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]\n"
     "s = socket.socket(socket.AF_UNIX)\n"
-    "s.bind('%s/dotnet-diagnostic-%d-%s-socket' % (os.environ['TMPDIR'], os.getpid(), st))\n"
+    /* listening before the name appears: a connect between bind and listen is refused */
+    "p = '%s/dotnet-diagnostic-%d-%s-socket' % (os.environ['TMPDIR'], os.getpid(), st)\n"
+    "s.bind(p + '.tmp')\n"
     "s.listen(16)\n"
+    "os.rename(p + '.tmp', p)\n"
     "if sys.argv[1] == 'mute':\n"
     "    import time\n"
     "    time.sleep(60)\n"

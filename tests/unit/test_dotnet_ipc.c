@@ -247,9 +247,13 @@ static pid_t start_mute_target(const char *dir)
         const char *prog = "import os, socket, time\n"
                            "st = open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]\n"
                            "s = socket.socket(socket.AF_UNIX)\n"
-                           "s.bind('%s/dotnet-diagnostic-%d-%s-socket' % (os.environ['TMPDIR'], "
-                           "os.getpid(), st))\n"
+                           "p = '%s/dotnet-diagnostic-%d-%s-socket' % (os.environ['TMPDIR'], "
+                           "os.getpid(), st)\n"
+                           /* listening before the name appears: a connect between bind and
+                            * listen would be refused */
+                           "s.bind(p + '.tmp')\n"
                            "s.listen(4)\n"
+                           "os.rename(p + '.tmp', p)\n"
                            "time.sleep(30)\n";
         char *const argv[] = {"python3", "-c", (char *)prog, NULL};
         execve("/usr/bin/python3", argv, envp);
