@@ -139,9 +139,8 @@ static int merge(pp_perfmap *m, pp_pm_sym *pend, size_t np)
         }
     }
     np = w;
-    /* Merged in place from the end into the table grown by realloc: a new table per chunk
-     * (the old way) was a fresh mapping of the whole table, faulted in page by page, at every
-     * chunk of a large map once blocks of its size are mapped apart (main's mallopt). */
+    /* Merged in place from the end into the table grown by realloc, not into a new table per
+     * chunk (a large table is a mapping of its own: a new one is faulted in page by page). */
     size_t total = m->n + np;
     pp_pm_sym *syms = realloc(m->syms, (total ? total : 1) * sizeof(*syms));
     if (!syms)
