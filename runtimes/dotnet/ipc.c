@@ -276,7 +276,6 @@ static int connect_target(const pp_net_session *s, double deadline, char *err, s
     return fd;
 }
 
-/* Sends msg on fd and reads the OK reply's payload (8 bytes: a session id) into *id. */
 /* Reads an OK reply's payload (8 bytes: a session id) from fd into *id. */
 static int read_reply(int fd, double deadline, uint64_t *id, const char *what, char *err,
                       size_t errlen)
