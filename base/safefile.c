@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,9 +107,27 @@ int pp_replace_file_at(int dfd, const char *name, const void *data, size_t len, 
     return rc;
 }
 
+int pp_mkdir_parents(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *s = buf + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *s = '/';
+    }
+    return 0;
+}
+
 int pp_open_private_dir(const char *path, mode_t mode, char *err, size_t errlen)
 {
-    if (mkdir(path, mode) < 0 && errno != EEXIST) {
+    if (pp_mkdir_parents(path) < 0 || (mkdir(path, mode) < 0 && errno != EEXIST)) {
         snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
         return -1;
     }

@@ -36,10 +36,14 @@ int pp_write_all(int fd, const void *data, size_t len);
  * with errno. */
 int pp_replace_file_at(int dfd, const char *name, const void *data, size_t len, mode_t mode);
 
+/* Creates the missing parent directories of path (mode 0755, as mkdir -p; path itself is not
+ * created). 0, or -1 with errno (ENAMETOOLONG for a path over PATH_MAX). */
+int pp_mkdir_parents(const char *path);
+
 /* Opens (creating it with mode when missing) the directory path for polyprof's own use: never a
  * symlink as the last component, a directory, owned by the effective uid, not writable by group
- * or others (its mode is set to mode). Parents are not created. Returns an O_DIRECTORY
- * descriptor, or -1 with a message in err (what is wrong and what to do). */
+ * or others (its mode is set to mode). Missing parents are created (pp_mkdir_parents). Returns
+ * an O_DIRECTORY descriptor, or -1 with a message in err (what is wrong and what to do). */
 int pp_open_private_dir(const char *path, mode_t mode, char *err, size_t errlen);
 
 /* Opens dfd/name (dfd may be AT_FDCWD) for appending (created with mode when missing) as a file

@@ -23,26 +23,6 @@
 #define RENAME_NOREPLACE (1 << 0)
 #endif
 
-static int mkdir_p(const char *dir)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}
-
 int pp_output_prepare(const char *dir, char *err, size_t errlen)
 {
     struct stat st;
@@ -51,7 +31,8 @@ int pp_output_prepare(const char *dir, char *err, size_t errlen)
                  dir);
         return -1;
     }
-    if (mkdir_p(dir) < 0 || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+    if (pp_mkdir_parents(dir) < 0 || (mkdir(dir, 0755) < 0 && errno != EEXIST) ||
+        stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
         snprintf(err, errlen, "cannot create output directory %s: %s", dir, strerror(errno));
         return -1;
     }

@@ -52,26 +52,6 @@ static long long now_ns(void)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* mkdir -p of the parents of dir (0755); the last component is pp_open_private_dir's. */
-static int mkdir_parents(const char *dir)
-{
-    char *p = strdup(dir);
-    if (!p)
-        return -1;
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0755) < 0 && errno != EEXIST) {
-            free(p);
-            return -1;
-        }
-        *s = '/';
-    }
-    free(p);
-    return 0;
-}
-
 long long pp_spool_entry_time(const char *name)
 {
     char *end;
@@ -100,11 +80,7 @@ static DIR *open_dir(pp_spool *sp)
 pp_spool *pp_spool_open(const char *dir, const char *label, const pp_spool_limits *lim, char *err,
                         size_t errlen)
 {
-    if (mkdir_parents(dir) < 0) {
-        snprintf(err, errlen, "cannot create the upload spool %s: %s", dir, strerror(errno));
-        return NULL;
-    }
-    /* the spool itself: a directory of ours, 0700, never reached through a symlink */
+    /* the spool: a directory of ours, 0700, never reached through a symlink (parents 0755) */
     char why[512];
     int dfd = pp_open_private_dir(dir, 0700, why, sizeof(why));
     if (dfd < 0) {

@@ -135,6 +135,23 @@ Test(safefile, private_dir_checks)
     pp_test_rmtree(dir);
 }
 
+Test(safefile, private_dir_creates_missing_parents)
+{
+    char *dir = pp_test_mkdtemp();
+    char p[PATH_MAX], err[512];
+    snprintf(p, sizeof(p), "%s/var/lib/polyprof/history", dir);
+    int fd = pp_open_private_dir(p, 0700, err, sizeof(err));
+    cr_assert(fd >= 0, "%s", err);
+    close(fd);
+    struct stat st;
+    cr_assert_eq(stat(p, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0700, "the directory itself is private");
+    snprintf(p, sizeof(p), "%s/var/lib/polyprof", dir);
+    cr_assert_eq(stat(p, &st), 0);
+    cr_assert(S_ISDIR(st.st_mode), "the parents made as mkdir -p makes them");
+    pp_test_rmtree(dir);
+}
+
 Test(safefile, input_files, .timeout = 20)
 {
     char *dir = pp_test_mkdtemp();
