@@ -4,6 +4,7 @@
  * of its thread from the JavaFrameAnchor must name those frames. Skipped only when the JDK is not
  * installed. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/utf8.h"
 #include "runtimes/java/hotspot.h"
 #include "testutil.h"
 
@@ -260,6 +262,299 @@ Test(hotspot, layout_cached_per_build_id_and_checked_by_name, .timeout = 180)
     pp_hs_close(&p);
     stop(pid);
     pp_test_rmtree(dir);
+}
+
+/* ---- synthetic memory: tables and objects laid out in a buffer served through the hook ---- */
+
+#define FAKE_BASE 0x200000ull
+#define FAKE_SIZE (2u << 20)
+
+typedef struct fake {
+    uint8_t *mem;
+    uint64_t strings; /* next free string address */
+} fake;
+
+static int fake_read(void *arg, uint64_t addr, void *buf, size_t len)
+{
+    fake *f = arg;
+    if (addr < FAKE_BASE || addr + len > FAKE_BASE + FAKE_SIZE) {
+        errno = EFAULT;
+        return -1;
+    }
+    memcpy(buf, f->mem + (addr - FAKE_BASE), len);
+    return 0;
+}
+
+static void put(fake *f, uint64_t addr, const void *v, size_t n)
+{
+    cr_assert(addr >= FAKE_BASE && addr + n <= FAKE_BASE + FAKE_SIZE);
+    memcpy(f->mem + (addr - FAKE_BASE), v, n);
+}
+
+static void put64(fake *f, uint64_t addr, uint64_t v)
+{
+    put(f, addr, &v, 8);
+}
+
+static uint64_t str(fake *f, const char *s)
+{
+    uint64_t a = f->strings;
+    put(f, a, s, strlen(s) + 1);
+    f->strings += strlen(s) + 1;
+    return a;
+}
+
+static void fake_init(fake *f, pp_rmem *m)
+{
+    f->mem = calloc(1, FAKE_SIZE);
+    cr_assert(f->mem);
+    f->strings = FAKE_BASE + 0x10000;
+    pp_rmem_init(m, 1);
+    m->hook = fake_read;
+    m->hook_arg = f;
+}
+
+/* A JDK-17-shaped set of tables (names as 17 exports them: CompiledMethod._method,
+ * _scopes_data_begin, CodeBlob pointers) with rows left out by name (skip) and an optional
+ * extra struct row; the symbols' addresses into syms. */
+typedef struct row {
+    const char *type, *field;
+    uint64_t offset; /* or the static's address */
+    bool is_static;
+} row;
+
+#define STATIC_AT(i) (FAKE_BASE + 0x80000 + (i)*16)
+static const row rows17[] = {
+    {"CodeCache", "_heaps", STATIC_AT(0), true},
+    {"CodeCache", "_low_bound", STATIC_AT(1), true},
+    {"CodeCache", "_high_bound", STATIC_AT(2), true},
+    {"ThreadsSMRSupport", "_java_thread_list", STATIC_AT(3), true},
+    {"AbstractInterpreter", "_code", STATIC_AT(4), true},
+    {"Abstract_VM_Version", "_vm_major_version", STATIC_AT(5), true},
+    {"GrowableArrayBase", "_len", 0, false},
+    {"GrowableArray<int>", "_data", 8, false},
+    {"CodeHeap", "_memory", 8, false},
+    {"CodeHeap", "_segmap", 120, false},
+    {"CodeHeap", "_log2_segment_size", 256, false},
+    {"VirtualSpace", "_low", 16, false},
+    {"VirtualSpace", "_high", 24, false},
+    {"CodeBlob", "_name", 96, false},
+    {"CodeBlob", "_size", 12, false},
+    {"CodeBlob", "_frame_size", 28, false},
+    {"CodeBlob", "_code_begin", 32, false},
+    {"CodeBlob", "_code_end", 40, false},
+    {"CompiledMethod", "_method", 112, false},
+    {"CompiledMethod", "_scopes_data_begin", 120, false},
+    {"nmethod", "_comp_level", 308, false},
+    {"nmethod", "_scopes_pcs_offset", 268, false},
+    {"nmethod", "_metadata_offset", 260, false},
+    {"Method", "_constMethod", 8, false},
+    {"ConstMethod", "_constants", 8, false},
+    {"ConstMethod", "_name_index", 34, false},
+    {"ConstMethod", "_signature_index", 36, false},
+    {"ConstantPool", "_pool_holder", 24, false},
+    {"ConstantPool", "_length", 60, false},
+    {"Klass", "_name", 24, false},
+    {"Symbol", "_length", 4, false},
+    {"Symbol", "_body", 6, false},
+    {"JavaThread", "_anchor", 656, false},
+    {"JavaThread", "_osthread", 560, false},
+    {"JavaThread", "_thread_state", 824, false},
+    {"JavaFrameAnchor", "_last_Java_sp", 0, false},
+    {"JavaFrameAnchor", "_last_Java_pc", 8, false},
+    {"JavaFrameAnchor", "_last_Java_fp", 16, false},
+    {"OSThread", "_thread_id", 208, false},
+    {"ThreadsList", "_length", 4, false},
+    {"ThreadsList", "_threads", 16, false},
+    {"StubQueue", "_stub_buffer", 8, false},
+    {"StubQueue", "_buffer_limit", 20, false},
+};
+
+static void fake_tables(fake *f, uint64_t *syms, const char *skip, const row *extra, bool no_end)
+{
+    static const uint64_t vals[PP_HS_NSYMS] = {[PP_HS_STRUCTS] = FAKE_BASE + 0x100000,
+                                               [PP_HS_ST_STRIDE] = 48,
+                                               [PP_HS_ST_TYPE] = 0,
+                                               [PP_HS_ST_FIELD] = 8,
+                                               [PP_HS_ST_STATIC] = 24,
+                                               [PP_HS_ST_OFFSET] = 32,
+                                               [PP_HS_ST_ADDRESS] = 40,
+                                               [PP_HS_TYPES] = FAKE_BASE + 0xa0000,
+                                               [PP_HS_TY_STRIDE] = 32,
+                                               [PP_HS_TY_NAME] = 0,
+                                               [PP_HS_TY_SIZE] = 24,
+                                               [PP_HS_INTS] = FAKE_BASE + 0xb0000,
+                                               [PP_HS_IC_STRIDE] = 16,
+                                               [PP_HS_IC_NAME] = 0,
+                                               [PP_HS_IC_VALUE] = 8,
+                                               [PP_HS_LONGS] = FAKE_BASE + 0xc0000,
+                                               [PP_HS_LC_STRIDE] = 16,
+                                               [PP_HS_LC_NAME] = 0,
+                                               [PP_HS_LC_VALUE] = 8};
+    for (int i = 0; i < PP_HS_NSYMS; i++) {
+        syms[i] = FAKE_BASE + (uint64_t)i * 8;
+        put64(f, syms[i], vals[i]);
+    }
+    uint64_t e = vals[PP_HS_STRUCTS];
+    size_t n = sizeof(rows17) / sizeof(rows17[0]);
+    for (size_t i = 0; i <= n; i++) {
+        const row *r = i < n ? &rows17[i] : extra;
+        if (!r || (skip && strcmp(r->field, skip) == 0))
+            continue;
+        int32_t st = r->is_static;
+        put64(f, e, str(f, r->type));
+        put64(f, e + 8, str(f, r->field));
+        put(f, e + 24, &st, 4);
+        put64(f, e + (st ? 40 : 32), r->offset);
+        e += 48;
+    }
+    uint64_t junk = str(f, "Junk");
+    for (int i = 0; no_end && i <= 20000; i++, e += 48) /* past the reader's bound, no end */
+        put64(f, e, junk);
+    int32_t major = 17;
+    put(f, STATIC_AT(5), &major, 4);
+    static const struct {
+        const char *name;
+        uint64_t size;
+    } types[] = {{"HeapBlock", 16}, {"ConstantPool", 72}, {"ConstMethod", 48}};
+    for (size_t i = 0; i < 3; i++) {
+        put64(f, vals[PP_HS_TYPES] + i * 32, str(f, types[i].name));
+        put64(f, vals[PP_HS_TYPES] + i * 32 + 24, types[i].size);
+    }
+    static const struct {
+        const char *name;
+        int32_t v;
+    } ints[] = {{"frame::interpreter_frame_sender_sp_offset", -1},
+                {"frame::interpreter_frame_last_sp_offset", -2},
+                {"_thread_in_native", 4},
+                {"_thread_in_vm", 6},
+                {"_thread_in_Java", 8}};
+    for (size_t i = 0; i < 5; i++) {
+        put64(f, vals[PP_HS_INTS] + i * 16, str(f, ints[i].name));
+        put(f, vals[PP_HS_INTS] + i * 16 + 8, &ints[i].v, 4);
+    }
+}
+
+/* Lays the tables out afresh (fake_tables) and parses them into L: pp_hs_layout_parse's result. */
+static int reparse(fake *f, pp_rmem *m, uint64_t *syms, const char *skip, const row *extra,
+                   bool no_end, pp_hs_layout *L, char *why, size_t len)
+{
+    memset(f->mem, 0, FAKE_SIZE);
+    pp_rmem_begin_sample(m);
+    f->strings = FAKE_BASE + 0x10000;
+    fake_tables(f, syms, skip, extra, no_end);
+    return pp_hs_layout_parse(m, syms, FAKE_BASE, L, why, len);
+}
+
+/* Fields are found by name, under the names each version uses; a missing one is named. */
+Test(hotspot, tables_are_read_by_name_and_a_missing_field_is_named)
+{
+    fake f;
+    pp_rmem m;
+    fake_init(&f, &m);
+    uint64_t syms[PP_HS_NSYMS];
+    pp_hs_layout L;
+    char why[256] = "";
+    cr_assert_eq(reparse(&f, &m, syms, NULL, NULL, false, &L, why, sizeof(why)), 0, "%s", why);
+    cr_expect_eq(pp_hs_layout_check(&L, why, sizeof(why)), 0, "%s", why);
+    cr_expect_eq(L.major, 17);
+    cr_expect_eq(L.nm_method, 112);      /* CompiledMethod._method */
+    cr_expect_eq(L.nm_scopes_data, 120); /* _scopes_data_begin */
+    cr_expect_eq(L.jt_anchor, 656);
+    cr_expect_eq(L.cc_heaps, STATIC_AT(0) - FAKE_BASE); /* statics relative to the bias */
+    cr_expect_eq(L.cp_size, 72);
+    cr_expect_eq(L.if_method, -3);
+    cr_expect_eq(L.blob_kind, PP_HS_NONE);
+
+    cr_assert_eq(reparse(&f, &m, syms, "_thread_id", NULL, false, &L, why, sizeof(why)), 0, "%s",
+                 why);
+    cr_expect_eq(pp_hs_layout_check(&L, why, sizeof(why)), -1);
+    cr_expect(strstr(why, "OSThread._thread_id"), "%s", why);
+
+    /* a field of the same name in another type, or an overlong name, is not taken */
+    static char longname[200];
+    memset(longname, 'A', sizeof(longname) - 1);
+    static const row other = {"Thread", "_anchor", 1, false};
+    row overlong = {longname, "_thread_id", 2, false};
+    cr_assert_eq(reparse(&f, &m, syms, "_anchor", &other, false, &L, why, sizeof(why)), 0, "%s",
+                 why);
+    cr_expect_eq(L.jt_anchor, PP_HS_NONE);
+    cr_assert_eq(reparse(&f, &m, syms, "_thread_id", &overlong, false, &L, why, sizeof(why)), 0,
+                 "%s", why);
+    cr_expect_eq(L.os_tid, PP_HS_NONE);
+
+    /* a table without its end is refused */
+    cr_expect_eq(reparse(&f, &m, syms, NULL, NULL, true, &L, why, sizeof(why)), -1);
+    cr_expect(strstr(why, "gHotSpotVMStructs has no end"), "%s", why);
+    /* a stride that does not hold the entry's fields is refused */
+    put64(&f, syms[PP_HS_ST_STRIDE], 40);
+    pp_rmem_begin_sample(&m);
+    cr_expect_eq(pp_hs_layout_parse(&m, syms, FAKE_BASE, &L, why, sizeof(why)), -1);
+    cr_expect(strstr(why, "gHotSpotVMStructEntryAddressOffset"), "%s", why);
+    pp_rmem_free(&m);
+    free(f.mem);
+}
+
+/* Method* -> text: ';' as '|', invalid UTF-8 repaired, cached; what is not a method is not
+ * named (an index past the pool, a signature that is not one). */
+Test(hotspot, method_text_is_sanitised_and_cached)
+{
+    fake f;
+    pp_hs_proc p;
+    memset(&p, 0, sizeof(p));
+    fake_init(&f, &p.mem);
+    pp_hs_methods_init(&p);
+    p.L = (pp_hs_layout){.method_const = 8,
+                         .cm_constants = 8,
+                         .cm_name_index = 34,
+                         .cm_sig_index = 36,
+                         .cp_holder = 24,
+                         .cp_length = 60,
+                         .cp_size = 72,
+                         .klass_name = 24,
+                         .sym_length = 4,
+                         .sym_body = 6};
+    const uint64_t M = FAKE_BASE + 0x100, CM = FAKE_BASE + 0x200, CP = FAKE_BASE + 0x400,
+                   K = FAKE_BASE + 0x800;
+    put64(&f, M + 8, CM);
+    put64(&f, CM + 8, CP);
+    uint16_t ni = 3, si = 4;
+    put(&f, CM + 34, &ni, 2);
+    put(&f, CM + 36, &si, 2);
+    put64(&f, CP + 24, K);
+    int32_t cplen = 10;
+    put(&f, CP + 60, &cplen, 4);
+    const char *const texts[3] = {"pkg/Cl\xff"
+                                  "ass",
+                                  "run", "(Ljava/lang/String;I)V"};
+    const uint64_t syms[3] = {FAKE_BASE + 0x1200, FAKE_BASE + 0x1000, FAKE_BASE + 0x1100};
+    for (int i = 0; i < 3; i++) {
+        uint16_t n = (uint16_t)strlen(texts[i]);
+        put(&f, syms[i] + 4, &n, 2);
+        put(&f, syms[i] + 6, texts[i], n);
+    }
+    put64(&f, K + 24, syms[0]);
+    put64(&f, CP + 72 + 3 * 8, syms[1]);
+    put64(&f, CP + 72 + 4 * 8, syms[2]);
+    const char *t = pp_hs_method_name(&p, M);
+    cr_assert(t);
+    cr_expect_str_eq(t, "pkg/Cl" PP_UTF8_REPLACEMENT "ass.run(Ljava/lang/String|I)V");
+    cr_expect(pp_hs_method_name(&p, M) == t); /* cached */
+    cr_expect_eq(pp_htab_count(&p.methods), 1);
+    char buf[PP_HS_TEXT_MAX];
+    cplen = 4; /* the signature's index is past the pool */
+    put(&f, CP + 60, &cplen, 4);
+    pp_rmem_begin_sample(&p.mem);
+    cr_expect_eq(pp_hs_method_text(&p, M, buf, sizeof(buf)), -1);
+    cplen = 10;
+    put(&f, CP + 60, &cplen, 4);
+    put(&f, syms[2] + 6, "X", 1); /* not a descriptor */
+    pp_rmem_begin_sample(&p.mem);
+    cr_expect_eq(pp_hs_method_text(&p, M, buf, sizeof(buf)), -1);
+    cr_expect_null(pp_hs_method_name(&p, M + 8));
+    cr_expect_eq(pp_htab_count(&p.methods), 1);
+    pp_hs_close(&p);
+    free(f.mem);
 }
 
 /* Tables read from garbage memory fail cleanly (no crash, no endless table, a reason). */
