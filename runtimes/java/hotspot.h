@@ -3,8 +3,9 @@
  * yet: no user-visible change.
  *
  * hotspot_layout.c: libjvm.so exports its structure table (gHotSpotVMStructs: type, field,
- * offset or static address), its type sizes (gHotSpotVMTypes) and its constants
- * (gHotSpotVMIntConstants, gHotSpotVMLongConstants), with the entries' own layout in
+ * offset or static address), its type sizes (gHotSpotVMTypes) and its int constants
+ * (gHotSpotVMIntConstants; gHotSpotVMLongConstants is looked up, no long constant is needed
+ * yet), with the entries' own layout in
  * gHotSpotVM*Entry*Offset / *ArrayStride (set by the JVM at start-up, so read from its memory).
  * The reader finds each field a walker needs by name (a field renamed between versions is listed
  * under each of its names), checks that every needed one is there (a reason string names the
