@@ -97,6 +97,8 @@ static void stop(pid_t pid)
     waitpid(pid, NULL, 0);
 }
 
+static int walked_tid; /* the thread walk_outer found, as OSThread._thread_id gives it */
+
 /* The walk of the thread sleeping in level2, as "text suffix" lines innermost first, into out;
  * how many frames it had (0 when no thread is there yet). */
 static int walk_outer(pp_hs_proc *p, char *out, size_t cap)
@@ -116,8 +118,10 @@ static int walk_outer(pp_hs_proc *p, char *out, size_t cap)
             at += (size_t)snprintf(out + at, cap - at, "%s%s\n", t ? t : "?",
                                    pp_hs_suffix(f[k].type));
         }
-        if (seen)
+        if (seen) {
+            walked_tid = th[i].tid;
             return n;
+        }
     }
     return 0;
 }
@@ -162,6 +166,12 @@ static void check_interpreted(int jdk, int major)
     /* above level2: Thread.sleep (JDK 17: the native method itself; 25: sleep0 and its callers) */
     cr_expect(strncmp(walk, "java/lang/Thread.sleep", 22) == 0, "%s", walk);
     cr_expect_eq(p.L.major, major, "%d", p.L.major);
+    /* the thread's id is the JVM's main thread (named "java" by the launcher) */
+    char comm[64];
+    snprintf(comm, sizeof(comm), "/proc/%d/task/%d/comm", (int)pid, walked_tid);
+    cr_expect(access(comm, R_OK) == 0, "no task %d in pid %d", walked_tid, (int)pid);
+    if (access(comm, R_OK) == 0)
+        cr_expect_str_eq(pp_test_read_text(comm), "java\n");
     char why[256] = "";
     cr_expect_eq(pp_hs_selfcheck(&p, why, sizeof(why)), 1, "%s", why);
     /* JDK 23+: CodeBlob offsets and a kind field; before, pointers and a name */
