@@ -54,7 +54,7 @@ static int scan_range(int fd, off_t size, uint64_t start, uint64_t end, uint8_t 
     const size_t keep = 8 + sizeof(pp_net_bundle_signature) - 1; /* a marker across chunks */
     size_t have = 0;                                             /* carried over */
     uint64_t pos = start;                                        /* file offset of buf[have] */
-    while (pos<end && * budget> 0) {
+    while (pos < end && *budget != 0) {
         size_t want = BUNDLE_CHUNK;
         if (want > end - pos)
             want = (size_t)(end - pos);

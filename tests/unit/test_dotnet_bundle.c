@@ -5,6 +5,7 @@
  * a bundle header as `dotnet publish` does (docs/dotnet.md). */
 #include "tests/unit/testutil.h"
 
+#include <elf.h>
 #include <glob.h>
 #include <limits.h>
 
@@ -26,7 +27,9 @@ static void build_standin(const char *dir, const char *name, bool rodata)
             rodata ? "const" : "volatile");
     for (size_t i = 0; i < sizeof(pp_net_bundle_signature); i++)
         fprintf(f, ", 0x%02x", pp_net_bundle_signature[i]);
-    fprintf(f, "};\nint main(void) { if (marker[0] == 1) return 1; for (;;) pause(); }\n");
+    fprintf(f,
+            "};\nint main(void) { if (marker[0] == 1) return 1; (void)!write(1, \"ready\\n\", 6);"
+            " for (;;) pause(); }\n");
     fclose(f);
     snprintf(cmd, sizeof(cmd), "cc -O0 -o '%s/%s' '%s'", dir, name, src);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
@@ -95,6 +98,61 @@ Test(dotnet_bundle, the_marker_with_a_header_offset_in_writable_data_is_a_bundle
     pp_test_rmtree(dir);
 }
 
+/* A minimal ELF file of size bytes (sparse) whose one writable PT_LOAD segment covers it all,
+ * with the marker at file offset at, its header offset pointing at a bundle header at the end. */
+static void write_elf_with_marker(const char *path, off_t size, off_t at)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(ftruncate(fd, size), 0);
+    Elf64_Ehdr eh = {
+        .e_ident = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64, ELFDATA2LSB, EV_CURRENT},
+        .e_type = ET_EXEC,
+        .e_machine = EM_X86_64,
+        .e_version = EV_CURRENT,
+        .e_phoff = sizeof(Elf64_Ehdr),
+        .e_ehsize = sizeof(Elf64_Ehdr),
+        .e_phentsize = sizeof(Elf64_Phdr),
+        .e_phnum = 1};
+    Elf64_Phdr ph = {.p_type = PT_LOAD,
+                     .p_flags = PF_R | PF_W,
+                     .p_offset = 0,
+                     .p_filesz = (uint64_t)size,
+                     .p_memsz = (uint64_t)size,
+                     .p_align = 4096};
+    cr_assert_eq(pwrite(fd, &eh, sizeof(eh), 0), (ssize_t)sizeof(eh));
+    cr_assert_eq(pwrite(fd, &ph, sizeof(ph), sizeof(eh)), (ssize_t)sizeof(ph));
+    uint8_t m[40];
+    uint64_t hdr_at = (uint64_t)size - 16;
+    for (int i = 0; i < 8; i++)
+        m[i] = (uint8_t)(hdr_at >> (8 * i));
+    memcpy(m + 8, pp_net_bundle_signature, 32);
+    cr_assert_eq(pwrite(fd, m, sizeof(m), at), (ssize_t)sizeof(m));
+    const uint8_t major[4] = {6};
+    cr_assert_eq(pwrite(fd, major, 4, (off_t)hdr_at), 4);
+    close(fd);
+}
+
+Test(dotnet_bundle, a_marker_across_two_reads_is_found_and_past_the_read_bound_not_looked_for)
+{
+    char *dir = pp_test_mkdtemp();
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/elf", dir);
+    const off_t chunk = 256 << 10; /* bundle.c's read size: the marker spans the first boundary */
+    for (off_t at = chunk - 39; at <= chunk - 1; at += 7) {
+        write_elf_with_marker(path, 1 << 20, at);
+        cr_expect_eq(check_path(dir, "elf"), 1, "the marker at %lld, across %lld", (long long)at,
+                     (long long)chunk);
+    }
+    write_elf_with_marker(path, 1 << 20, chunk - 48);
+    cr_expect_eq(check_path(dir, "elf"), 1, "just before the boundary");
+    write_elf_with_marker(path, 24 << 20, 20 << 20);
+    cr_expect_eq(check_path(dir, "elf"), 0, "past the first 16 MiB of writable segments");
+    write_elf_with_marker(path, 24 << 20, (15 << 20) + 5);
+    cr_expect_eq(check_path(dir, "elf"), 1, "within them");
+    pp_test_rmtree(dir);
+}
+
 Test(dotnet_bundle, the_real_31_host_and_runtime_are_not_bundles)
 {
     const char *tools = getenv("PP_TOOLS");
@@ -116,26 +174,25 @@ Test(dotnet_bundle, the_real_31_host_and_runtime_are_not_bundles)
     globfree(&g);
 }
 
-/* Runs path; returns once its exec is done (its /proc/<pid>/exe is path). */
+/* Runs path; returns once it is running its main (it wrote "ready"). */
 static pid_t run(const char *path)
 {
+    int p[2];
+    cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(p[1], 1);
         execl(path, path, (char *)NULL);
         _exit(127);
     }
-    char link[64], got[PATH_MAX];
-    snprintf(link, sizeof(link), "/proc/%d/exe", pid);
-    for (int i = 0; i < 1000; i++) {
-        ssize_t n = readlink(link, got, sizeof(got) - 1);
-        if (n > 0 && (got[n] = '\0', strcmp(got, path) == 0))
-            return pid;
-        usleep(5000);
-    }
-    cr_assert_fail("%s did not start", path);
-    return -1;
+    close(p[1]);
+    char got[8] = "";
+    cr_assert_eq(read(p[0], got, 6), 6, "%s did not start", path); /* blocks until it writes */
+    close(p[0]);
+    cr_assert_str_eq(got, "ready\n");
+    return pid;
 }
 
 static void stop(pid_t pid)
