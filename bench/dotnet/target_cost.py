@@ -8,7 +8,6 @@ around it.
 Needs `make deps` (the runtime and mcs) and root; polyprof is single-instance (on a shared machine
 run it under the test lock: flock /tmp/polyprof-test.lock bash bench/dotnet/target_cost.sh)."""
 import argparse
-import glob
 import json
 import os
 import shutil
@@ -20,7 +19,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import POLYPROF, RUNTIMECONFIG  # noqa: E402
+from run import POLYPROF, RUNTIMECONFIG, dotnet_host  # noqa: E402
 
 # Work units of a fixed size through a few methods (as JIT-compiled code of an application is:
 # calls, loops, an allocation), the count written every 100 ms with the program's own clock.
@@ -118,10 +117,6 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    tools = os.environ.get("PP_TOOLS") or "/var/cache/polyprof/tools"
-    hosts = glob.glob(f"{tools}/dotnetcore2-*/dotnetcore2/bin/dotnet")
-    if not hosts or not shutil.which("mcs"):
-        sys.exit("needs the .NET runtime and mcs: make deps")
     d = tempfile.mkdtemp(prefix="pp_bench_dotnet_cost_")
     p = None
     try:
@@ -131,7 +126,7 @@ def main():
                        stdout=subprocess.DEVNULL)
         with open(os.path.join(d, "Rate.runtimeconfig.json"), "w") as f:
             json.dump(RUNTIMECONFIG, f)
-        p = subprocess.Popen([hosts[0], f"{d}/Rate.exe"], stdout=subprocess.PIPE, text=True,
+        p = subprocess.Popen([dotnet_host(), f"{d}/Rate.exe"], stdout=subprocess.PIPE, text=True,
                              env={"PATH": "/usr/bin:/bin"})
         line = p.stdout.readline()
         assert line.startswith("ready"), line
