@@ -54,6 +54,15 @@ def children_cpu():
     return r.ru_utime + r.ru_stime
 
 
+def dotnet_host():
+    """The .NET runtime's host of `make deps`; exits when it or mcs is missing."""
+    tools = os.environ.get("PP_TOOLS") or "/var/cache/polyprof/tools"
+    hosts = glob.glob(f"{tools}/dotnetcore2-*/dotnetcore2/bin/dotnet")
+    if not hosts or not shutil.which("mcs"):
+        sys.exit("needs the .NET runtime and mcs: make deps")
+    return hosts[0]
+
+
 def run_polyprof(pid, mode, seconds, out):
     t0 = children_cpu()
     r = subprocess.run([POLYPROF, "-d", str(seconds), "-o", out, "--no-flamegraph",
@@ -69,10 +78,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    tools = os.environ.get("PP_TOOLS") or "/var/cache/polyprof/tools"
-    hosts = glob.glob(f"{tools}/dotnetcore2-*/dotnetcore2/bin/dotnet")
-    if not hosts or not shutil.which("mcs"):
-        sys.exit("needs the .NET runtime and mcs: make deps")
+    host = dotnet_host()
     d = tempfile.mkdtemp(prefix="pp_bench_dotnet_")
     try:
         src = os.path.join(d, "Many.cs")
@@ -83,7 +89,7 @@ def main():
         with open(os.path.join(d, "Many.runtimeconfig.json"), "w") as f:
             json.dump(RUNTIMECONFIG, f)
         t0 = time.monotonic()
-        p = subprocess.Popen([hosts[0], f"{d}/Many.exe"], stdout=subprocess.PIPE, text=True,
+        p = subprocess.Popen([host, f"{d}/Many.exe"], stdout=subprocess.PIPE, text=True,
                              env={"PATH": "/usr/bin:/bin"})
         line = p.stdout.readline()
         assert line.startswith("ready"), line

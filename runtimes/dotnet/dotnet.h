@@ -197,4 +197,14 @@ void pp_dotnet_session_begin(const struct pp_runtime_ctx *ctx, const struct pp_p
 void pp_dotnet_at_exit(const struct pp_runtime_ctx *ctx);
 void pp_dotnet_at_start(void);
 
+/* ---- bundle.c: single-file apps ---- */
+
+/* The bundle marker's signature (the 32 bytes after the header offset). */
+extern const uint8_t pp_net_bundle_signature[32];
+
+/* Whether the open file is a .NET single-file app (its apphost's bundle marker holds the offset
+ * of a bundle header inside the file): 1 yes, 0 no (also an apphost that is not a bundle), -1
+ * not an ELF file or unreadable. Reads at most 16 MiB of its writable segments. */
+int pp_net_bundle_check_fd(int fd);
+
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/child.h"
+#include "base/fdio.h"
 #include "base/inroot.h"
 #include "base/peersock.h"
 #include "base/procfiles.h"
@@ -180,66 +181,6 @@ void pp_net_set_cancel_fd(int fd)
     cancel_fd = fd;
 }
 
-static int wait_fd(int fd, short ev, double deadline)
-{
-    for (;;) {
-        double left = deadline - pp_mono_now();
-        if (left <= 0) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
-        struct pollfd p[2] = {{.fd = fd, .events = ev}, {.fd = cancel_fd, .events = POLLIN}};
-        int r = poll(p, cancel_fd >= 0 ? 2 : 1, (int)(left * 1000) + 1);
-        if (r > 0 && cancel_fd >= 0 && p[1].revents) {
-            errno = ECANCELED;
-            return -1;
-        }
-        if (r > 0)
-            return 0;
-        if (r < 0 && errno != EINTR)
-            return -1;
-    }
-}
-
-static int send_all(int fd, const uint8_t *b, size_t n, double deadline)
-{
-    while (n) {
-        if (wait_fd(fd, POLLOUT, deadline) < 0)
-            return -1;
-        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                continue;
-            return -1;
-        }
-        b += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Exactly n bytes (EPIPE when the stream ends before). */
-static int recv_exact(int fd, uint8_t *b, size_t n, double deadline)
-{
-    while (n) {
-        if (wait_fd(fd, POLLIN, deadline) < 0)
-            return -1;
-        ssize_t r = recv(fd, b, n, 0);
-        if (r < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (r == 0) {
-            errno = EPIPE;
-            return -1;
-        }
-        b += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
 /* Connects to the session's socket (checked: base/peersock.h). */
 static int connect_target(const pp_net_session *s, double deadline, char *err, size_t errlen)
 {
@@ -283,7 +224,7 @@ static int read_reply(int fd, double deadline, uint64_t *id, const char *what, c
     uint8_t hdr[PP_NET_IPC_HEADER], pl[64];
     size_t pn = 0;
     char why[160];
-    if (recv_exact(fd, hdr, sizeof(hdr), deadline) < 0) {
+    if (pp_fdio_recv_exact(fd, hdr, sizeof(hdr), deadline, &cancel_fd, 1) < 0) {
         int e = errno;
         snprintf(err, errlen, "%s: %s", what,
                  e == ETIMEDOUT ? "no reply in time"
@@ -293,7 +234,7 @@ static int read_reply(int fd, double deadline, uint64_t *id, const char *what, c
         return -1;
     }
     int rc = pp_net_ipc_parse_reply(hdr, &pn, why, sizeof(why));
-    if (rc < 0 || recv_exact(fd, pl, pn, deadline) < 0) {
+    if (rc < 0 || pp_fdio_recv_exact(fd, pl, pn, deadline, &cancel_fd, 1) < 0) {
         snprintf(err, errlen, "%s: %s", what, rc < 0 ? why : "reply cut short");
         errno = EPROTO;
         return -1;
@@ -316,7 +257,7 @@ static int read_reply(int fd, double deadline, uint64_t *id, const char *what, c
 static int command(int fd, const uint8_t *msg, size_t n, double deadline, uint64_t *id,
                    const char *what, char *err, size_t errlen)
 {
-    if (send_all(fd, msg, n, deadline) < 0) {
+    if (pp_fdio_send_all(fd, msg, n, deadline, &cancel_fd, 1) < 0) {
         int e = errno;
         snprintf(err, errlen, "%s: %s", what, e == ETIMEDOUT ? "not sent in time" : strerror(e));
         errno = e;
@@ -358,15 +299,7 @@ int pp_net_session_start(int pid, const pp_net_provider *prov, int nprov, uint32
 
 ssize_t pp_net_session_read(pp_net_session *s, void *buf, size_t len, double deadline)
 {
-    if (s->fd < 0)
-        return 0;
-    for (;;) {
-        if (wait_fd(s->fd, POLLIN, deadline) < 0)
-            return -1;
-        ssize_t r = recv(s->fd, buf, len, 0);
-        if (r >= 0 || (errno != EAGAIN && errno != EINTR))
-            return r;
-    }
+    return s->fd < 0 ? 0 : pp_fdio_recv_some(s->fd, buf, len, deadline, &cancel_fd, 1);
 }
 
 int pp_net_session_stop_send(pp_net_session *s, double deadline, char *err, size_t errlen)
@@ -376,7 +309,7 @@ int pp_net_session_stop_send(pp_net_session *s, double deadline, char *err, size
     int fd = connect_target(s, deadline, err, errlen);
     if (fd < 0)
         return -1;
-    if (send_all(fd, msg, n, deadline) < 0) {
+    if (pp_fdio_send_all(fd, msg, n, deadline, &cancel_fd, 1) < 0) {
         int e = errno;
         snprintf(err, errlen, "EventPipe StopTracing to .NET process %d: %s", s->pid,
                  e == ETIMEDOUT ? "not sent in time" : strerror(e));

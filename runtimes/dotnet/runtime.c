@@ -1,4 +1,5 @@
-/* The .NET runtime's descriptor (runtimes/runtime.h): detection, metadata (metadata.c) and
+/* The .NET runtime's descriptor (runtimes/runtime.h): detection (the maps regex, and the bundle
+ * marker of single-file apps: bundle.c), metadata (metadata.c) and
  * --dotnet-mode builtin (builtin.c: JIT-compiled method names for the system sampler through
  * polyprof's own diagnostics client). dotnet-trace is accepted and warns at start (not run here).
  */
@@ -6,6 +7,8 @@
 
 #include "runtimes/dotnet/dotnet.h"
 #include "runtimes/runtime.h"
+
+extern const pp_detector pp_net_bundle_detector;
 
 static const pp_choice modes[] = {{"auto", "builtin"}, {"builtin"},          {"dotnet-trace"},
                                   {"disabled"},        {"none", "disabled"}, {NULL}};
@@ -18,7 +21,9 @@ const pp_runtime pp_rt_dotnet = {
     .match_on = PP_MATCH_MAPS,
     .default_regex = "(^.+/dotnet[^/]*$)|(^.+/libcoreclr\\.so( \\(deleted\\))?$)",
     .regex_option = "maps-regex",
-    .regex_help = "same, to detect .NET",
+    .regex_help = "same, to detect .NET (single-file apps are detected by their bundle marker "
+                  "as well)",
+    .detector = &pp_net_bundle_detector,
     .interpreter = true,
     .modes = modes,
     .default_mode = "disabled",

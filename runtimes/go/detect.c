@@ -11,13 +11,12 @@
 #include <unistd.h>
 
 #include "base/elfnotes.h"
-#include "base/hash.h"
+#include "base/execache.h"
 #include "runtimes/go/go.h"
 #include "runtimes/runtime.h"
 
 #define NT_GO_BUILDID 4         /* the Go linker's build-id note, name "Go" */
 #define GO_NOTE_MAX (64 * 1024) /* a Go build-id note is ~100 bytes; bound what we map */
-#define GO_CACHE_MAX 65536      /* distinct executables; beyond this the cache starts over */
 
 /* ---- Go check ---- */
 
@@ -65,90 +64,14 @@ int pp_go_check_fd(int fd)
     return r;
 }
 
-static uint64_t go_hash(const struct stat *st)
-{
-    uint64_t k[5] = {st->st_dev, st->st_ino, (uint64_t)st->st_mtim.tv_sec,
-                     (uint64_t)st->st_mtim.tv_nsec, (uint64_t)st->st_size};
-    return pp_hash_bytes(k, sizeof(k), 0);
-}
-
-static bool go_same(const pp_go_entry *g, const struct stat *st)
-{
-    return g->dev == st->st_dev && g->ino == st->st_ino && g->mtime_sec == st->st_mtim.tv_sec &&
-           g->mtime_nsec == st->st_mtim.tv_nsec && g->size == (long long)st->st_size;
-}
-
-int pp_go_check_pid(pp_go_cache *c, int pid, bool *is_go)
-{
-    char path[48];
-    struct stat st;
-    snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-    if (stat(path, &st) != 0)
-        return -1;
-    uint64_t h = go_hash(&st);
-    pp_htab_probe p;
-    for (pp_go_entry *g = pp_htab_first(&c->tab, h, &p); g; g = pp_htab_next(&c->tab, &p)) {
-        if (go_same(g, &st)) {
-            *is_go = g->is_go;
-            return 0;
-        }
-    }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    c->elf_opens++;
-    int r = pp_go_check_fd(fd);
-    close(fd);
-    /* Cache "not Go" for non-ELF or unreadable files as well: the answer will not change for
-     * this identity. */
-    if (!c->tab.esize)
-        PP_HTAB_INIT(&c->tab, pp_go_entry, 50);
-    if (pp_htab_count(&c->tab) >= GO_CACHE_MAX) /* start over rather than grow without bound */
-        pp_htab_clear(&c->tab);
-    pp_go_entry *g = pp_htab_add(&c->tab, h);
-    if (g)
-        *g = (pp_go_entry){.dev = st.st_dev,
-                           .ino = st.st_ino,
-                           .mtime_sec = st.st_mtim.tv_sec,
-                           .mtime_nsec = st.st_mtim.tv_nsec,
-                           .size = (long long)st.st_size,
-                           .is_go = r == 1};
-    *is_go = r == 1;
-    return 0;
-}
-
-void pp_go_cache_free(pp_go_cache *c)
-{
-    pp_htab_free(&c->tab);
-    c->elf_opens = 0;
-}
-
-static void *detect_create(void)
-{
-    return calloc(1, sizeof(pp_go_cache));
-}
-
-static void detect_destroy(void *state)
-{
-    if (!state)
-        return;
-    pp_go_cache_free(state);
-    free(state);
-}
-
 static int detect_check(void *state, int pid, bool *match)
 {
-    return pp_go_check_pid(state, pid, match);
-}
-
-static unsigned long detect_files(const void *state)
-{
-    return ((const pp_go_cache *)state)->elf_opens;
+    return pp_execache_check_pid(state, pid, pp_go_check_fd, match);
 }
 
 const pp_detector pp_go_detector = {
-    .create = detect_create,
-    .destroy = detect_destroy,
+    .create = pp_execache_new,
+    .destroy = pp_execache_delete,
     .check = detect_check,
-    .files_parsed = detect_files,
+    .files_parsed = pp_execache_opens,
 };

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/child.h"
+#include "base/fdio.h"
 #include "base/inroot.h"
 #include "base/log.h"
 #include "base/peersock.h"
@@ -48,38 +48,22 @@ void pp_jattach_cancel_all(void)
         pp_debug("attach: cannot cancel the requests in flight: %s", strerror(errno));
 }
 
-/* Polls p[0..n) plus the cancel descriptors (p has room for 2 more); -2 when one of those is
- * readable (errno ECANCELED), else poll's result. */
-static int poll_cancellable(struct pollfd *p, int n, int ms)
+/* The thread's and the process-wide cancel descriptors, for base/fdio.h. */
+static int cancel_fds(int out[2])
 {
     pthread_once(&cancel_all_once, make_cancel_all);
-    int k = n;
-    if (cancel_fd >= 0)
-        p[k++] = (struct pollfd){.fd = cancel_fd, .events = POLLIN};
-    if (cancel_all_fd >= 0)
-        p[k++] = (struct pollfd){.fd = cancel_all_fd, .events = POLLIN};
-    int r = poll(p, (nfds_t)k, ms);
-    for (int i = n; r > 0 && i < k; i++) {
-        if (p[i].revents & POLLIN) {
-            errno = ECANCELED;
-            return -2;
-        }
-    }
-    return r;
+    out[0] = cancel_fd;
+    out[1] = cancel_all_fd;
+    return 2;
 }
 
 /* Sleeps ms, or less when a cancel descriptor becomes readable: then false (errno ECANCELED). */
 static bool sleep_ms(long ms)
 {
-    double until = pp_mono_now() + (double)ms / 1000;
-    for (;;) {
-        double left = until - pp_mono_now();
-        struct pollfd p[2];
-        if (poll_cancellable(p, 0, left > 0 ? (int)(left * 1000) + 1 : 0) == -2)
-            return false;
-        if (left <= 0 || pp_mono_now() >= until)
-            return true;
-    }
+    int cancel[2];
+    int ncancel = cancel_fds(cancel);
+    return pp_fdio_wait(-1, 0, pp_mono_now() + (double)ms / 1000, cancel, ncancel) < 0 &&
+           errno == ETIMEDOUT;
 }
 
 int pp_jattach_parse_status(const char *text, pp_jattach_status *st)
@@ -381,47 +365,11 @@ static int start_listener_once(int pid, const pp_jattach_status *st, const struc
     }
 }
 
-/* Waits until fd is ready for events: 0, or -1 with errno ETIMEDOUT at the deadline or
- * ECANCELED when a cancel descriptor becomes readable. */
-static int wait_fd(int fd, short events, double deadline)
-{
-    for (;;) {
-        double left = deadline - pp_mono_now();
-        if (left <= 0) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
-        struct pollfd p[3] = {{.fd = fd, .events = events}};
-        int r = poll_cancellable(p, 1, (int)(left * 1000) + 1);
-        if (r == -2)
-            return -1;
-        if (r > 0)
-            return 0;
-        if (r < 0 && errno != EINTR)
-            return -1;
-    }
-}
-
-static int send_all(int fd, const char *buf, size_t len, double deadline)
-{
-    size_t off = 0;
-    while (off < len) {
-        if (wait_fd(fd, POLLOUT, deadline) < 0)
-            return -1;
-        ssize_t w = send(fd, buf + off, len - off, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                continue;
-            return -1;
-        }
-        off += (size_t)w;
-    }
-    return 0;
-}
-
 /* Reads until EOF; *buf malloc'd and NUL-terminated. */
 static ssize_t recv_all(int fd, char **buf, double deadline)
 {
+    int cancel[2];
+    int ncancel = cancel_fds(cancel);
     size_t cap = 4096, len = 0;
     char *b = malloc(cap);
     if (!b)
@@ -441,14 +389,8 @@ static ssize_t recv_all(int fd, char **buf, double deadline)
             b = nb;
             cap *= 2;
         }
-        if (wait_fd(fd, POLLIN, deadline) < 0) {
-            free(b);
-            return -1;
-        }
-        ssize_t r = recv(fd, b + len, cap - 1 - len, 0);
+        ssize_t r = pp_fdio_recv_some(fd, b + len, cap - 1 - len, deadline, cancel, ncancel);
         if (r < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                continue;
             free(b);
             return -1;
         }
@@ -469,18 +411,21 @@ static ssize_t exchange(int pid, int sockfd, const pp_jattach_status *st, const 
                         size_t reqlen, double deadline, bool as_jvm, char **reply, char *err,
                         size_t errlen)
 {
-    pthread_once(&cancel_all_once, make_cancel_all);
-    int cancel[2] = {cancel_fd, cancel_all_fd};
+    int cancel[2];
+    int ncancel = cancel_fds(cancel);
     char what[96];
     snprintf(what, sizeof(what), "/tmp/.java_pid%d of JVM %d", st->nspid, pid);
     pp_peer peer = {.pid = pid, .euid = st->euid, .egid = st->egid};
-    pp_peersock_opts o = {
-        .deadline = deadline, .cancel_fds = cancel, .ncancel = 2, .as_peer = as_jvm, .what = what};
+    pp_peersock_opts o = {.deadline = deadline,
+                          .cancel_fds = cancel,
+                          .ncancel = ncancel,
+                          .as_peer = as_jvm,
+                          .what = what};
     int fd = pp_peersock_connect_fd(sockfd, &peer, &o, err, errlen);
     if (fd < 0)
         return -1;
     ssize_t n = -1;
-    if (send_all(fd, req, reqlen, deadline) == 0)
+    if (pp_fdio_send_all(fd, req, reqlen, deadline, cancel, ncancel) == 0)
         n = recv_all(fd, reply, deadline);
     int e = errno;
     close(fd);

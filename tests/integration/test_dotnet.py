@@ -3,6 +3,8 @@ mcs) and what polyprof does with its processes."""
 import glob
 import os
 import subprocess
+import sys
+import tempfile
 import time
 
 from conftest import (POLYPROF, App, LineReader, assert_not_starved, last_profile, run_polyprof,
@@ -185,3 +187,119 @@ def test_builtin_two_processes_at_once_one_exiting_mid_session(dotnet_app, outdi
             pp.wait()
         a.stop()
         b.stop()
+
+
+# Listens on dir/name as the user it runs as (bound under a temporary name, then renamed: listening
+# before the name appears), counting the connections it is offered; on a line on stdin it counts
+# those still pending, prints "accepts N" and exits.
+_PLANTED = r"""
+import os, select, socket, sys
+d, name = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX)
+s.bind(os.path.join(d, name + ".tmp"))
+s.listen(16)
+os.rename(os.path.join(d, name + ".tmp"), os.path.join(d, name))
+print("ready", flush=True)
+n = 0
+while True:
+    r, _, _ = select.select([s, sys.stdin], [], [])
+    while select.select([s], [], [], 0)[0]:
+        s.accept()
+        n += 1
+    if sys.stdin in r:
+        print("accepts", n, flush=True)
+        break
+"""
+
+NOBODY = 65534
+
+
+def test_builtin_never_connects_to_a_diagnostics_socket_planted_by_another_user(dotnet_app,
+                                                                                 outdir):
+    """A listening socket that user nobody put at the name a real .NET process's diagnostics
+    socket has (the runtime's own moved aside; TMPDIR a sticky world-writable directory, as /tmp
+    is) is never connected to: it is owned by another uid than the target's, polyprof logs that
+    and leaves the process's frames unnamed, while a second .NET process in the same session is
+    named."""
+    d = tempfile.mkdtemp(prefix="pp_it_nettmp_")
+    os.chmod(d, 0o1777)
+    victim = App(dotnet_app, env={**_net_env(), "TMPDIR": d})
+    normal = App(dotnet_app, env=_net_env())
+    planted = None
+    try:
+        name = f"dotnet-diagnostic-{victim.pid}-{_start_time(victim.pid)}-socket"
+        real = os.path.join(d, name)
+        wait_for(lambda: os.path.exists(real), 10, f"{real} to appear")
+        os.rename(real, real + ".moved")
+        planted = subprocess.Popen([sys.executable, "-c", _PLANTED, d, name], user=NOBODY,
+                                   group=NOBODY, extra_groups=[], cwd="/", stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True)
+        assert planted.stdout.readline().strip() == "ready", "the planted server did not start"
+        assert os.stat(real).st_uid == NOBODY
+        r = run_polyprof("-d", "4", "-f", "499", "-o", outdir, "--no-flamegraph",
+                         "--dotnet-mode", "builtin", "--pids", f"{victim.pid},{normal.pid}",
+                         timeout=120)
+        out, _ = planted.communicate("q\n", timeout=10)
+        assert out.split()[-2:] == ["accepts", "0"], f"the planted socket was connected to: {out}"
+        why = [x for x in r.stderr.splitlines() if f"{name} of .NET process {victim.pid}" in x]
+        assert why and f"is owned by uid {NOBODY}, not by the process's user (uid 0)" in why[0], \
+            r.stderr
+        assert any(f".NET process {normal.pid}: " in x and "methods named by rundown" in x
+                   for x in r.stderr.splitlines()), r.stderr
+        stacks = _net_samples(last_profile(outdir), normal.pid)
+        assert any("PolyNet.Hot.HotA(int32)_[net]" in f for f, _ in stacks), \
+            "the other .NET process's methods are named"
+        assert victim.proc.poll() is None and normal.proc.poll() is None
+    finally:
+        if planted and planted.poll() is None:
+            planted.kill()
+            planted.communicate()
+        victim.stop()
+        normal.stop()
+        subprocess.run(["rm", "-rf", d], check=False)
+
+
+# The 32 bytes after the header offset in the apphost's bundle marker (bundle_marker.cpp).
+_BUNDLE_SIGNATURE = bytes.fromhex("8b1202b96a612038727b930214d7a032"
+                                  "13f5b9e6efae3318ee3b2dce24b36aae")
+
+
+def _single_file_standin(d):
+    """A stand-in for a .NET single-file app (no SDK here to publish one): a C program whose
+    writable data holds the bundle marker, patched as `dotnet publish` does (the header offset
+    set to a bundle header appended to the file). Prints ready and waits."""
+    src = os.path.join(d, "single.c")
+    marker = ", ".join(["0"] * 8 + [str(b) for b in _BUNDLE_SIGNATURE])
+    with open(src, "w") as f:
+        f.write("#include <stdio.h>\n#include <unistd.h>\n"
+                f"volatile unsigned char marker[40] = {{{marker}}};\n"
+                "int main(void) { if (marker[0] == 1) return 1; puts(\"ready\"); fflush(stdout);"
+                " for (;;) pause(); }\n")
+    exe = os.path.join(d, "single")
+    subprocess.run(["cc", "-O0", "-o", exe, src], check=True)
+    with open(exe, "r+b") as f:
+        data = f.read()
+        at = data.index(_BUNDLE_SIGNATURE)
+        f.seek(at - 8)
+        f.write(len(data).to_bytes(8, "little"))
+        f.seek(len(data))
+        f.write((6).to_bytes(4, "little") + bytes(4) + (1).to_bytes(4, "little") + b"\x04abcd")
+    return exe
+
+
+def test_a_single_file_app_is_profiled_as_dotnet(outdir, tmp_path):
+    """A process whose executable carries a patched bundle marker (and maps no libcoreclr.so) is
+    a .NET process for polyprof: --dotnet-mode builtin looks for its diagnostics socket (the
+    stand-in has none: the WARNING says so); a plain native program is not."""
+    single = App([_single_file_standin(str(tmp_path))])
+    native = App(["/bin/sh", "-c", "echo ready; exec sleep 60"])
+    try:
+        r = run_polyprof("-d", "1", "-o", outdir, "--no-flamegraph", "--dotnet-mode", "builtin",
+                         "--pids", f"{single.pid},{native.pid}", timeout=120)
+        lines = r.stderr.splitlines()
+        assert any(f".NET process {single.pid}" in x and "no diagnostics socket" in x
+                   for x in lines), r.stderr
+        assert not any(f".NET process {native.pid}" in x for x in lines), r.stderr
+    finally:
+        single.stop()
+        native.stop()

@@ -1,7 +1,7 @@
 /* Unit tests: the .NET diagnostics IPC client (runtimes/dotnet/ipc.c): its messages, replies and
  * socket name, that it connects to no socket but the target's, and a rundown read from the real
  * .NET Core 3.1 runtime of `make deps` (tests/integration/apps/NetHot.cs compiled by mcs). */
-#include "tests/unit/testutil.h"
+#include "tests/unit/netfake.h"
 
 #include <dirent.h>
 #include <glob.h>
@@ -114,17 +114,8 @@ Test(dotnet_ipc, a_tmpdir_with_control_bytes_is_not_followed)
 /* A child (root, like the test) with TMPDIR=dir: a target whose socket is to be looked for. */
 static pid_t start_target(const char *dir)
 {
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        char env[300];
-        snprintf(env, sizeof(env), "TMPDIR=%s", dir);
-        char *const envp[] = {env, NULL};
-        char *const argv[] = {"sleep", "30", NULL};
-        execve("/bin/sleep", argv, envp);
-        _exit(127);
-    }
+    char *const argv[] = {"/bin/sleep", "30", NULL};
+    pid_t pid = pp_test_run_with_tmpdir(dir, argv);
     /* the exec done: its environ is the new one */
     char path[64], buf[512];
     snprintf(path, sizeof(path), "/proc/%d/environ", pid);
@@ -233,48 +224,10 @@ Test(dotnet_ipc, a_socket_planted_by_another_user_or_process_is_never_used)
     pp_test_rmtree(dir);
 }
 
-/* A target (python) with TMPDIR=dir serving its own diagnostics socket name, listening and
- * never accepting: a connect succeeds, a reply never comes. */
-static pid_t start_mute_target(const char *dir)
-{
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        char env[300];
-        snprintf(env, sizeof(env), "TMPDIR=%s", dir);
-        char *const envp[] = {env, NULL};
-        const char *prog = "import os, socket, time\n"
-                           "st = open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]\n"
-                           "s = socket.socket(socket.AF_UNIX)\n"
-                           "p = '%s/dotnet-diagnostic-%d-%s-socket' % (os.environ['TMPDIR'], "
-                           "os.getpid(), st)\n"
-                           /* listening before the name appears: a connect between bind and
-                            * listen would be refused */
-                           "s.bind(p + '.tmp')\n"
-                           "s.listen(4)\n"
-                           "os.rename(p + '.tmp', p)\n"
-                           "time.sleep(30)\n";
-        char *const argv[] = {"python3", "-c", (char *)prog, NULL};
-        execve("/usr/bin/python3", argv, envp);
-        _exit(127);
-    }
-    char path[512];
-    snprintf(path, sizeof(path), "%s/dotnet-diagnostic-%d-%llu-socket", dir, pid,
-             pp_proc_start_ticks(pid));
-    for (int i = 0; i < 1000; i++) {
-        if (access(path, F_OK) == 0)
-            return pid;
-        usleep(5000);
-    }
-    cr_assert_fail("the target did not bind %s", path);
-    return -1;
-}
-
 Test(dotnet_ipc, a_readable_cancel_descriptor_ends_the_wait_for_a_reply)
 {
     char *dir = pp_test_mkdtemp();
-    pid_t t = start_mute_target(dir);
+    pid_t t = pp_test_start_fake_net(dir, "mute"); /* a connect succeeds, no reply comes */
     const pp_net_provider prov[] = {{PP_NET_PROVIDER_RUNTIME, PP_NET_KW_JIT, 5}};
     pp_net_session s;
     char err[512];
