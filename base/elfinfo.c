@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_SCAN (256UL << 20)
+/* Files are read (pread), never mapped: a file its owner truncates while it is read (any user's
+ * library in a profiled process) would raise SIGBUS in polyprof through a mapping. */
+#define MAX_SCAN (64UL << 20) /* bytes of .rodata searched for a string */
 
 static Elf *open_elf(const char *path, int *fd)
 {
@@ -21,7 +23,7 @@ static Elf *open_elf(const char *path, int *fd)
     *fd = open(path, O_RDONLY | O_CLOEXEC);
     if (*fd < 0)
         return NULL;
-    Elf *e = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+    Elf *e = elf_begin(*fd, ELF_C_READ, NULL);
     if (!e || elf_kind(e) != ELF_K_ELF) {
         if (e)
             elf_end(e);
@@ -103,13 +105,11 @@ int pp_elfinfo_read(const char *path, pp_elfinfo *out)
         if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_INTERP)
             continue;
         out->has_interp = true;
-        size_t sz = 0;
-        char *img = elf_rawfile(e, &sz);
-        if (img && ph.p_offset < sz && ph.p_filesz < sizeof(out->interp) &&
-            ph.p_offset + ph.p_filesz <= sz) {
-            memcpy(out->interp, img + ph.p_offset, ph.p_filesz);
+        if (ph.p_filesz < sizeof(out->interp) &&
+            pread(fd, out->interp, ph.p_filesz, (off_t)ph.p_offset) == (ssize_t)ph.p_filesz)
             out->interp[ph.p_filesz] = '\0';
-        }
+        else
+            out->interp[0] = '\0';
     }
     elf_end(e);
     close(fd);
@@ -122,21 +122,21 @@ int pp_elf_find_string(const char *path, const char *prefix, const char *accept,
     int fd;
     Elf *e = open_elf(path, &fd);
     size_t plen = strlen(prefix);
-    const char *data = NULL;
+    char *data = NULL;
     size_t size = 0;
     if (e) {
-        size_t shstrndx = 0, fsz = 0;
+        size_t shstrndx = 0;
         elf_getshdrstrndx(e, &shstrndx);
-        char *img = elf_rawfile(e, &fsz);
         Elf_Scn *scn = NULL;
-        while ((scn = elf_nextscn(e, scn)) && img) {
+        while (!data && (scn = elf_nextscn(e, scn))) {
             GElf_Shdr sh;
             const char *name;
             if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS &&
-                (name = elf_strptr(e, shstrndx, sh.sh_name)) && strcmp(name, ".rodata") == 0 &&
-                sh.sh_offset < fsz && sh.sh_size <= fsz - sh.sh_offset) {
-                data = img + sh.sh_offset;
-                size = sh.sh_size < MAX_SCAN ? sh.sh_size : MAX_SCAN;
+                (name = elf_strptr(e, shstrndx, sh.sh_name)) && strcmp(name, ".rodata") == 0) {
+                size_t want = sh.sh_size < MAX_SCAN ? (size_t)sh.sh_size : MAX_SCAN;
+                data = want ? malloc(want) : NULL;
+                ssize_t got = data ? pread(fd, data, want, (off_t)sh.sh_offset) : -1;
+                size = got > 0 ? (size_t)got : 0; /* a file shorter than it says: what is there */
             }
         }
     }
@@ -165,6 +165,7 @@ int pp_elf_find_string(const char *path, const char *prefix, const char *accept,
             p = hit + 1;
         }
     }
+    free(data);
     if (e) {
         elf_end(e);
         close(fd);
@@ -211,22 +212,18 @@ ssize_t pp_elf_read_symbol_upto(const char *path, const char *name, void *buf, s
     ssize_t rc = -1;
     uint64_t addr = 0;
     bool found = find_symbols(e, &name, 1, &addr) == 1;
-    size_t nph = 0, fsz = 0;
-    char *img = found ? elf_rawfile(e, &fsz) : NULL;
+    size_t nph = 0;
     elf_getphdrnum(e, &nph);
-    for (size_t i = 0; img && i < nph && rc < 0; i++) {
+    for (size_t i = 0; found && i < nph && rc < 0; i++) {
         GElf_Phdr ph;
         if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
             continue;
-        if (addr >= ph.p_vaddr && addr - ph.p_vaddr < ph.p_filesz && ph.p_offset < fsz &&
-            ph.p_filesz <= fsz) {
-            uint64_t off = ph.p_offset + (addr - ph.p_vaddr);
-            uint64_t seg_end = ph.p_offset + ph.p_filesz < fsz ? ph.p_offset + ph.p_filesz : fsz;
-            if (off < seg_end) {
-                size_t n = seg_end - off < size ? (size_t)(seg_end - off) : size;
-                memcpy(buf, img + off, n);
-                rc = (ssize_t)n;
-            }
+        if (addr >= ph.p_vaddr && addr - ph.p_vaddr < ph.p_filesz) {
+            uint64_t left = ph.p_filesz - (addr - ph.p_vaddr); /* to the segment's end */
+            size_t n = left < size ? (size_t)left : size;
+            ssize_t got = pread(fd, buf, n, (off_t)(ph.p_offset + (addr - ph.p_vaddr)));
+            if (got > 0) /* a file shorter than its segment: what is there */
+                rc = got;
         }
     }
     elf_end(e);

@@ -84,7 +84,7 @@ int pp_net_bundle_check_fd(int fd)
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
         return -1;
     elf_version(EV_CURRENT);
-    Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
     if (!e)
         return -1;
     size_t nph = 0;

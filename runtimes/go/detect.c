@@ -54,7 +54,7 @@ int pp_go_check_fd(int fd)
         elf_version(EV_CURRENT);
         inited = true;
     }
-    Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
     if (!e)
         return -1;
     int r = -1;

@@ -29,7 +29,7 @@ static int elf_syms_read(const char *file, uint64_t *val, uint64_t *size, uint64
     if (fd < 0)
         return -1;
     elf_version(EV_CURRENT);
-    Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
     int found = 0;
     size_t nph = 0;
     *first_load = UINT64_MAX;
