@@ -3,12 +3,14 @@ last_profile.pb.gz) read by the real `go tool pprof` with the .col's totals (who
 per process) and the native frames' mappings (the C program's file and build-id, the kernel's),
 and the plain collapsed text (profile_<time>.folded) holding the .col's stacks without the index
 and container fields. One session of a real C program and a Python program."""
+import atexit
 import collections
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -36,12 +38,27 @@ def exported(appdir, tmp_path_factory):
     return d, r, list(zip([a.pid for a in apps], comms))
 
 
+_GOCACHE = []
+
+
+def gocache():
+    """One private GOCACHE for the run's pprof calls: Go 1.26 ships no prebuilt pprof, `go tool
+    pprof` builds it on first use, so a cache per test built it again each time (minutes on a
+    loaded host). Removed when the run ends."""
+    if not _GOCACHE:
+        d = tempfile.mkdtemp(prefix="pp_it_gocache_")
+        atexit.register(shutil.rmtree, d, ignore_errors=True)
+        _GOCACHE.append(d)
+    return _GOCACHE[0]
+
+
 def pprof(*args, tmp):
     """go tool pprof, offline: no toolchain download, a private cache and home."""
-    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="", HOME=str(tmp),
-               GOCACHE=str(tmp / "gocache"), PPROF_TMPDIR=str(tmp))
+    env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="", HOME=str(tmp), GOCACHE=gocache(),
+               PPROF_TMPDIR=str(tmp))
+    # the first call builds pprof: bounded well within the test's own timeout (pytest.ini)
     r = subprocess.run([GO, "tool", "pprof", *map(str, args)], capture_output=True, text=True,
-                       timeout=120, env=env)
+                       timeout=400, env=env)
     assert r.returncode == 0, f"go tool pprof {args} exited {r.returncode}:\n{r.stderr}"
     return r.stdout
 
