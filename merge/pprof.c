@@ -4,6 +4,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "base/hashtab.h"
 #include "base/utf8.h"
 #include "pprof.pb-c.h"
 
@@ -14,6 +15,7 @@ typedef Perftools__Profiles__Label pb_label;
 typedef Perftools__Profiles__Location pb_location;
 typedef Perftools__Profiles__Line pb_line;
 typedef Perftools__Profiles__Function pb_function;
+typedef Perftools__Profiles__Mapping pb_mapping;
 
 enum { LABEL_MAX = 5 }; /* pid, comm, container, runtime, appid */
 
@@ -22,11 +24,16 @@ typedef struct builder {
     pp_strtab *strs; /* the pprof string table (id 0 is "", as pprof wants) */
     uint64_t *fn_of; /* profile frame id -> function id (0: none yet) */
     size_t nfn_of;
-    pb_function *fns; /* function i has id i + 1, location i + 1 names it */
-    pb_location *locs;
+    pb_function *fns; /* function i has id i + 1 */
+    size_t nfns, cap_fns;
+    pp_u64map loc_of;  /* frame id << 32 | profile mapping id -> location id */
+    pb_location *locs; /* location i has id i + 1, its line lines[i] */
     pb_line *lines;
     pb_line **line_ptrs;
-    size_t nfns, cap_fns;
+    size_t nlocs, cap_locs;
+    uint64_t *map_of; /* profile mapping id -> pprof mapping id (0: none yet) */
+    pb_mapping *maps; /* pprof mapping i has id i + 1 */
+    size_t nmaps;
     pb_label *labels; /* LABEL_MAX per pid */
     pb_label **label_ptrs;
     pb_sample *samples;
@@ -56,8 +63,8 @@ static int64_t cstr_id(builder *b, const char *s)
     return str_id(b, s, strlen(s));
 }
 
-/* The location id (= function id) of the profile's frame fid; 0 on OOM. */
-static uint64_t location_of(builder *b, const pp_profile *p, uint32_t fid)
+/* The function id of the profile's frame fid; 0 on OOM. */
+static uint64_t function_of(builder *b, const pp_profile *p, uint32_t fid)
 {
     if (fid < b->nfn_of && b->fn_of[fid])
         return b->fn_of[fid];
@@ -78,6 +85,61 @@ static uint64_t location_of(builder *b, const pp_profile *p, uint32_t fid)
         if (!f)
             return 0;
         b->fns = f;
+        b->cap_fns = nc;
+    }
+    int64_t name =
+        str_id(b, pp_profile_str(p, fid), pp_strtab_len(pp_profile_strings((pp_profile *)p), fid));
+    if (name < 0)
+        return 0;
+    pb_function fn = PERFTOOLS__PROFILES__FUNCTION__INIT;
+    fn.id = b->nfns + 1;
+    fn.name = name;
+    fn.system_name = name;
+    b->fns[b->nfns++] = fn;
+    return b->fn_of[fid] = fn.id;
+}
+
+/* The pprof mapping id of the profile's mapping m (> 0); 0 on OOM. Every mapping has functions:
+ * each location names its frame, so pprof never symbolizes them again. */
+static uint64_t mapping_of(builder *b, const pp_profile *p, uint32_t m)
+{
+    if (!b->map_of) {
+        size_t n = pp_profile_nmappings(p) + 1;
+        b->map_of = calloc(n, sizeof(*b->map_of));
+        b->maps = calloc(n, sizeof(*b->maps));
+        if (!b->map_of || !b->maps)
+            return 0;
+    }
+    if (b->map_of[m])
+        return b->map_of[m];
+    uint32_t file, build_id;
+    pp_profile_mapping_get(p, m, &file, &build_id);
+    pb_mapping mp = PERFTOOLS__PROFILES__MAPPING__INIT;
+    mp.id = b->nmaps + 1;
+    mp.filename = cstr_id(b, pp_profile_str(p, file));
+    mp.build_id = cstr_id(b, pp_profile_str(p, build_id));
+    mp.has_functions = true;
+    if (mp.filename < 0 || mp.build_id < 0)
+        return 0;
+    b->maps[b->nmaps++] = mp;
+    return b->map_of[m] = mp.id;
+}
+
+/* The location id of frame fid in process pid: one location per (frame, mapping), so that a
+ * name found in two files (main of two executables) is two locations of one function; 0 on
+ * OOM. */
+static uint64_t location_of(builder *b, const pp_profile *p, int pid, uint32_t fid)
+{
+    uint32_t m = pp_profile_frame_mapping(p, pid, fid);
+    uint64_t key = (uint64_t)fid << 32 | m;
+    uint64_t *v = pp_u64map_get(&b->loc_of, key);
+    if (v)
+        return *v;
+    uint64_t fn = function_of(b, p, fid), mid = m ? mapping_of(b, p, m) : 0;
+    if (!fn || (m && !mid))
+        return 0;
+    if (b->nlocs == b->cap_locs) {
+        size_t nc = b->cap_locs ? b->cap_locs * 2 : 256;
         pb_location *l = realloc(b->locs, nc * sizeof(*l));
         if (!l)
             return 0;
@@ -86,26 +148,18 @@ static uint64_t location_of(builder *b, const pp_profile *p, uint32_t fid)
         if (!ln)
             return 0;
         b->lines = ln;
-        b->cap_fns = nc;
+        b->cap_locs = nc;
     }
-    int64_t name =
-        str_id(b, pp_profile_str(p, fid), pp_strtab_len(pp_profile_strings((pp_profile *)p), fid));
-    if (name < 0)
+    uint64_t id = b->nlocs + 1;
+    if (pp_u64map_put(&b->loc_of, key, id) < 0)
         return 0;
-    uint64_t id = b->nfns + 1;
-    pb_function fn = PERFTOOLS__PROFILES__FUNCTION__INIT;
-    fn.id = id;
-    fn.name = name;
-    fn.system_name = name;
-    b->fns[b->nfns] = fn;
     pb_line ln = PERFTOOLS__PROFILES__LINE__INIT;
-    ln.function_id = id;
-    b->lines[b->nfns] = ln;
+    ln.function_id = fn;
+    b->lines[b->nlocs] = ln;
     pb_location loc = PERFTOOLS__PROFILES__LOCATION__INIT;
     loc.id = id;
-    b->locs[b->nfns] = loc;
-    b->nfns++;
-    b->fn_of[fid] = id;
+    loc.mapping_id = mid;
+    b->locs[b->nlocs++] = loc;
     return id;
 }
 
@@ -186,7 +240,7 @@ static int build(builder *b, const pp_profile *p, const pp_pprof_opts *o, pb_pro
             smp.n_location_id = nf;
             smp.location_id = b->loc_ids + fi;
             for (size_t k = 0; k < nf; k++) /* the stack is root first, pprof's leaf first */
-                if (!(b->loc_ids[fi + k] = location_of(b, p, fr[nf - 1 - k])))
+                if (!(b->loc_ids[fi + k] = location_of(b, p, pp->pid, fr[nf - 1 - k])))
                     return -1;
             fi += nf;
             smp.n_value = 2;
@@ -200,25 +254,33 @@ static int build(builder *b, const pp_profile *p, const pp_pprof_opts *o, pb_pro
             si++;
         }
     }
-    /* The arrays of functions may have moved while growing: pointers are taken now. */
+    /* The arrays may have moved while growing: pointers are taken now. */
     pb_function **fp = calloc(b->nfns ? b->nfns : 1, sizeof(*fp));
-    pb_location **lp = calloc(b->nfns ? b->nfns : 1, sizeof(*lp));
-    b->line_ptrs = calloc(b->nfns ? b->nfns : 1, sizeof(*b->line_ptrs));
-    if (!fp || !lp || !b->line_ptrs) {
+    pb_location **lp = calloc(b->nlocs ? b->nlocs : 1, sizeof(*lp));
+    pb_mapping **mp = calloc(b->nmaps ? b->nmaps : 1, sizeof(*mp));
+    b->line_ptrs = calloc(b->nlocs ? b->nlocs : 1, sizeof(*b->line_ptrs));
+    if (!fp || !lp || !mp || !b->line_ptrs) {
         free(fp);
         free(lp);
+        free(mp);
         return -1;
     }
-    for (size_t k = 0; k < b->nfns; k++) {
+    for (size_t k = 0; k < b->nfns; k++)
         fp[k] = &b->fns[k];
+    for (size_t k = 0; k < b->nlocs; k++) {
         lp[k] = &b->locs[k];
         b->line_ptrs[k] = &b->lines[k];
         b->locs[k].n_line = 1;
         b->locs[k].line = &b->line_ptrs[k];
     }
-    out->n_function = out->n_location = b->nfns;
+    for (size_t k = 0; k < b->nmaps; k++)
+        mp[k] = &b->maps[k];
+    out->n_function = b->nfns;
     out->function = fp;
+    out->n_location = b->nlocs;
     out->location = lp;
+    out->n_mapping = b->nmaps;
+    out->mapping = mp;
     out->n_sample = nsamples;
     out->sample = b->sample_ptrs;
     return 0;
@@ -293,8 +355,12 @@ out:
     free(table);
     free(prof.function);
     free(prof.location);
+    free(prof.mapping);
     free(b.fn_of);
     free(b.fns);
+    pp_u64map_free(&b.loc_of);
+    free(b.map_of);
+    free(b.maps);
     free(b.locs);
     free(b.lines);
     free(b.line_ptrs);

@@ -2,9 +2,12 @@
  * (github.com/google/pprof, proto/profile.proto; our subset in merge/pprof.proto), readable by
  * `go tool pprof`, Pyroscope, Parca and speedscope. Sample types "samples/count" then
  * "cpu/nanoseconds" (count x the sampling period), period type cpu/nanoseconds. One sample per
- * (process, distinct stack), in profile order; one function and one location per distinct frame
- * name (the frame text as in the .col, runtime suffix such as _[k] or _[j] kept; no addresses,
- * so no mappings); labels pid (number), comm, container (when in one), runtime (when a runtime's
+ * (process, distinct stack), in profile order; one function per distinct frame name (the frame
+ * text as in the .col, runtime suffix such as _[k] or _[j] kept) and one location per (frame,
+ * mapping): a native frame whose file the profile knows (pp_profile_frame_mapping: the file as
+ * mapped and its build-id; the kernel's frames [kernel.kallsyms]) is in that file's Mapping
+ * (has_functions set, no addresses), other frames (a runtime's, JIT code, unmapped addresses)
+ * have none; labels pid (number), comm, container (when in one), runtime (when a runtime's
  * own profiler produced the process's stacks; none for the system sampler's stacks, in-sampler
  * walkers' included, whose frame suffixes name the runtime) and appid (when identified and
  * enabled). Strings are made valid UTF-8. */

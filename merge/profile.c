@@ -22,12 +22,20 @@ struct pp_stack_table {
     size_t ntid; /* entries with a tid */
 };
 
+typedef struct mapping {
+    uint32_t file, build_id; /* string ids */
+} mapping;
+
 struct pp_profile {
     uint64_t generation; /* unique in this process, never reused (see pp_profile_generation) */
     pp_strtab *strings;
     pp_pid_profile **pids;
     size_t n, cap;
     pp_htab index; /* of uint32_t indexes into pids */
+    mapping *maps; /* mapping id i + 1 at maps[i] */
+    size_t nmaps, maps_cap;
+    pp_u64map map_index;  /* file << 32 | build_id -> mapping id */
+    pp_u64map frame_maps; /* (uint32_t)pid << 32 | frame -> mapping id */
 };
 
 static uint64_t hash_stack(uint32_t tid, const uint32_t *f, size_t n)
@@ -132,6 +140,9 @@ void pp_profile_free(pp_profile *p)
         pid_free(p->pids[i]);
     free(p->pids);
     pp_htab_free(&p->index);
+    free(p->maps);
+    pp_u64map_free(&p->map_index);
+    pp_u64map_free(&p->frame_maps);
     pp_strtab_free(p->strings);
     free(p);
 }
@@ -301,10 +312,31 @@ void pp_pid_clear(pp_pid_profile *pp)
     pp_htab_clear(&t->index);
 }
 
+/* Gives frame f of src (src_profile's ids) dst's copy of its mapping: (pid, id) in dst, or
+ * (PP_ANY_PID, id) when src has it for every process. 0, or -1 on OOM. */
+static int copy_frame_mapping(pp_profile *dst_profile, const pp_pid_profile *dst,
+                              const pp_profile *src_profile, const pp_pid_profile *src, uint32_t f,
+                              uint32_t id)
+{
+    int pid = src->pid;
+    uint32_t m = pp_profile_frame_mapping(src_profile, pid, f);
+    if (!m)
+        return 0;
+    if (!pp_u64map_get(&src_profile->frame_maps, (uint64_t)(uint32_t)pid << 32 | f))
+        pid = PP_ANY_PID;
+    const mapping *sm = &src_profile->maps[m - 1];
+    uint32_t dm = pp_profile_mapping(dst_profile, pp_profile_str(src_profile, sm->file),
+                                     pp_profile_str(src_profile, sm->build_id));
+    if (dm == UINT32_MAX)
+        return -1;
+    return pp_profile_set_frame_mapping(dst_profile, pid == PP_ANY_PID ? pid : dst->pid, id, dm);
+}
+
 int pp_pid_add_all(pp_profile *dst_profile, pp_pid_profile *dst, const pp_profile *src_profile,
                    const pp_pid_profile *src)
 {
     uint32_t buf[512];
+    bool maps = pp_htab_count(&src_profile->frame_maps.t) > 0;
     for (size_t i = 0; i < pp_pid_nstacks(src); i++) {
         size_t n;
         uint64_t count;
@@ -312,15 +344,73 @@ int pp_pid_add_all(pp_profile *dst_profile, pp_pid_profile *dst, const pp_profil
         uint32_t *ids = n <= 512 ? buf : malloc(n * sizeof(*ids));
         if (!ids)
             return -1;
-        for (size_t k = 0; k < n; k++)
+        int rc = 0;
+        for (size_t k = 0; k < n; k++) {
             ids[k] = pp_profile_intern(dst_profile, pp_profile_str(src_profile, f[k]));
-        int rc = pp_pid_add_tid(dst, pp_pid_stack_tid(src, i), ids, n, count);
+            if (maps && rc == 0)
+                rc = copy_frame_mapping(dst_profile, dst, src_profile, src, f[k], ids[k]);
+        }
+        if (rc == 0)
+            rc = pp_pid_add_tid(dst, pp_pid_stack_tid(src, i), ids, n, count);
         if (ids != buf)
             free(ids);
         if (rc < 0)
             return -1;
     }
     return 0;
+}
+
+uint32_t pp_profile_mapping(pp_profile *p, const char *file, const char *build_id)
+{
+    uint32_t f = pp_profile_intern(p, file), b = pp_profile_intern(p, build_id);
+    if (f == UINT32_MAX || b == UINT32_MAX)
+        return UINT32_MAX;
+    uint64_t key = (uint64_t)f << 32 | b;
+    uint64_t *v = pp_u64map_get(&p->map_index, key);
+    if (v)
+        return (uint32_t)*v;
+    if (p->nmaps == p->maps_cap) {
+        size_t nc = p->maps_cap ? p->maps_cap * 2 : 16;
+        mapping *nm = nc < UINT32_MAX ? realloc(p->maps, nc * sizeof(*nm)) : NULL;
+        if (!nm)
+            return UINT32_MAX;
+        p->maps = nm;
+        p->maps_cap = nc;
+    }
+    if (pp_u64map_put(&p->map_index, key, p->nmaps + 1) < 0)
+        return UINT32_MAX;
+    p->maps[p->nmaps++] = (mapping){f, b};
+    return (uint32_t)p->nmaps;
+}
+
+size_t pp_profile_nmappings(const pp_profile *p)
+{
+    return p->nmaps;
+}
+
+void pp_profile_mapping_get(const pp_profile *p, uint32_t id, uint32_t *file, uint32_t *build_id)
+{
+    bool ok = id >= 1 && id <= p->nmaps;
+    *file = ok ? p->maps[id - 1].file : 0;
+    *build_id = ok ? p->maps[id - 1].build_id : 0;
+}
+
+int pp_profile_set_frame_mapping(pp_profile *p, int pid, uint32_t frame, uint32_t mapping)
+{
+    uint64_t key = (uint64_t)(uint32_t)pid << 32 | frame;
+    if (!mapping || pp_u64map_get(&p->frame_maps, key))
+        return 0;
+    return pp_u64map_put(&p->frame_maps, key, mapping);
+}
+
+uint32_t pp_profile_frame_mapping(const pp_profile *p, int pid, uint32_t frame)
+{
+    if (!pp_htab_count(&p->frame_maps.t))
+        return 0;
+    const uint64_t *v = pp_u64map_get(&p->frame_maps, (uint64_t)(uint32_t)pid << 32 | frame);
+    if (!v)
+        v = pp_u64map_get(&p->frame_maps, (uint64_t)(uint32_t)PP_ANY_PID << 32 | frame);
+    return v ? (uint32_t)*v : 0;
 }
 
 int pp_profile_drop_tids(pp_profile *p)
@@ -333,7 +423,9 @@ int pp_profile_drop_tids(pp_profile *p)
 
 size_t pp_profile_bytes(const pp_profile *p)
 {
-    size_t b = pp_strtab_bytes(p->strings) + p->cap * sizeof(*p->pids) + pp_htab_bytes(&p->index);
+    size_t b = pp_strtab_bytes(p->strings) + p->cap * sizeof(*p->pids) + pp_htab_bytes(&p->index) +
+               p->maps_cap * sizeof(*p->maps) + pp_htab_bytes(&p->map_index.t) +
+               pp_htab_bytes(&p->frame_maps.t);
     for (size_t i = 0; i < p->n; i++) {
         const pp_stack_table *t = p->pids[i]->stacks;
         b += sizeof(*p->pids[i]) + t->frames_cap * sizeof(*t->frames) + t->cap * sizeof(*t->ents) +

@@ -1,7 +1,9 @@
 /* A profile: for each pid, its comm, container name, appid, application metadata and a table of
  * distinct stacks (sequences of interned frame ids, root first, without the comm) with counts.
  * Every profile owns its string table, so profiles built in different threads never share
- * state; merging re-interns frames. */
+ * state; merging re-interns frames. Beside the stacks, the files native frames were found in
+ * (mappings, for the pprof export): each (file, build-id) interned once, and per (pid, frame)
+ * the mapping it came from; the stacks and the .col do not change with them. */
 #ifndef PP_PROFILE_H
 #define PP_PROFILE_H
 
@@ -73,12 +75,32 @@ uint64_t pp_pid_total(const pp_pid_profile *pp);
 void pp_pid_clear(pp_pid_profile *pp);
 
 /* Copies every stack of src (another profile's pid entry) into dst, re-interning frames from
- * src_strings into dst's profile, multiplying nothing; threads are kept. Returns 0 or -1 on OOM. */
+ * src_strings into dst's profile, multiplying nothing; threads are kept, and so are the frames'
+ * mappings. Returns 0 or -1 on OOM. */
 int pp_pid_add_all(pp_profile *dst_profile, pp_pid_profile *dst, const pp_profile *src_profile,
                    const pp_pid_profile *src);
 
 /* pp_pid_drop_tids for every pid (before output). 0, or -1 on OOM. */
 int pp_profile_drop_tids(pp_profile *p);
+
+/* ---- mappings: the file a native frame was found in ---- */
+
+/* Frames every process shares (the kernel's) are recorded under this pid. */
+#define PP_ANY_PID (-1)
+
+/* The id (1, 2, ...) of the mapping (file as mapped, build-id as lowercase hex or "" when
+ * unknown), added when new: each pair is held once per profile, its strings interned.
+ * UINT32_MAX on OOM. */
+uint32_t pp_profile_mapping(pp_profile *p, const char *file, const char *build_id);
+size_t pp_profile_nmappings(const pp_profile *p);
+/* The string ids of mapping id's file and build-id (id in 1..pp_profile_nmappings). */
+void pp_profile_mapping_get(const pp_profile *p, uint32_t id, uint32_t *file, uint32_t *build_id);
+/* Records that frame (a string id) of process pid (or of every process: PP_ANY_PID) was found in
+ * mapping; the first mapping recorded for a (pid, frame) stays (a name found in two files of
+ * one process keeps the first). 0, or -1 on OOM. */
+int pp_profile_set_frame_mapping(pp_profile *p, int pid, uint32_t frame, uint32_t mapping);
+/* The mapping of frame in process pid (else the one recorded for every process); 0: none. */
+uint32_t pp_profile_frame_mapping(const pp_profile *p, int pid, uint32_t frame);
 
 /* Total bytes held (strings, tables), for memory accounting. */
 size_t pp_profile_bytes(const pp_profile *p);

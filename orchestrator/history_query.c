@@ -28,7 +28,7 @@ typedef struct query {
     pp_profile *prof;
     pp_htab procs;       /* proc_ent by identity */
     pp_u64map pid_taken; /* pid -> 1 when a process of the result is keyed by it */
-    pp_u64map frames;    /* frames.id -> profile string id */
+    pp_u64map frames;    /* frames.id -> profile mapping id << 32 | profile string id */
     pp_htab rows;        /* row_ent by (key, stack) */
     int64_t last_proc;   /* procs.id of the last row, and its entry */
     pp_pid_profile *last_pp;
@@ -86,22 +86,36 @@ static pp_pid_profile *proc_of(query *q, sqlite3_stmt *st)
     return pp;
 }
 
-/* The profile string id of frames.id id; UINT32_MAX on failure. */
-static uint32_t frame_of(query *q, int64_t id)
+/* The profile string id of frames.id id, its profile mapping id (0: none) in *mapping;
+ * UINT32_MAX on failure. */
+static uint32_t frame_of(query *q, int64_t id, uint32_t *mapping)
 {
     uint64_t *v = pp_u64map_get(&q->frames, (uint64_t)id);
-    if (v)
+    if (v) {
+        *mapping = (uint32_t)(*v >> 32);
         return (uint32_t)*v;
+    }
     sqlite3_bind_int64(q->frame_sel, 1, id);
     uint32_t s = UINT32_MAX;
+    *mapping = 0;
     if (sqlite3_step(q->frame_sel) == SQLITE_ROW) {
         const void *b = sqlite3_column_blob(q->frame_sel, 0);
         int n = sqlite3_column_bytes(q->frame_sel, 0);
         s = pp_strtab_intern(pp_profile_strings(q->prof), b ? b : "", (size_t)n);
         q->bytes += FRAME_COST + (uint64_t)n;
+        /* a version 1 database has no mappings: its statement gives one column */
+        if (sqlite3_column_count(q->frame_sel) == 3 &&
+            sqlite3_column_type(q->frame_sel, 1) != SQLITE_NULL) {
+            const char *file = (const char *)sqlite3_column_text(q->frame_sel, 1);
+            const char *bid = (const char *)sqlite3_column_text(q->frame_sel, 2);
+            *mapping = pp_profile_mapping(q->prof, file ? file : "", bid ? bid : "");
+            if (*mapping == UINT32_MAX)
+                s = UINT32_MAX;
+        }
     }
     sqlite3_reset(q->frame_sel);
-    if (s != UINT32_MAX && pp_u64map_put(&q->frames, (uint64_t)id, s) < 0)
+    if (s != UINT32_MAX &&
+        pp_u64map_put(&q->frames, (uint64_t)id, (uint64_t)*mapping << 32 | s) < 0)
         s = UINT32_MAX;
     return s;
 }
@@ -128,8 +142,11 @@ static int add_stack(query *q, pp_pid_profile *pp, int64_t id, uint64_t count)
             q->buf = nb;
             q->buf_cap = nc;
         }
-        if ((q->buf[n++] = frame_of(q, (int64_t)f)) == UINT32_MAX)
+        uint32_t m;
+        if ((q->buf[n] = frame_of(q, (int64_t)f, &m)) == UINT32_MAX ||
+            pp_profile_set_frame_mapping(q->prof, pp->pid, q->buf[n], m) < 0)
             goto out;
+        n++;
     }
     rc = pp_pid_add(pp, q->buf, n, count);
     q->bytes += STACK_COST + n * sizeof(uint32_t);
@@ -292,10 +309,18 @@ pp_profile *pp_history_query(pp_history *h, const pp_history_filter *f, pp_histo
         pp_hist_err(h, err, errlen, "BEGIN");
         rc = -1;
     }
-    if (rc == 0 && (sqlite3_prepare_v2(h->db, "SELECT text FROM frames WHERE id=?1", -1,
-                                       &q.frame_sel, NULL) != SQLITE_OK ||
-                    sqlite3_prepare_v2(h->db, "SELECT frames FROM stacks WHERE id=?1", -1,
-                                       &q.stack_sel, NULL) != SQLITE_OK)) {
+    /* frames with their files; a version 1 database (written before mappings) has none, and
+     * the reader never migrates it */
+    if (rc == 0 && sqlite3_prepare_v2(h->db,
+                                      "SELECT f.text, m.file, m.build_id FROM frames f"
+                                      " LEFT JOIN mappings m ON m.id = f.mapping WHERE f.id=?1",
+                                      -1, &q.frame_sel, NULL) != SQLITE_OK)
+        q.frame_sel = NULL;
+    if (rc == 0 &&
+        ((!q.frame_sel && sqlite3_prepare_v2(h->db, "SELECT text FROM frames WHERE id=?1", -1,
+                                             &q.frame_sel, NULL) != SQLITE_OK) ||
+         sqlite3_prepare_v2(h->db, "SELECT frames FROM stacks WHERE id=?1", -1, &q.stack_sel,
+                            NULL) != SQLITE_OK)) {
         pp_hist_err(h, err, errlen, "preparing the query");
         rc = -1;
     }

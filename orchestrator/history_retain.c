@@ -75,7 +75,8 @@ static int64_t delete_sessions(pp_history *h, const char *sel, int64_t arg, char
     return n;
 }
 
-/* Deletes the stacks no sample references, then the frames no stack references. */
+/* Deletes the stacks no sample references, then the frames no stack references, then the
+ * mappings no frame references. */
 static int collect_garbage(pp_history *h, char *err, size_t errlen)
 {
     int rc = pp_hist_exec(h,
@@ -105,7 +106,9 @@ static int collect_garbage(pp_history *h, char *err, size_t errlen)
     }
     rc = pp_hist_exec(h,
                       "DELETE FROM frames WHERE id NOT IN (SELECT id FROM temp.live);"
-                      "DELETE FROM temp.live;",
+                      "DELETE FROM temp.live;"
+                      "DELETE FROM mappings WHERE id NOT IN"
+                      " (SELECT mapping FROM frames WHERE mapping IS NOT NULL);",
                       err, errlen);
 out:
     sqlite3_finalize(sel);

@@ -12,16 +12,22 @@
 #include <unistd.h>
 
 #include "base/hash.h"
+#include "base/hashtab.h"
 #include "base/safefile.h"
 #include "orchestrator/history_int.h"
 
 static const char schema[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
-    "INSERT OR IGNORE INTO meta VALUES('schema', 1);"
-    /* interned frame strings (bytes as the profile holds them) and stacks (the frame ids, root
-     * first, as LEB128 varints), looked up by hash */
+    "INSERT OR IGNORE INTO meta VALUES('schema', 2);"
+    /* the files native frames were found in (pprof's mappings): file as mapped, build-id hex or
+     * "" */
+    "CREATE TABLE IF NOT EXISTS mappings(id INTEGER PRIMARY KEY, file TEXT NOT NULL,"
+    " build_id TEXT NOT NULL, UNIQUE(file, build_id));"
+    /* interned frames (bytes as the profile holds them, and the mapping, NULL for none: a name
+     * found in two files is two frames) and stacks (the frame ids, root first, as LEB128
+     * varints), looked up by the text's hash */
     "CREATE TABLE IF NOT EXISTS frames(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL,"
-    " text BLOB NOT NULL);"
+    " text BLOB NOT NULL, mapping INTEGER);"
     "CREATE INDEX IF NOT EXISTS frames_hash ON frames(hash);"
     "CREATE TABLE IF NOT EXISTS stacks(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL,"
     " frames BLOB NOT NULL);"
@@ -65,6 +71,28 @@ bool pp_hist_full(pp_history *h, int rc)
 {
     rc &= 0xff;
     return rc == SQLITE_FULL || (rc == SQLITE_IOERR && sqlite3_system_errno(h->db) == ENOSPC);
+}
+
+/* A version 1 database (frames without mappings) becomes version 2: its frames get a NULL
+ * mapping (adding a column rewrites nothing), in the writer's first transaction. */
+static int migrate(pp_history *h, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    bool has = false;
+    if (sqlite3_prepare_v2(h->db, "SELECT name FROM pragma_table_info('frames')", -1, &st, NULL) !=
+        SQLITE_OK) {
+        pp_hist_err(h, err, errlen, "reading the schema");
+        return -1;
+    }
+    while (!has && sqlite3_step(st) == SQLITE_ROW)
+        has = strcmp((const char *)sqlite3_column_text(st, 0), "mapping") == 0;
+    sqlite3_finalize(st);
+    if (has)
+        return 0;
+    return pp_hist_exec(h,
+                        "BEGIN IMMEDIATE; ALTER TABLE frames ADD COLUMN mapping INTEGER;"
+                        " UPDATE meta SET value = 2 WHERE key = 'schema'; COMMIT;",
+                        err, errlen);
 }
 
 /* The database file: created 0600 with O_NOFOLLOW relative to the held directory, and refused
@@ -217,7 +245,7 @@ pp_history *pp_history_open(const char *dir, bool writer, const pp_history_limit
         " PRAGMA max_page_count=%u;",
         h->lim.max_pages ? h->lim.max_pages : 0xfffffffeu);
     if (pp_hist_exec(h, writer ? pragmas : "PRAGMA temp_store=MEMORY;", err, errlen) < 0 ||
-        (writer && pp_hist_exec(h, schema, err, errlen) < 0))
+        (writer && (pp_hist_exec(h, schema, err, errlen) < 0 || migrate(h, err, errlen) < 0)))
         goto fail;
     if (!writer) {
         sqlite3_stmt *st = NULL;
@@ -283,13 +311,24 @@ int pp_hist_varint_get(const unsigned char **p, const unsigned char *end, uint64
     return -1;
 }
 
-/* The id of the row with (hash, blob) in frames or stacks (sel, ins), added when missing. */
-static int64_t intern(sqlite3_stmt *sel, sqlite3_stmt *ins, const void *data, size_t len, int *rc)
+/* The id of the row with (hash, blob) in frames or stacks (sel, ins), added when missing; a
+ * frame's mapping (mappings.id, 0: none) is bound as ?3. */
+static int64_t intern(sqlite3_stmt *sel, sqlite3_stmt *ins, const void *data, size_t len,
+                      int64_t mapping, int *rc)
 {
     int64_t hash = (int64_t)pp_hash_bytes(data, len, 0x9e3779b97f4a7c15ULL);
-    sqlite3_reset(sel);
-    sqlite3_bind_int64(sel, 1, hash);
-    sqlite3_bind_blob(sel, 2, len ? data : "", (int)len, SQLITE_STATIC);
+    sqlite3_stmt *st[2] = {sel, ins};
+    for (int k = 0; k < 2; k++) {
+        sqlite3_reset(st[k]);
+        sqlite3_bind_int64(st[k], 1, hash);
+        sqlite3_bind_blob(st[k], 2, len ? data : "", (int)len, SQLITE_STATIC);
+        if (sqlite3_bind_parameter_count(st[k]) >= 3) {
+            if (mapping)
+                sqlite3_bind_int64(st[k], 3, mapping);
+            else
+                sqlite3_bind_null(st[k], 3);
+        }
+    }
     int r = sqlite3_step(sel);
     if (r == SQLITE_ROW)
         return sqlite3_column_int64(sel, 0);
@@ -297,9 +336,6 @@ static int64_t intern(sqlite3_stmt *sel, sqlite3_stmt *ins, const void *data, si
         *rc = r;
         return 0;
     }
-    sqlite3_reset(ins);
-    sqlite3_bind_int64(ins, 1, hash);
-    sqlite3_bind_blob(ins, 2, len ? data : "", (int)len, SQLITE_STATIC);
     r = sqlite3_step(ins);
     if (r != SQLITE_DONE) {
         *rc = r;
@@ -309,18 +345,31 @@ static int64_t intern(sqlite3_stmt *sel, sqlite3_stmt *ins, const void *data, si
 }
 
 typedef struct writer {
-    sqlite3_stmt *st[7];
-    int64_t *frame_ids; /* profile string id -> frames.id (0: not yet) */
+    sqlite3_stmt *st[9];
+    int64_t *frame_ids; /* profile string id -> frames.id of the frame without mapping (0: not
+                           yet) */
     size_t nframe_ids;
+    pp_u64map located; /* string id << 32 | profile mapping id -> frames.id */
+    int64_t *map_ids;  /* profile mapping id -> mappings.id (0: not yet) */
     unsigned char *blob;
     size_t blob_cap;
 } writer;
 
-enum { W_FRAME_SEL, W_FRAME_INS, W_STACK_SEL, W_STACK_INS, W_SESSION, W_PROC, W_SAMPLE };
+enum {
+    W_FRAME_SEL,
+    W_FRAME_INS,
+    W_STACK_SEL,
+    W_STACK_INS,
+    W_SESSION,
+    W_PROC,
+    W_SAMPLE,
+    W_MAP_INS,
+    W_MAP_SEL
+};
 
 static const char *const writer_sql[] = {
-    "SELECT id FROM frames WHERE hash=?1 AND text=?2",
-    "INSERT INTO frames(hash, text) VALUES(?1, ?2)",
+    "SELECT id FROM frames WHERE hash=?1 AND text=?2 AND mapping IS ?3",
+    "INSERT INTO frames(hash, text, mapping) VALUES(?1, ?2, ?3)",
     "SELECT id FROM stacks WHERE hash=?1 AND frames=?2",
     "INSERT INTO stacks(hash, frames) VALUES(?1, ?2)",
     "INSERT INTO sessions(start, end, host, hz, minute) VALUES(?1, ?2, ?3, ?4, NULL)",
@@ -328,6 +377,8 @@ static const char *const writer_sql[] = {
     " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     "INSERT INTO samples(proc, stack, count) VALUES(?1, ?2, ?3)"
     " ON CONFLICT(proc, stack) DO UPDATE SET count = count + excluded.count",
+    "INSERT OR IGNORE INTO mappings(file, build_id) VALUES(?1, ?2)",
+    "SELECT id FROM mappings WHERE file=?1 AND build_id=?2",
 };
 
 static void writer_free(writer *w)
@@ -335,11 +386,62 @@ static void writer_free(writer *w)
     for (size_t i = 0; i < sizeof(w->st) / sizeof(w->st[0]); i++)
         sqlite3_finalize(w->st[i]);
     free(w->frame_ids);
+    pp_u64map_free(&w->located);
+    free(w->map_ids);
     free(w->blob);
 }
 
+/* The mappings.id of the profile's mapping m (added when missing); 0 with *rc set on failure. */
+static int64_t put_mapping(writer *w, const pp_profile *p, uint32_t m, int *rc)
+{
+    if (w->map_ids[m])
+        return w->map_ids[m];
+    uint32_t file, build_id;
+    pp_profile_mapping_get(p, m, &file, &build_id);
+    for (int k = W_MAP_INS; k <= W_MAP_SEL; k++) {
+        sqlite3_stmt *st = w->st[k];
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, pp_profile_str(p, file), -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, pp_profile_str(p, build_id), -1, SQLITE_STATIC);
+        int r = sqlite3_step(st);
+        if (k == W_MAP_SEL && r == SQLITE_ROW)
+            return w->map_ids[m] = sqlite3_column_int64(st, 0);
+        if (r != SQLITE_DONE) {
+            *rc = r;
+            return 0;
+        }
+    }
+    *rc = SQLITE_CORRUPT; /* inserted or present, yet not found */
+    return 0;
+}
+
+/* The frames.id of frame f of process pid (with its mapping); 0 with *rc set on failure. */
+static int64_t put_frame(writer *w, const pp_profile *p, int pid, uint32_t f, int *rc)
+{
+    uint32_t m = pp_profile_frame_mapping(p, pid, f);
+    uint64_t key = (uint64_t)f << 32 | m;
+    uint64_t *v = m ? pp_u64map_get(&w->located, key) : NULL;
+    if (m ? v != NULL : w->frame_ids[f] != 0)
+        return m ? (int64_t)*v : w->frame_ids[f];
+    int64_t mapping = m ? put_mapping(w, p, m, rc) : 0;
+    if (m && !mapping)
+        return 0;
+    const char *s = pp_profile_str(p, f);
+    int64_t id = intern(w->st[W_FRAME_SEL], w->st[W_FRAME_INS], s, strlen(s), mapping, rc);
+    if (!id)
+        return 0;
+    if (!m)
+        return w->frame_ids[f] = id;
+    if (pp_u64map_put(&w->located, key, (uint64_t)id) < 0) {
+        *rc = SQLITE_NOMEM;
+        return 0;
+    }
+    return id;
+}
+
 /* The stack's id; 0 with *rc set on failure. */
-static int64_t put_stack(writer *w, const pp_profile *p, const uint32_t *frames, size_t n, int *rc)
+static int64_t put_stack(writer *w, const pp_profile *p, int pid, const uint32_t *frames, size_t n,
+                         int *rc)
 {
     size_t need = n * 10 + 1;
     if (need > w->blob_cap) {
@@ -353,20 +455,16 @@ static int64_t put_stack(writer *w, const pp_profile *p, const uint32_t *frames,
     }
     size_t len = 0;
     for (size_t i = 0; i < n; i++) {
-        uint32_t f = frames[i];
-        if (f >= w->nframe_ids) {
+        if (frames[i] >= w->nframe_ids) {
             *rc = SQLITE_MISUSE;
             return 0;
         }
-        if (!w->frame_ids[f]) {
-            const char *s = pp_profile_str(p, f);
-            w->frame_ids[f] = intern(w->st[W_FRAME_SEL], w->st[W_FRAME_INS], s, strlen(s), rc);
-            if (!w->frame_ids[f])
-                return 0;
-        }
-        len += pp_hist_varint_put(w->blob + len, (uint64_t)w->frame_ids[f]);
+        int64_t id = put_frame(w, p, pid, frames[i], rc);
+        if (!id)
+            return 0;
+        len += pp_hist_varint_put(w->blob + len, (uint64_t)id);
     }
-    return intern(w->st[W_STACK_SEL], w->st[W_STACK_INS], w->blob, len, rc);
+    return intern(w->st[W_STACK_SEL], w->st[W_STACK_INS], w->blob, len, 0, rc);
 }
 
 static int step_done(sqlite3_stmt *st)
@@ -395,7 +493,7 @@ static int put_pid(writer *w, const pp_profile *p, const pp_pid_profile *pp, int
         const uint32_t *frames = pp_pid_stack(pp, i, &n, &count);
         if (!count)
             continue;
-        int64_t stack = put_stack(w, p, frames, n, &rc);
+        int64_t stack = put_stack(w, p, pp->pid, frames, n, &rc);
         if (!stack)
             return rc;
         sqlite3_stmt *ss = w->st[W_SAMPLE];
@@ -418,7 +516,8 @@ static int put_session(pp_history *h, writer *w, const pp_profile *p, int64_t st
     }
     w->nframe_ids = pp_strtab_count(pp_profile_strings((pp_profile *)p));
     w->frame_ids = calloc(w->nframe_ids ? w->nframe_ids : 1, sizeof(*w->frame_ids));
-    if (!w->frame_ids)
+    w->map_ids = calloc(pp_profile_nmappings(p) + 1, sizeof(*w->map_ids));
+    if (!w->frame_ids || !w->map_ids)
         return SQLITE_NOMEM;
     sqlite3_stmt *st = w->st[W_SESSION];
     sqlite3_bind_int64(st, 1, start);

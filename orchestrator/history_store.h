@@ -2,7 +2,8 @@
  * in DIR/history.db, an SQLite database in WAL mode (a reader, `polyprof history`, reads while
  * polyprof writes; a killed polyprof loses at most the session being written: one transaction
  * per session). Frame strings and stacks are stored once (interned: a frames table and a stacks
- * table keyed by hash, sample rows referencing stack ids). Retention, enforced after each write:
+ * table keyed by hash, sample rows referencing stack ids; a frame with the file and build-id it
+ * was found in, a mappings table). Retention, enforced after each write:
  * sessions older than the fine age are merged into per-minute summaries, anything older than the
  * max age is deleted, and while the database is over the byte cap the oldest sessions (summaries
  * first, as they are the oldest) are deleted. The schema and its reasons: docs/decisions.md. */

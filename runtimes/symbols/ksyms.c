@@ -1,8 +1,10 @@
-/* /proc/kallsyms parsing: "ADDR TYPE NAME [MODULE]", text symbols only. */
+/* /proc/kallsyms parsing: "ADDR TYPE NAME [MODULE]", text symbols only; the kernel's build-id
+ * from its notes. */
 #include "runtimes/symbols/symbols_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <elf.h>
 #include <string.h>
 
 int pp_ksyms_parse_line(const char *line, size_t len, pp_symtab *t)
@@ -62,4 +64,30 @@ long pp_ksyms_load(const char *path, pp_symtab *t)
     /* the last symbol (end of module text) gets a modest span */
     pp_symtab_finish(t, 4096);
     return n;
+}
+
+int pp_ksyms_notes_build_id(const unsigned char *notes, size_t len, char *hex, size_t hexsz)
+{
+    hex[0] = '\0';
+    /* Elf64_Nhdr and Elf32_Nhdr are the same three 4-byte words; name and desc 4-aligned */
+    for (size_t off = 0; len >= 12 && off <= len - 12;) {
+        uint32_t namesz, descsz, type;
+        memcpy(&namesz, notes + off, 4);
+        memcpy(&descsz, notes + off + 4, 4);
+        memcpy(&type, notes + off + 8, 4);
+        size_t name = off + 12, nlen = ((size_t)namesz + 3) & ~(size_t)3;
+        size_t dlen = ((size_t)descsz + 3) & ~(size_t)3;
+        if (nlen > len - name || dlen > len - name - nlen)
+            return -1;
+        size_t desc = name + nlen;
+        if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(notes + name, "GNU", 4) == 0) {
+            if (descsz == 0 || descsz > PP_BUILD_ID_MAX || hexsz < 2 * (size_t)descsz + 1)
+                return -1;
+            for (size_t i = 0; i < descsz; i++)
+                snprintf(hex + 2 * i, 3, "%02x", notes[desc + i]);
+            return 0;
+        }
+        off = desc + dlen;
+    }
+    return -1;
 }

@@ -207,8 +207,27 @@ static const char *kernel_by_kallsyms(pp_symbolizer *s, uint64_t ip)
     return sym ? pp_symtab_name(&s->ksyms, sym) : "";
 }
 
-size_t pp_symbolize_kernel(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz)
+/* The running kernel's build-id, read once (at most 4 KiB of /sys/kernel/notes). */
+static const char *kernel_build_id(pp_symbolizer *s)
 {
+    if (!s->kernel_build_id_read) {
+        s->kernel_build_id_read = 1;
+        unsigned char notes[4096];
+        ssize_t n = pp_read_small_file("/sys/kernel/notes", (char *)notes, sizeof(notes));
+        if (n <= 0 || pp_ksyms_notes_build_id(notes, (size_t)n, s->kernel_build_id,
+                                              sizeof(s->kernel_build_id)) < 0)
+            pp_debug("symbols: no build-id in /sys/kernel/notes");
+    }
+    return s->kernel_build_id;
+}
+
+size_t pp_symbolize_kernel_file(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz,
+                                pp_frame_file *file)
+{
+    if (file) {
+        file->path = "[kernel.kallsyms]";
+        snprintf(file->build_id, sizeof(file->build_id), "%s", s ? kernel_build_id(s) : "");
+    }
     if (!s)
         return pp_frame_write(buf, bufsz, "[unknown]", "_[k]");
     char tmp[256];
@@ -220,6 +239,11 @@ size_t pp_symbolize_kernel(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufs
         return pp_frame_write(buf, bufsz, "[unknown]", "_[k]");
     }
     return pp_frame_write(buf, bufsz, name, "_[k]");
+}
+
+size_t pp_symbolize_kernel(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz)
+{
+    return pp_symbolize_kernel_file(s, ip, buf, bufsz, NULL);
 }
 
 /* ---- processes and mappings ---- */
@@ -562,8 +586,26 @@ void pp_symbolizer_set_dso_names(pp_symbolizer *s, bool on)
     s->dso_names = on;
 }
 
+/* Tells file (when not NULL) the path and build-id (meta's, when it has one). */
+static void set_file(pp_frame_file *file, const char *path, const pp_elf_meta *meta)
+{
+    if (!file)
+        return;
+    file->path = path;
+    file->build_id[0] = '\0';
+    for (size_t i = 0; meta && i < meta->build_id_len && 2 * i + 2 < sizeof(file->build_id); i++)
+        snprintf(file->build_id + 2 * i, 3, "%02x", meta->build_id[i]);
+}
+
 size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size_t bufsz)
 {
+    return pp_symbolize_user_file(s, pid, ip, buf, bufsz, NULL);
+}
+
+size_t pp_symbolize_user_file(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size_t bufsz,
+                              pp_frame_file *file)
+{
+    set_file(file, NULL, NULL);
     pp_proc *p = s ? get_proc(s, pid) : NULL;
     if (!p) {
         if (s)
@@ -602,6 +644,7 @@ size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size
     case PP_MAP_VDSO: {
         if (s->vdso_state == 0)
             load_vdso(s);
+        set_file(file, "[vdso]", s->vdso_state > 0 ? &s->vdso_meta : NULL);
         uint64_t va;
         const pp_sym *sym = NULL;
         if (s->vdso_state > 0 && m->end - m->start == s->vdso_len &&
@@ -626,6 +669,7 @@ size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size
     }
     int fresh;
     pp_binary *b = pp_sym_map_binary(s, p, m, &fresh);
+    set_file(file, m->path, b ? &b->meta : NULL);
     uint64_t va;
     if (!b || pp_elf_offset_to_vaddr(&b->meta, ip - m->start + m->offset, &va) != 0)
         return unnamed(s, buf, bufsz, m->path);

@@ -77,10 +77,27 @@ bool pp_symbolizer_wait_reads(pp_symbolizer *s, double deadline);
  * into buf and returns its length (truncated to bufsz-1). Never fails. */
 size_t pp_symbolize_user(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size_t bufsz);
 
+/* The file a frame was found in (the pprof export's mappings): path as the process maps it
+ * (" (deleted)" included), "[vdso]" or "[kernel.kallsyms]"; NULL when none (anonymous memory,
+ * JIT code, an address in no mapping). build_id: the file's GNU build-id in lowercase hex, ""
+ * when the file has none or could not be read. path stays valid until the next call on the
+ * symbolizer. */
+typedef struct pp_frame_file {
+    const char *path;
+    char build_id[129];
+} pp_frame_file;
+/* pp_symbolize_user, also telling the frame's file. */
+size_t pp_symbolize_user_file(pp_symbolizer *s, int pid, uint64_t ip, char *buf, size_t bufsz,
+                              pp_frame_file *file);
+
 /* Names kernel address ip: "<symbol>_[k]". With a kernel namer set, asks it and caches the
  * answer per address (bounded); otherwise (or when the namer fails) from /proc/kallsyms, loaded
  * once, lazily. */
 size_t pp_symbolize_kernel(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz);
+/* pp_symbolize_kernel, also telling the file: "[kernel.kallsyms]" with the running kernel's
+ * build-id (/sys/kernel/notes, read once; "" when unreadable), for every kernel address. */
+size_t pp_symbolize_kernel_file(pp_symbolizer *s, uint64_t ip, char *buf, size_t bufsz,
+                                pp_frame_file *file);
 
 /* A way to name one kernel address without reading /proc/kallsyms: returns 0 with the symbol
  * in name, 1 when the kernel has no symbol for ip, -1 when it cannot answer (the symbolizer then

@@ -75,6 +75,8 @@ struct pp_symbolizer {
     pp_symtab ksyms;
     int ksyms_loaded;
     char *kallsyms_path;
+    char kernel_build_id[2 * PP_BUILD_ID_MAX + 1]; /* "" unknown */
+    int kernel_build_id_read;
     pp_kernel_namer namer;
     void *namer_arg;
     pp_kcache *kcache; /* names given by the namer */

@@ -118,6 +118,10 @@ void pp_frame_sanitize(char *s);
 long pp_ksyms_load(const char *path, pp_symtab *t);
 /* Parses one kallsyms line into t (not finished). Returns 1 if a symbol was added, else 0. */
 int pp_ksyms_parse_line(const char *line, size_t len, pp_symtab *t);
+/* The GNU build-id note among the ELF notes notes[0..len) (/sys/kernel/notes: the running
+ * kernel's), as lowercase hex into hex (hexsz >= 2 * PP_BUILD_ID_MAX + 1). 0, or -1 when there
+ * is none or the notes are malformed (hex is then ""). */
+int pp_ksyms_notes_build_id(const unsigned char *notes, size_t len, char *hex, size_t hexsz);
 
 /* ---- kernel names asked of a namer, cached per address (kcache.c) ---- */
 

@@ -51,13 +51,19 @@ static __attribute__((noinline)) uint32_t frame_id_miss(pp_emitter *e, pp_profil
                                                         uint64_t ip, uint64_t h)
 {
     char buf[1024];
+    pp_frame_file file;
     if (pid < 0)
-        pp_symbolize_kernel(e->sym, ip, buf, sizeof(buf));
+        pp_symbolize_kernel_file(e->sym, ip, buf, sizeof(buf), &file);
     else
-        pp_symbolize_user(e->sym, pid, ip, buf, sizeof(buf));
+        pp_symbolize_user_file(e->sym, pid, ip, buf, sizeof(buf), &file);
     uint32_t id = pp_profile_intern(out, buf);
     if (id == UINT32_MAX)
         return id;
+    /* the frame's file, for the pprof export's mappings (kernel frames: every process's); a
+     * failure here (OOM) only leaves the frame without one */
+    uint32_t m = file.path ? pp_profile_mapping(out, file.path, file.build_id) : 0;
+    if (m && m != UINT32_MAX)
+        pp_profile_set_frame_mapping(out, pid < 0 ? PP_ANY_PID : pid, id, m);
     /* Bounded cache: when it gets dense at its largest (or cannot grow), start over. */
     if (pp_htab_full(&e->cache) && e->cache.cap >= CACHE_MAX_SLOTS)
         pp_htab_clear(&e->cache);

@@ -1,6 +1,8 @@
 /* Turns one aggregated raw sample (pid, comm, user and kernel instruction pointers, count) into
  * a symbolized stack of a profile. Shared by both sampler backends. Caches (pid, ip) -> frame id
- * for the profile being filled. */
+ * for the profile being filled. Each native frame's file (path, build-id) is recorded in the
+ * profile as the frame's mapping (pp_profile_set_frame_mapping; kernel frames under
+ * PP_ANY_PID), for the pprof export. */
 #ifndef PP_EMIT_H
 #define PP_EMIT_H
 

@@ -137,7 +137,7 @@ def odd_comm_process():
 @pytest.fixture(scope="session")
 def appdir():
     d = Path(tempfile.mkdtemp(prefix="pp_it_apps_"))
-    subprocess.run(["gcc", "-O0", "-g", "-fno-omit-frame-pointer",
+    subprocess.run(["gcc", "-O0", "-g", "-fno-omit-frame-pointer", "-Wl,--build-id=sha1",
                     "-o", str(d / "pp_hot_c"), str(APPS / "hot.c")], check=True)
     env = dict(os.environ, GOCACHE=str(d / "gocache"), GOPATH=str(d / "gopath"),
                GOFLAGS="-mod=mod", GO111MODULE="off")

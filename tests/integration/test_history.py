@@ -1,7 +1,8 @@
 """The local history store (--history-dir) and `polyprof history`, with real continuous runs:
 the window's merged profile equals the sum of the sessions' .col files, filters select the right
-processes, a SIGKILLed polyprof leaves a database SQLite finds intact, a full file system gives
-one WARNING while profiling goes on, and the history command reads while polyprof writes."""
+processes, the window's pprof export keeps the native frames' files and build-ids, a SIGKILLed
+polyprof leaves a database SQLite finds intact, a full file system gives one WARNING while
+profiling goes on, and the history command reads while polyprof writes."""
 import collections
 import errno
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import POLYPROF, App, Profile, run_polyprof, wait_for
+from test_export import assert_mappings, pprof, raw_samples
 from test_java import Run
 
 # Runtime profilers off: the fixtures are C programs, and sessions stay short.
@@ -65,6 +67,14 @@ def history(hist, out, *args):
                            *map(str, args)], capture_output=True, text=True, timeout=60)
 
 
+def continuous(a, b, tmp_path):
+    """polyprof -c (1 s sessions) on apps a and b: (the run, its -o directory, its history)."""
+    out, hist = tmp_path / "out", tmp_path / "hist"
+    run = Run("-c", "-d", 1, "-f", 99, "--pids", f"{a.pid},{b.pid}", "-o", out, "--history-dir",
+              hist, "--log-file", tmp_path / "pp.log", *QUIET)
+    return run, out, hist
+
+
 def stop(run):
     run.proc.terminate()
     run.wait()
@@ -73,9 +83,7 @@ def stop(run):
 def test_history_of_30_sessions_equals_their_col_files_and_filters_select_processes(
         two_apps, tmp_path):
     a, b = two_apps
-    out, hist = tmp_path / "out", tmp_path / "hist"
-    run = Run("-c", "-d", 1, "-f", 99, "--pids", f"{a.pid},{b.pid}", "-o", out, "--history-dir",
-              hist, "--log-file", tmp_path / "pp.log", *QUIET)
+    run, out, hist = continuous(a, b, tmp_path)
     try:
         wait_for(lambda: run.proc.poll() is not None or len(cols(out)) >= 30, 120, "30 sessions",
                  interval=0.1)
@@ -102,11 +110,28 @@ def test_history_of_30_sessions_equals_their_col_files_and_filters_select_proces
     assert got_a, "pp_hist_a was sampled"
 
 
+def test_the_history_pprof_export_keeps_the_mappings_and_build_ids(two_apps, tmp_path):
+    a, b = two_apps
+    run, out, hist = continuous(a, b, tmp_path)
+    try:
+        wait_for(lambda: run.proc.poll() is not None or stored_sessions(hist) >= 3, 60,
+                 "3 stored sessions", interval=0.1)
+    finally:
+        stop(run)
+    r = history(hist, tmp_path / "w.pb.gz", "--since", "1h")
+    assert r.returncode == 0, r.stderr
+    text = pprof("-raw", tmp_path / "w.pb.gz", tmp=tmp_path)
+    for name in ("pp_hist_a", "pp_hist_b"):  # two_apps' copies: two files, one build-id
+        assert_mappings(text, tmp_path / name, "hot_a")
+    r = history(hist, tmp_path / "w.col", "--since", "1h")
+    assert r.returncode == 0, r.stderr
+    total = sum(n for _, n in Profile(tmp_path / "w.col").stacks)
+    assert total > 0 and sum(s[0] for s in raw_samples(text)) == total, "totals unchanged"
+
+
 def test_sigkill_mid_run_leaves_a_store_that_passes_the_integrity_check(two_apps, tmp_path):
     a, b = two_apps
-    out, hist = tmp_path / "out", tmp_path / "hist"
-    run = Run("-c", "-d", 1, "-f", 99, "--pids", f"{a.pid},{b.pid}", "-o", out, "--history-dir",
-              hist, "--log-file", tmp_path / "pp.log", *QUIET)
+    run, out, hist = continuous(a, b, tmp_path)
     try:
         wait_for(lambda: run.proc.poll() is not None or len(cols(out)) >= 3, 60, "3 sessions",
                  interval=0.02)
@@ -169,9 +194,7 @@ def test_a_full_file_system_gives_one_warning_and_profiling_goes_on(two_apps, tm
 
 def test_the_history_command_reads_while_polyprof_writes(two_apps, tmp_path):
     a, b = two_apps
-    out, hist = tmp_path / "out", tmp_path / "hist"
-    run = Run("-c", "-d", 1, "-f", 99, "--pids", f"{a.pid},{b.pid}", "-o", out, "--history-dir",
-              hist, "--log-file", tmp_path / "pp.log", *QUIET)
+    run, out, hist = continuous(a, b, tmp_path)
     try:
         wait_for(lambda: run.proc.poll() is not None or stored_sessions(hist) >= 1, 60,
                  "a stored session")

@@ -1,12 +1,20 @@
 /* Unit tests: the emitter's (pid, ip) -> frame id cache never outlives the profile it was filled
  * for, even when the next session's profile is allocated at the freed one's address; runtime
- * frames take the interpreter loop's place, and garbage under the loop is dropped. */
+ * frames take the interpreter loop's place, and garbage under the loop is dropped; native frames
+ * record their file and build-id. */
 #include "tests/unit/testutil.h"
 
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libelf.h>
+#include <limits.h>
 #include <valgrind/valgrind.h>
 
+#include "base/elfnotes.h"
 #include "merge/profile.h"
 #include "runtimes/symbols/symbolizer.h"
+#include "runtimes/symbols/symbols_internal.h"
 #include "runtimes/system/emit.h"
 
 /* Freed memory is handed out again at once (ASan would otherwise quarantine it), so that a new
@@ -178,6 +186,83 @@ Test(emit, native_stack_ends_at_the_first_unmapped_caller)
     cr_assert_eq(pp_emit_sample(e, p, pid, "me", leaf_only, 2, NULL, 0, 1), 0);
     stack_text(p, pid, text, sizeof(text));
     cr_assert_str_eq(text, "[unknown]", "an unmapped leaf: %s", text);
+    pp_profile_free(p);
+    pp_emitter_free(e);
+    pp_symbolizer_free(sym);
+}
+
+/* The GNU build-id of the file at path, as lowercase hex ("" when none). */
+static int own_note(void *arg, const char *name, size_t namesz, uint32_t type,
+                    const unsigned char *desc, size_t descsz)
+{
+    char *hex = arg;
+    if (type != NT_GNU_BUILD_ID || !pp_elf_note_named(name, namesz, "GNU") || descsz > 64)
+        return 0;
+    for (size_t i = 0; i < descsz; i++)
+        snprintf(hex + 2 * i, 3, "%02x", desc[i]);
+    return 1;
+}
+
+static void file_build_id(const char *path, char *hex)
+{
+    hex[0] = '\0';
+    elf_version(EV_CURRENT);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    cr_assert_not_null(e);
+    pp_elf_notes_walk(e, 0, own_note, hex);
+    elf_end(e);
+    close(fd);
+}
+
+/* The mapping recorded for frame text in pid: its file and build-id. */
+static void frame_mapping(pp_profile *p, int pid, const char *text, const char **file,
+                          const char **build_id)
+{
+    uint32_t f = pp_profile_intern(p, text), fs, bs;
+    uint32_t m = pp_profile_frame_mapping(p, pid, f);
+    cr_assert(m, "no mapping recorded for frame %s", text);
+    pp_profile_mapping_get(p, m, &fs, &bs);
+    *file = pp_profile_str(p, fs);
+    *build_id = pp_profile_str(p, bs);
+}
+
+/* Every native frame carries its file into the profile (the pprof export's mappings): a user
+ * frame the executable it was found in, with the executable's build-id; a kernel frame
+ * [kernel.kallsyms] for every process; an address in no mapping none. */
+Test(emit, native_frames_record_their_file_and_build_id)
+{
+    pp_symbolizer *sym = pp_symbolizer_new(0);
+    pp_emitter *e = pp_emitter_new(sym);
+    pp_profile *p = pp_profile_new();
+    cr_assert(sym && e && p);
+    pp_symbolizer_set_kallsyms_path(sym, "/nonexistent/kallsyms");
+    int pid = getpid();
+    uint64_t user[] = {(uint64_t)(uintptr_t)pp_emit_fn_alpha + 1};
+    uint64_t unmapped[] = {0x10};
+    uint64_t kernel[] = {0xffffffff81000100ull};
+    pp_symbolizer_begin_pass(sym);
+    cr_assert_eq(pp_emit_sample(e, p, pid, "me", user, 1, kernel, 1, 2), 0);
+    cr_assert_eq(pp_emit_sample(e, p, pid + 1000000, "other", unmapped, 1, kernel, 1, 1), 0);
+
+    char exe[PATH_MAX], want[129];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    cr_assert(n > 0);
+    exe[n] = '\0';
+    file_build_id(exe, want);
+    cr_assert_eq(strlen(want), 40, "the test binary has a sha1 build-id (gcc's default): %s", want);
+    const char *file, *bid;
+    frame_mapping(p, pid, "pp_emit_fn_alpha", &file, &bid);
+    cr_expect_str_eq(file, exe, "the executable as the process maps it");
+    cr_expect_str_eq(bid, want);
+    cr_expect_eq(pp_profile_frame_mapping(p, pid + 1000000, pp_profile_intern(p, "[unknown]")), 0,
+                 "an address in no mapping has no file");
+    frame_mapping(p, pid + 1000000, "[unknown]_[k]", &file, &bid);
+    cr_expect_str_eq(file, "[kernel.kallsyms]");
+    if (access("/sys/kernel/notes", R_OK) == 0)
+        cr_expect_eq(strlen(bid), 40, "the running kernel's build-id: %s", bid);
+    cr_expect_eq(pp_profile_nmappings(p), 2, "each file once");
     pp_profile_free(p);
     pp_emitter_free(e);
     pp_symbolizer_free(sym);

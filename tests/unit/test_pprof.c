@@ -169,6 +169,122 @@ Test(pprof, encodes_samples_types_and_totals)
     pp_profile_free(prof);
 }
 
+/* The mapping of location loc_id (NULL: none). */
+static const Perftools__Profiles__Mapping *loc_mapping(const pb_profile *p, uint64_t loc_id)
+{
+    for (size_t i = 0; i < p->n_location; i++) {
+        if (p->location[i]->id != loc_id)
+            continue;
+        uint64_t mid = p->location[i]->mapping_id;
+        if (!mid)
+            return NULL;
+        for (size_t k = 0; k < p->n_mapping; k++)
+            if (p->mapping[k]->id == mid)
+                return p->mapping[k];
+        cr_assert_fail("location %llu names mapping %llu, which is not in the profile",
+                       (unsigned long long)loc_id, (unsigned long long)mid);
+    }
+    cr_assert_fail("no location %llu", (unsigned long long)loc_id);
+    return NULL;
+}
+
+/* Two processes whose executables both have a "main" (other files, other build-ids), a kernel
+ * frame every process shares, a runtime frame without a file, and a file without a build-id. */
+Test(pprof, mappings_carry_build_ids_and_locations_link_them)
+{
+    pp_profile *prof = pp_profile_new();
+    uint32_t ma = pp_profile_mapping(prof, "/usr/bin/a", "aa01");
+    uint32_t mb = pp_profile_mapping(prof, "/srv/b (deleted)", "bb02");
+    uint32_t mk = pp_profile_mapping(prof, "[kernel.kallsyms]", "cc03");
+    uint32_t mn = pp_profile_mapping(prof, "/lib/libnoid.so", "");
+    cr_assert_eq(pp_profile_mapping(prof, "/usr/bin/a", "aa01"), ma, "interned once");
+    cr_assert(ma && mb && mk && mn && ma != mb && mb != mk && mk != mn);
+    uint32_t fmain = pp_profile_intern(prof, "main"), fk = pp_profile_intern(prof, "sys_read_[k]");
+    uint32_t frt = pp_profile_intern(prof, "run (x.py:1)_[p]"), fl = pp_profile_intern(prof, "lf");
+    pp_pid_profile *a = pp_profile_get(prof, 10, true), *b = pp_profile_get(prof, 20, true);
+    a->comm = pp_profile_intern(prof, "a");
+    b->comm = pp_profile_intern(prof, "b");
+    cr_assert_eq(pp_profile_set_frame_mapping(prof, 10, fmain, ma), 0);
+    cr_assert_eq(pp_profile_set_frame_mapping(prof, 10, fl, mn), 0);
+    cr_assert_eq(pp_profile_set_frame_mapping(prof, 20, fmain, mb), 0);
+    cr_assert_eq(pp_profile_set_frame_mapping(prof, PP_ANY_PID, fk, mk), 0);
+    cr_assert_eq(pp_profile_set_frame_mapping(prof, 20, fmain, ma), 0);
+    cr_assert_eq(pp_profile_frame_mapping(prof, 20, fmain), mb, "the first mapping stays");
+    uint32_t sa[] = {fmain, fl, fk}, sb[] = {fmain, frt, fk};
+    pp_pid_add(a, sa, 3, 5);
+    pp_pid_add(b, sb, 3, 7);
+    pp_pprof_opts o = {.frequency = 100};
+    size_t len = 0;
+    unsigned char *gz = pp_pprof_render(prof, &o, &len);
+    cr_assert_not_null(gz);
+    pb_profile *p = decode(gz, len);
+
+    cr_assert_eq(p->n_mapping, 4, "one mapping per (file, build-id) used, got %zu", p->n_mapping);
+    for (size_t i = 0; i < p->n_mapping; i++) {
+        cr_expect_eq(p->mapping[i]->id, i + 1);
+        cr_expect(p->mapping[i]->has_functions, "locations are named: pprof must not re-symbolize");
+    }
+    cr_assert_eq(p->n_sample, 2);
+    const Perftools__Profiles__Sample *s0 = p->sample[0], *s1 = p->sample[1];
+    cr_assert_eq(s0->n_location_id, 3);
+    cr_assert_eq(s1->n_location_id, 3);
+    /* leaf first: kernel, then lf / the runtime frame, then main */
+    const Perftools__Profiles__Mapping *m;
+    cr_assert_not_null(m = loc_mapping(p, s0->location_id[2]));
+    cr_expect_str_eq(str(p, m->filename), "/usr/bin/a");
+    cr_expect_str_eq(str(p, m->build_id), "aa01");
+    cr_assert_not_null(m = loc_mapping(p, s1->location_id[2]));
+    cr_expect_str_eq(str(p, m->filename), "/srv/b (deleted)");
+    cr_expect_str_eq(str(p, m->build_id), "bb02");
+    cr_expect_neq(s0->location_id[2], s1->location_id[2], "main of two files: two locations");
+    cr_expect_str_eq(fn_name(p, s0->location_id[2]), "main");
+    cr_expect_str_eq(fn_name(p, s1->location_id[2]), "main");
+    cr_expect_eq(p->n_function, 4, "one function per frame name, got %zu", p->n_function);
+    cr_assert_not_null(m = loc_mapping(p, s0->location_id[1]));
+    cr_expect_str_eq(str(p, m->filename), "/lib/libnoid.so");
+    cr_expect_str_eq(str(p, m->build_id), "", "a file without a build-id has none");
+    cr_expect_null(loc_mapping(p, s1->location_id[1]), "a runtime frame has no mapping");
+    cr_expect_eq(s0->location_id[0], s1->location_id[0], "the kernel frame is one location");
+    cr_assert_not_null(m = loc_mapping(p, s0->location_id[0]));
+    cr_expect_str_eq(str(p, m->filename), "[kernel.kallsyms]");
+    cr_expect_str_eq(str(p, m->build_id), "cc03");
+
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    free(gz);
+    pp_profile_free(prof);
+}
+
+/* pp_pid_add_all (the merge's copy between profiles) keeps each frame's mapping, per process
+ * and for every process. */
+Test(pprof, copied_stacks_keep_their_mappings)
+{
+    pp_profile *src = pp_profile_new(), *dst = pp_profile_new();
+    pp_profile_intern(dst, "other"); /* dst's ids differ from src's */
+    uint32_t f = pp_profile_intern(src, "work"), k = pp_profile_intern(src, "irq_[k]");
+    pp_profile_set_frame_mapping(src, 5, f, pp_profile_mapping(src, "/bin/w", "0123"));
+    pp_profile_set_frame_mapping(src, PP_ANY_PID, k,
+                                 pp_profile_mapping(src, "[kernel.kallsyms]", ""));
+    uint32_t st[] = {f, k};
+    pp_pid_add(pp_profile_get(src, 5, true), st, 2, 1);
+    pp_pid_profile *d = pp_profile_get(dst, 5, true);
+    cr_assert_eq(pp_pid_add_all(dst, d, src, pp_profile_get(src, 5, false)), 0);
+    size_t n;
+    const uint32_t *df = pp_pid_stack(d, 0, &n, NULL);
+    cr_assert_eq(n, 2);
+    uint32_t file, bid, m = pp_profile_frame_mapping(dst, 5, df[0]);
+    cr_assert(m, "the frame's mapping was copied");
+    pp_profile_mapping_get(dst, m, &file, &bid);
+    cr_expect_str_eq(pp_profile_str(dst, file), "/bin/w");
+    cr_expect_str_eq(pp_profile_str(dst, bid), "0123");
+    cr_expect_eq(pp_profile_frame_mapping(dst, 6, df[0]), 0, "per process");
+    m = pp_profile_frame_mapping(dst, 6, df[1]);
+    cr_assert(m, "a kernel frame's mapping holds for every process");
+    pp_profile_mapping_get(dst, m, &file, &bid);
+    cr_expect_str_eq(pp_profile_str(dst, file), "[kernel.kallsyms]");
+    pp_profile_free(src);
+    pp_profile_free(dst);
+}
+
 Test(pprof, empty_profile_is_valid)
 {
     pp_profile *prof = pp_profile_new();

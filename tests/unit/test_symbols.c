@@ -1224,3 +1224,30 @@ Test(symbols, repeated_lookups_reuse_the_table)
     reap(&c);
     pp_symbolizer_free(s);
 }
+
+/* The kernel's build-id from its notes (/sys/kernel/notes): found after other notes, refused
+ * when a note runs past the end. */
+Test(symbols, kernel_notes_build_id)
+{
+    unsigned char notes[] = {
+        6, 0, 0, 0, 4, 0, 0, 0, 1, 1, 0, 0, 'L', 'i', 'n', 'u', 'x',  0,    0,    0,
+        1, 2, 3, 4,                                                                     /* other */
+        4, 0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0,   0xde, 0xad, 0xbe, 0xef, /* id */
+    };
+    char hex[2 * PP_BUILD_ID_MAX + 1];
+    cr_assert_eq(pp_ksyms_notes_build_id(notes, sizeof(notes), hex, sizeof(hex)), 0);
+    cr_expect_str_eq(hex, "deadbeef");
+    cr_expect_eq(pp_ksyms_notes_build_id(notes, sizeof(notes) - 1, hex, sizeof(hex)), -1,
+                 "a desc cut short");
+    cr_expect_str_eq(hex, "");
+    cr_expect_eq(pp_ksyms_notes_build_id(notes, 24, hex, sizeof(hex)), -1, "no GNU note");
+    notes[4] = 0xff; /* the first note's desc size runs past the end */
+    cr_expect_eq(pp_ksyms_notes_build_id(notes, sizeof(notes), hex, sizeof(hex)), -1);
+    if (access("/sys/kernel/notes", R_OK) == 0) {
+        unsigned char real[4096];
+        ssize_t n = pp_read_small_file("/sys/kernel/notes", (char *)real, sizeof(real));
+        cr_assert(n > 0);
+        cr_expect_eq(pp_ksyms_notes_build_id(real, (size_t)n, hex, sizeof(hex)), 0);
+        cr_expect_eq(strlen(hex), 40, "the running kernel's sha1 build-id: %s", hex);
+    }
+}
