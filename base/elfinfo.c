@@ -17,19 +17,47 @@
  * library in a profiled process) would raise SIGBUS in polyprof through a mapping. */
 #define MAX_SCAN (64UL << 20) /* bytes of .rodata searched for a string */
 
+Elf *pp_elf_begin_bounded(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return NULL;
+    elf_version(EV_CURRENT);
+    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    size_t shnum = 0;
+    if (!e || elf_kind(e) != ELF_K_ELF || elf_getshdrnum(e, &shnum) != 0 || shnum > (1u << 16))
+        goto refuse;
+    uint64_t size = (uint64_t)st.st_size;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(e, scn))) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh))
+            goto refuse;
+        if (sh.sh_type == SHT_NOBITS || sh.sh_size == 0)
+            continue;
+        if (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)
+            goto refuse;
+        bool table = sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM ||
+                     sh.sh_type == SHT_STRTAB || sh.sh_type == SHT_NOTE;
+        if (table && sh.sh_size > PP_ELF_TABLE_MAX)
+            goto refuse;
+    }
+    return e;
+refuse:
+    if (e)
+        elf_end(e);
+    return NULL;
+}
+
 static Elf *open_elf(const char *path, int *fd)
 {
-    elf_version(EV_CURRENT);
     *fd = open(path, O_RDONLY | O_CLOEXEC);
     if (*fd < 0)
         return NULL;
-    Elf *e = elf_begin(*fd, ELF_C_READ, NULL);
-    if (!e || elf_kind(e) != ELF_K_ELF) {
-        if (e)
-            elf_end(e);
+    Elf *e = pp_elf_begin_bounded(*fd);
+    if (!e) {
         close(*fd);
         *fd = -1;
-        return NULL;
     }
     return e;
 }
@@ -275,12 +303,9 @@ ssize_t pp_elf_section_read(const char *path, const char *section, void *buf, si
             if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
                 !(name = elf_strptr(e, shstrndx, sh.sh_name)) || strcmp(name, section) != 0)
                 continue;
-            Elf_Data *d = elf_getdata(scn, NULL);
-            if (d && d->d_buf) {
-                size_t n = d->d_size < cap ? d->d_size : cap;
-                memcpy(buf, d->d_buf, n);
-                r = (ssize_t)n;
-            }
+            /* only what is asked for: the section may be large (a sparse file) */
+            size_t n = sh.sh_size < cap ? (size_t)sh.sh_size : cap;
+            r = n ? pread(fd, buf, n, (off_t)sh.sh_offset) : 0;
             break;
         }
     elf_end(e);

@@ -18,6 +18,19 @@ typedef struct pp_elfinfo {
     char interp[128]; /* the interpreter path */
 } pp_elfinfo;
 
+typedef struct Elf Elf;
+
+/* The tables polyprof's ELF readers load whole (symbol, string and note sections) are at most
+ * this large; a file claiming more is refused. */
+#define PP_ELF_TABLE_MAX (64u << 20)
+
+/* libelf over fd (ELF_C_READ: read, never mapped; docs/security.md), or NULL when fd is not an
+ * ELF file or its section headers claim what the file cannot hold: a section past the end of
+ * the file, or a symbol, string or note table over PP_ELF_TABLE_MAX. libelf reading a file
+ * believes the sizes its headers give (it knows no file size), so a small or sparse file would
+ * make it allocate and read gigabytes. Free with elf_end; fd stays open. */
+Elf *pp_elf_begin_bounded(int fd);
+
 /* Reads path (e.g. "/proc/<pid>/exe"). Returns 0 when it is an ELF file. */
 int pp_elfinfo_read(const char *path, pp_elfinfo *out);
 

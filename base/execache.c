@@ -53,6 +53,14 @@ int pp_execache_check_pid(pp_execache *c, int pid, int (*check)(int fd), bool *m
     if (fd < 0)
         return -1;
     c->opens++;
+    /* the answer is stored under the identity of the file read, not of the one stat saw: the
+     * process may have exec'd another file between the two (a wrong answer would otherwise be
+     * cached for the first file) */
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    h = identity_hash(&st);
     int r = check(fd);
     close(fd);
     if (!c->tab.esize)

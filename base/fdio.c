@@ -21,7 +21,7 @@ int pp_fdio_wait(int fd, short events, double deadline, const int *cancel, int n
             errno = ETIMEDOUT;
             return -1;
         }
-        int r = poll(p, n, (int)(left * 1000) + 1);
+        int r = poll(p, n, left > 86400 ? 86400 * 1000 : (int)(left * 1000) + 1); /* no overflow */
         for (nfds_t i = 1; r > 0 && i < n; i++) {
             if (p[i].revents) {
                 errno = ECANCELED;

@@ -119,6 +119,11 @@ static uint64_t mapping_of(builder *b, const pp_profile *p, uint32_t m)
     mp.filename = cstr_id(b, pp_profile_str(p, file));
     mp.build_id = cstr_id(b, pp_profile_str(p, build_id));
     mp.has_functions = true;
+    /* no addresses: a range of its own per mapping all the same, none touching another, else
+     * pprof's reader merges "adjacent" mappings (limit == start) whose files or build-ids agree
+     * or are empty, and names frames of one file after the other */
+    mp.memory_start = (uint64_t)mp.id << 32;
+    mp.memory_limit = mp.memory_start + 1;
     if (mp.filename < 0 || mp.build_id < 0)
         return 0;
     b->maps[b->nmaps++] = mp;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/elfinfo.h"
 #include "base/execache.h"
 #include "runtimes/dotnet/dotnet.h"
 #include "runtimes/runtime.h"
@@ -83,8 +84,7 @@ int pp_net_bundle_check_fd(int fd)
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
         return -1;
-    elf_version(EV_CURRENT);
-    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    Elf *e = pp_elf_begin_bounded(fd);
     if (!e)
         return -1;
     size_t nph = 0;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/elfinfo.h"
 #include "base/elfnotes.h"
 #include "base/execache.h"
 #include "runtimes/go/go.h"
@@ -49,12 +50,7 @@ static bool elf_is_go(Elf *e)
 
 int pp_go_check_fd(int fd)
 {
-    static bool inited;
-    if (!inited) {
-        elf_version(EV_CURRENT);
-        inited = true;
-    }
-    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    Elf *e = pp_elf_begin_bounded(fd);
     if (!e)
         return -1;
     int r = -1;

@@ -38,13 +38,14 @@
  * addresses are relative to the load bias (file addresses: the same for every process of the
  * build); PP_HS_NONE / 0 when absent. */
 typedef struct pp_hs_layout {
-    int major;                /* Abstract_VM_Version::_vm_major_version */
-    char release[64];         /* Abstract_VM_Version::_s_vm_release ("17.0.15+6-Debian-1deb12u1") */
-    char buildid[96];         /* the libjvm build-id this was read for ("buildid:<hex>") */
-    uint64_t cc_heaps;        /* static CodeCache::_heaps (GrowableArray<CodeHeap*>*) */
-    uint64_t cc_low, cc_high; /* static CodeCache::_low_bound/_high_bound */
-    uint64_t threads_list;    /* static ThreadsSMRSupport::_java_thread_list */
-    uint64_t interp_code;     /* static AbstractInterpreter::_code (StubQueue*) */
+    int major;         /* Abstract_VM_Version::_vm_major_version */
+    char release[64];  /* Abstract_VM_Version::_s_vm_release ("17.0.15+6-Debian-1deb12u1") */
+    char buildid[96];  /* the cache key: libjvm build-id and the JVM's owner ("buildid:<hex>/uid:N")
+                        */
+    uint64_t cc_heaps; /* static CodeCache::_heaps (GrowableArray<CodeHeap*>*) */
+    uint64_t cc_low, cc_high;          /* static CodeCache::_low_bound/_high_bound */
+    uint64_t threads_list;             /* static ThreadsSMRSupport::_java_thread_list */
+    uint64_t interp_code;              /* static AbstractInterpreter::_code (StubQueue*) */
     uint64_t vm_major, vm_release;     /* static Abstract_VM_Version fields */
     uint32_t ga_len, ga_data;          /* GrowableArrayBase._len, GrowableArray<int>._data */
     uint32_t heap_memory, heap_segmap; /* CodeHeap._memory/_segmap (VirtualSpace) */
@@ -105,7 +106,7 @@ int pp_hs_layout_parse(pp_rmem *m, const uint64_t *syms, uint64_t bias, pp_hs_la
 /* Whether L has everything the walker needs, with plausible values: 0, or -1 with why naming
  * the first missing or implausible field ("no JavaThread._anchor in this JVM's vmstructs"). */
 int pp_hs_layout_check(const pp_hs_layout *L, char *why, size_t len);
-/* Layouts cached per build-id (at most PP_HS_CACHE_MAX, oldest replaced). */
+/* Layouts cached per build-id and owner uid (at most PP_HS_CACHE_MAX, oldest replaced). */
 #define PP_HS_CACHE_MAX 16
 bool pp_hs_cache_get(const char *buildid, pp_hs_layout *out);
 void pp_hs_cache_put(const pp_hs_layout *L);

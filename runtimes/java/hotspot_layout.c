@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/elfinfo.h"
@@ -196,7 +197,8 @@ static int table_open(pp_rmem *m, const uint64_t *syms, int arr, int stride, con
         return -1;
     }
     for (int i = 0; i < n; i++)
-        if (get_u64(m, syms[offs[i]], &t->off[i]) != 0 || t->off[i] + widths[i] > t->stride) {
+        if (get_u64(m, syms[offs[i]], &t->off[i]) != 0 || t->off[i] > t->stride ||
+            widths[i] > t->stride - t->off[i]) { /* no wrap: the offset is the target's */
             snprintf(why, len, "implausible %s (cannot read it, or past the stride)",
                      pp_hs_sym_names[offs[i]]);
             return -1;
@@ -488,7 +490,15 @@ int pp_hs_open(pp_hs_proc *p, int pid, char *why, size_t len)
     for (int i = 0; i < PP_HS_NSYMS; i++)
         if (syms[i])
             syms[i] += p->bias;
-    const char *bid = have_info && info.buildid[0] ? info.buildid : "";
+    /* The layout is read from the target's own (writable) memory: a JVM's owner could make it
+     * lie, so a cached layout is shared only by JVMs of the same build and the same owner, never
+     * handed from one user's process to another's. */
+    char bid[sizeof(p->L.buildid)] = "";
+    struct stat owner;
+    char proc[32];
+    snprintf(proc, sizeof(proc), "/proc/%d", pid);
+    if (have_info && info.buildid[0] && stat(proc, &owner) == 0)
+        snprintf(bid, sizeof(bid), "%.72s/uid:%u", info.buildid, (unsigned)owner.st_uid);
     if (bid[0] && pp_hs_cache_get(bid, &p->L)) {
         p->cached = true;
         return 0; /* checked before it was cached */

@@ -28,8 +28,7 @@ static int elf_syms_read(const char *file, uint64_t *val, uint64_t *size, uint64
     int fd = open(file, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    elf_version(EV_CURRENT);
-    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    Elf *e = pp_elf_begin_bounded(fd);
     int found = 0;
     size_t nph = 0;
     *first_load = UINT64_MAX;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/elfinfo.h"
 #include "base/inroot.h"
 #include "base/log.h"
 #include "runtimes/symbols/symbolizer_int.h"
@@ -175,9 +176,7 @@ pp_binary *pp_sym_map_binary(pp_symbolizer *s, const pp_proc *p, pp_map *m, int 
     b = slot_find(s, &st, NULL, &slot);
     if (b)
         goto hit;
-    if (elf_version(EV_CURRENT) == EV_NONE)
-        goto out;
-    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    Elf *e = pp_elf_begin_bounded(fd);
     if (!e)
         goto out;
     pp_elf_meta meta;

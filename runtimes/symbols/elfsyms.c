@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/elfinfo.h"
 #include "base/elfnotes.h"
 #include "base/inroot.h"
 #include "base/log.h"
@@ -303,7 +304,7 @@ static long try_debug_file(int rootfd, const char *path, const pp_elf_meta *meta
             goto out;
         }
     }
-    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    Elf *e = pp_elf_begin_bounded(fd);
     if (!e)
         goto out;
     pp_elf_meta dm;

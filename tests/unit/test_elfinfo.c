@@ -5,11 +5,14 @@
  * fails whenever a reader maps one, however the race would have turned out. */
 #include "tests/unit/testutil.h"
 
+#include <elf.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <valgrind/valgrind.h>
@@ -101,4 +104,67 @@ Test(elfinfo, readers_never_map_the_file, .timeout = 60)
     cr_assert_eq(after.note_len, before.note_len);
     cr_assert_eq(after.go, 0);
     cr_assert_eq(after.bundle, 0);
+}
+
+/* An ELF file of a few bytes whose section headers say: a string table of `table` bytes at 4096,
+ * the file `size` bytes long (sparse). */
+static void write_claiming_elf(const char *path, uint64_t table, uint64_t size)
+{
+    Elf64_Ehdr eh = {
+        .e_ident = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64, ELFDATA2LSB, EV_CURRENT},
+        .e_type = ET_EXEC,
+        .e_machine = EM_X86_64,
+        .e_version = EV_CURRENT,
+        .e_ehsize = sizeof(Elf64_Ehdr),
+        .e_shoff = sizeof(Elf64_Ehdr),
+        .e_shentsize = sizeof(Elf64_Shdr),
+        .e_shnum = 2,
+        .e_shstrndx = 1};
+    Elf64_Shdr sh[2] = {{0},
+                        {.sh_name = 1,
+                         .sh_type = SHT_STRTAB,
+                         .sh_offset = 4096,
+                         .sh_size = table,
+                         .sh_addralign = 1}};
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, &eh, sizeof(eh)), (ssize_t)sizeof(eh));
+    cr_assert_eq(write(fd, sh, sizeof(sh)), (ssize_t)sizeof(sh));
+    cr_assert_eq(ftruncate(fd, (off_t)size), 0);
+    close(fd);
+}
+
+static long max_rss_kib(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_maxrss;
+}
+
+/* libelf believes the sizes a file's headers give: a sparse 2 GiB file whose section-name table
+ * claims 2 GiB was read whole (2 GiB resident) by the first elf_strptr. Such a file is refused
+ * before anything is read; so is one whose table runs past its end. */
+Test(elfinfo, files_claiming_huge_tables_are_refused, .timeout = 60)
+{
+    char *dir = pp_test_mkdtemp();
+    char sparse[PATH_MAX], past[PATH_MAX];
+    snprintf(sparse, sizeof(sparse), "%s/sparse.elf", dir);
+    snprintf(past, sizeof(past), "%s/past.elf", dir);
+    write_claiming_elf(sparse, 2ull << 30, (2ull << 30) + 4096);
+    write_claiming_elf(past, 1 << 20, 8192);
+    long before = max_rss_kib();
+    pp_elfinfo info;
+    cr_assert_eq(pp_elfinfo_read(sparse, &info), -1, "a 2 GiB string table is refused");
+    cr_assert_eq(pp_elfinfo_read(past, &info), -1, "a table past the end is refused");
+    char out[32];
+    cr_assert_eq(pp_elf_find_string(sparse, "x", "x", 4, NULL, out, sizeof(out)), -1);
+    cr_assert_eq(pp_elf_section_read(sparse, ".x", out, sizeof(out)), -1);
+    int fd = open(sparse, O_RDONLY | O_CLOEXEC);
+    cr_assert(fd >= 0);
+    cr_assert_eq(pp_go_check_fd(fd), -1);
+    cr_assert_eq(pp_net_bundle_check_fd(fd), -1);
+    close(fd);
+    long grown = max_rss_kib() - before;
+    cr_assert(grown < 32 * 1024, "the readers grew by %ld KiB", grown);
+    pp_test_rmtree(dir);
 }

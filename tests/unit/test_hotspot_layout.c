@@ -456,6 +456,25 @@ static int reparse(fake *f, pp_rmem *m, uint64_t *syms, const char *skip, const 
     return pp_hs_layout_parse(m, syms, FAKE_BASE, L, why, len);
 }
 
+/* An entry field offset the target sets so that offset + width wraps past 2^64 is refused, not
+ * used to index the entry (a read of polyprof's stack at an offset near 2^64). */
+Test(hotspot, an_entry_offset_that_wraps_is_refused)
+{
+    fake f;
+    pp_rmem m;
+    fake_init(&f, &m);
+    uint64_t syms[PP_HS_NSYMS];
+    pp_hs_layout L;
+    char why[256] = "";
+    cr_assert_eq(reparse(&f, &m, syms, NULL, NULL, false, &L, why, sizeof(why)), 0, "%s", why);
+    put64(&f, syms[PP_HS_ST_TYPE], UINT64_MAX - 3); /* + 8 wraps to 4, within the stride */
+    pp_rmem_begin_sample(&m);
+    cr_assert_eq(pp_hs_layout_parse(&m, syms, FAKE_BASE, &L, why, sizeof(why)), -1);
+    cr_expect(strstr(why, "past the stride"), "%s", why);
+    pp_rmem_free(&m);
+    free(f.mem);
+}
+
 /* Fields are found by name, under the names each version uses; a missing one is named. */
 Test(hotspot, tables_are_read_by_name_and_a_missing_field_is_named)
 {
