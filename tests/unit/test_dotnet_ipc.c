@@ -509,9 +509,10 @@ Test(dotnet_ipc, a_method_without_loops_is_reported_again_at_its_tier1_address)
     pp_test_write_file(flag, "", 0); /* Tiny is called 50 times a round from now on */
     /* Tiny's tier-0 code comes from the main thread, its tier-1 code from a background one: on
      * 3.1.23 the main thread's events are sometimes held until the session stops (docs/dotnet.md),
-     * so the stream is read for 10 s at most, then the session stopped and read to its end (the
-     * stop flushes every buffer) */
-    double end = pp_mono_now() + 10;
+     * so the stream is read until both are seen, 30 s at most (the tier-1 compilation is a
+     * background thread's: a loaded host delays it), then the session stopped and read to its end
+     * (the stop flushes every buffer) */
+    double end = pp_mono_now() + 30;
     while (f.tiny_loads < 2 && pp_mono_now() < end) {
         ssize_t r = pp_net_session_read(&s, buf, sizeof(buf), end);
         if (r <= 0)
