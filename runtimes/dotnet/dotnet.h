@@ -207,4 +207,7 @@ extern const uint8_t pp_net_bundle_signature[32];
  * not an ELF file or unreadable. Reads at most 16 MiB of its writable segments. */
 int pp_net_bundle_check_fd(int fd);
 
+/* appid.c: the main assembly's appid (runtimes/appid.h's rule type). */
+char *pp_appid_dotnet(char *const *argv, int argc, const char *cwd, const char *root);
+
 #endif

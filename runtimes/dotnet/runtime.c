@@ -34,6 +34,7 @@ const pp_runtime pp_rt_dotnet = {
                  "dotnet-trace is not implemented (warns at start) (--no-dotnet: disabled)",
     .hook_modes = hook_modes,
     .suffixes = suffixes,
+    .appid = pp_appid_dotnet,
     .metadata = pp_dotnet_metadata,
     .at_start = pp_dotnet_at_start,
     .session_begin = pp_dotnet_session_begin,

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "runtimes/dotnet/dotnet.h"
 #include "runtimes/appid.h"
 #include "runtimes/java/java.h"
 #include "runtimes/node/node.h"
@@ -33,6 +34,7 @@ typedef struct {
 #define JAVA pp_appid_java
 #define NODE pp_appid_node
 #define RUBY pp_appid_ruby
+#define NET pp_appid_dotnet
 
 static const appid_case cases[] = {
     /* gunicorn process title */
@@ -121,6 +123,14 @@ static const appid_case cases[] = {
     {PY, {"python", "-m"}, NULL},
     {PY, {"/usr/bin/env", "app.py"}, NULL},
     /* node */
+    {NET, {"dotnet", "App.dll"}, "dotnet: App.dll (/my/dir/App.dll)"},
+    {NET,
+     {"/usr/share/dotnet/dotnet", "exec", "--roll-forward", "Major", "bin/App.dll", "x.dll"},
+     "dotnet: bin/App.dll (/my/dir/bin/App.dll)"},
+    {NET, {"dotnet", "--fx-version", "3.1.0", "Prog.exe"}, "dotnet: Prog.exe (/my/dir/Prog.exe)"},
+    {NET, {"dotnet", "run"}, NULL},
+    {NET, {"dotnet"}, NULL},
+    {NET, {"/srv/app/MyService", "--urls", "x"}, "dotnet: /srv/app/MyService (/srv/app/MyService)"},
     {NODE, {"node", "myapp.js"}, "nodejs: myapp.js (/my/dir/myapp.js)"},
     {NODE, {"node", "myapp/myapp.js"}, "nodejs: myapp/myapp.js (/my/dir/myapp/myapp.js)"},
     {NODE, {"node", "myapp.js", "-r", "mock"}, "nodejs: myapp.js (/my/dir/myapp.js)"},
