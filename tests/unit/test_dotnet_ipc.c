@@ -282,7 +282,8 @@ static const char *dotnet_host(void)
 
 /* NetHot.cs compiled by mcs and started on the runtime with args (no environment setting but
  * PATH); returns once it printed "ready" (HotA and HotB are compiled then). */
-static netapp start_nethot(const char *arg1, const char *arg2)
+/* env: one more environment setting for the program, or NULL. */
+static netapp start_nethot(const char *arg1, const char *arg2, const char *env)
 {
     const char *host = dotnet_host();
     if (!host || access("/usr/bin/mcs", X_OK) != 0)
@@ -308,7 +309,7 @@ static netapp start_nethot(const char *arg1, const char *arg2)
         dup2(p[1], 1);
         close(p[0]);
         close(p[1]);
-        char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
+        char *const envp[] = {"PATH=/usr/bin:/bin", (char *)env, NULL};
         char *const argv[] = {(char *)host, exe, (char *)arg1, (char *)arg2, NULL};
         execve(host, argv, envp);
         _exit(127);
@@ -399,7 +400,7 @@ static void note(void *arg, const pp_net_method *m)
 
 Test(dotnet_ipc, rundown_of_a_real_31_process_names_its_methods_and_leaves_nothing_open)
 {
-    netapp a = start_nethot(NULL, NULL);
+    netapp a = start_nethot(NULL, NULL, NULL);
     int threads = settled_threads(a.pid), fds = count_dir(a.pid, "fd");
     int own_fds = count_dir(getpid(), "fd");
     found f = {0};
@@ -426,11 +427,26 @@ Test(dotnet_ipc, rundown_of_a_real_31_process_names_its_methods_and_leaves_nothi
     stop_nethot(&a);
 }
 
+/* Stops a streaming session the way its API asks: StopTracing sent, then the stream read to its
+ * end (the runtime writes the rest of it, the rundown, before it replies: unread, a stream past
+ * the socket's buffers would hold the reply back), then the reply. */
+static void stop_reading(pp_net_session *s, pp_nettrace *p)
+{
+    char err[512] = "";
+    uint8_t buf[4096];
+    int sfd = pp_net_session_stop_send(s, pp_mono_now() + 10, err, sizeof(err));
+    cr_assert(sfd >= 0, "%s", err);
+    for (ssize_t r; (r = pp_net_session_read(s, buf, sizeof(buf), pp_mono_now() + 10)) > 0;)
+        cr_assert_eq(pp_nettrace_push(p, buf, (size_t)r), 0, "%s", pp_nettrace_error(p));
+    cr_assert_eq(pp_net_session_stop_reply(s, sfd, pp_mono_now() + 10, err, sizeof(err)), 0, "%s",
+                 err);
+}
+
 Test(dotnet_ipc, a_streaming_session_names_a_method_compiled_after_its_start)
 {
     char *tdir = pp_test_mkdtemp(), flag[512];
     snprintf(flag, sizeof(flag), "%s/go", tdir);
-    netapp a = start_nethot("late-file", flag);
+    netapp a = start_nethot("late-file", flag, NULL);
     int threads = settled_threads(a.pid), fds = count_dir(a.pid, "fd");
     const pp_net_provider prov[] = {
         {PP_NET_PROVIDER_RUNTIME, PP_NET_KW_JIT | PP_NET_KW_LOADER, PP_NET_LEVEL_VERBOSE}};
@@ -459,9 +475,7 @@ Test(dotnet_ipc, a_streaming_session_names_a_method_compiled_after_its_start)
     }
     cr_assert(f.late_load + f.tiny_loads >= 1, "a MethodLoadVerbose arrived before the stop");
     cr_assert_eq(f.hota, 0, "HotA was compiled before the session: only a rundown names it");
-    cr_assert_eq(pp_net_session_stop(&s, pp_mono_now() + 10, err, sizeof(err)), 0, "%s", err);
-    for (ssize_t r; (r = pp_net_session_read(&s, buf, sizeof(buf), pp_mono_now() + 10)) > 0;)
-        cr_assert_eq(pp_nettrace_push(p, buf, (size_t)r), 0, "%s", pp_nettrace_error(p));
+    stop_reading(&s, p);
     cr_assert(pp_nettrace_done(p), "the stream ended with its end tag after the stop");
     pp_net_session_close(&s);
     pp_nettrace_free(p);
@@ -492,11 +506,13 @@ Test(dotnet_ipc, journal_lines_are_parsed_and_malformed_ones_skipped)
     cr_assert_eq(pp_net_journal_parse("", e, 4), 0);
 }
 
-Test(dotnet_ipc, a_method_without_loops_is_reported_again_at_its_tier1_address)
+/* One run of the program for the test below: Tiny's load events seen by a streaming session
+ * started before Tiny is first called, the session stopped as its API asks. */
+static found tier_run(void)
 {
     char *tdir = pp_test_mkdtemp(), flag[512];
     snprintf(flag, sizeof(flag), "%s/go", tdir);
-    netapp a = start_nethot("late-file", flag);
+    netapp a = start_nethot("late-file", flag, NULL);
     const pp_net_provider prov[] = {
         {PP_NET_PROVIDER_RUNTIME, PP_NET_KW_JIT | PP_NET_KW_LOADER, PP_NET_LEVEL_VERBOSE}};
     pp_net_session s;
@@ -509,26 +525,38 @@ Test(dotnet_ipc, a_method_without_loops_is_reported_again_at_its_tier1_address)
     pp_test_write_file(flag, "", 0); /* Tiny is called 50 times a round from now on */
     /* Tiny's tier-0 code comes from the main thread, its tier-1 code from a background one: on
      * 3.1.23 the main thread's events are sometimes held until the session stops (docs/dotnet.md),
-     * so the stream is read until both are seen, 30 s at most (the tier-1 compilation is a
-     * background thread's: a loaded host delays it), then the session stopped and read to its end
-     * (the stop flushes every buffer) */
-    double end = pp_mono_now() + 30;
+     * so the stream is read until both are seen, 20 s at most, then the session stopped and read
+     * to its end (the stop flushes every buffer) */
+    double end = pp_mono_now() + 20;
     while (f.tiny_loads < 2 && pp_mono_now() < end) {
         ssize_t r = pp_net_session_read(&s, buf, sizeof(buf), end);
         if (r <= 0)
             break;
         cr_assert_eq(pp_nettrace_push(p, buf, (size_t)r), 0, "%s", pp_nettrace_error(p));
     }
-    cr_assert_eq(pp_net_session_stop(&s, pp_mono_now() + 10, err, sizeof(err)), 0, "%s", err);
-    for (ssize_t r; (r = pp_net_session_read(&s, buf, sizeof(buf), pp_mono_now() + 10)) > 0;)
-        cr_assert_eq(pp_nettrace_push(p, buf, (size_t)r), 0, "%s", pp_nettrace_error(p));
+    stop_reading(&s, p);
     cr_assert(pp_nettrace_done(p));
-    cr_assert_eq(f.tiny_loads, 2, "Tiny's tier-0 and tier-1 code: %d load events", f.tiny_loads);
-    cr_assert_neq(f.tiny_at[0], f.tiny_at[1], "the tier-1 code is elsewhere");
     pp_net_session_close(&s);
     pp_nettrace_free(p);
     stop_nethot(&a);
     pp_test_rmtree(tdir);
+    return f;
+}
+
+/* In about one run of ten the runtime reported a single load of Tiny (no tier-1 compilation
+ * within 20-30 s, or its event never sent, with or without the tiering delay: the runtime's
+ * doing, not seen in the stream at all), so a run is tried three times; two load events at two
+ * addresses must come from one of them. */
+Test(dotnet_ipc, a_method_without_loops_is_reported_again_at_its_tier1_address, .timeout = 150)
+{
+    found f = {0};
+    for (int attempt = 0; attempt < 3 && f.tiny_loads != 2; attempt++) {
+        f = tier_run();
+        if (f.tiny_loads != 2)
+            cr_log_warn("attempt %d: %d load events of Tiny", attempt + 1, f.tiny_loads);
+    }
+    cr_assert_eq(f.tiny_loads, 2, "Tiny's tier-0 and tier-1 code: %d load events", f.tiny_loads);
+    cr_assert_neq(f.tiny_at[0], f.tiny_at[1], "the tier-1 code is elsewhere");
 }
 
 static void count_many(void *arg, const pp_net_method *m)
