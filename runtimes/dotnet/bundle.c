@@ -88,7 +88,7 @@ int pp_net_bundle_check_fd(int fd)
     if (!e)
         return -1;
     size_t nph = 0;
-    int r = elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &nph) == 0 ? 0 : -1;
+    int r = elf_getphdrnum(e, &nph) == 0 ? 0 : -1; /* an ELF file: pp_elf_begin_bounded's */
     uint8_t *buf = r == 0 ? malloc(BUNDLE_CHUNK + 64) : NULL;
     size_t budget = BUNDLE_SCAN_MAX;
     for (size_t i = 0; buf && r == 0 && i < nph && i < 256; i++) {

@@ -53,9 +53,7 @@ int pp_go_check_fd(int fd)
     Elf *e = pp_elf_begin_bounded(fd);
     if (!e)
         return -1;
-    int r = -1;
-    if (elf_kind(e) == ELF_K_ELF)
-        r = elf_is_go(e) ? 1 : 0;
+    int r = elf_is_go(e) ? 1 : 0; /* pp_elf_begin_bounded gives only ELF files */
     elf_end(e);
     return r;
 }

@@ -32,7 +32,7 @@ static int elf_syms_read(const char *file, uint64_t *val, uint64_t *size, uint64
     int found = 0;
     size_t nph = 0;
     *first_load = UINT64_MAX;
-    if (e && elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &nph) == 0) {
+    if (e && elf_getphdrnum(e, &nph) == 0) { /* only ELF files: pp_elf_begin_bounded */
         for (size_t i = 0; i < nph; i++) {
             GElf_Phdr ph;
             if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < *first_load)
