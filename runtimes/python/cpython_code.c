@@ -45,7 +45,7 @@ char *pp_py_read_str(pp_rmem *m, const pp_py_layout *L, uint64_t addr)
     uint8_t hdr[128];
     size_t hlen = L->u_compact_data + 8;
     if (!pp_rmem_valid_ptr(addr, 8) || hlen > sizeof(hdr) || L->u_state + 4 > hlen ||
-        L->u_length + 8 > hlen || pp_rmem_read_cached(m, addr, hdr, hlen) != 0)
+        L->u_length + 8 > hlen || pp_rmem_read(m, addr, hdr, hlen) != 0)
         return NULL;
     uint64_t type;
     int64_t length;
@@ -68,7 +68,7 @@ char *pp_py_read_str(pp_rmem *m, const pp_py_layout *L, uint64_t addr)
     else
         memcpy(&data, hdr + L->u_compact_data, 8);
     uint8_t raw[PP_PY_STR_MAX * 4];
-    if (n && (!pp_rmem_valid_ptr(data, kind) || pp_rmem_read_cached(m, data, raw, n * kind) != 0))
+    if (n && (!pp_rmem_valid_ptr(data, kind) || pp_rmem_read(m, data, raw, n * kind) != 0))
         return NULL;
     char *out = malloc(n * 4 + 1), *o = out;
     if (!out)
@@ -244,12 +244,13 @@ static int parse_hdr(const uint8_t *buf, const pp_py_layout *L, code_hdr *h)
     return 0;
 }
 
-static int read_hdr(pp_rmem *m, const pp_py_layout *L, uint64_t addr, code_hdr *h)
+/* fresh: past the page cache, whose pages may be older than what was just read */
+static int read_hdr(pp_rmem *m, const pp_py_layout *L, uint64_t addr, code_hdr *h, bool fresh)
 {
     uint8_t buf[HDR_MAX];
     uint32_t need = hdr_size(L);
     if (!pp_rmem_valid_ptr(addr, 8) || need > sizeof(buf) ||
-        pp_rmem_read_cached(m, addr, buf, need) != 0)
+        (fresh ? pp_rmem_read(m, addr, buf, need) : pp_rmem_read_cached(m, addr, buf, need)) != 0)
         return -1;
     return parse_hdr(buf, L, h);
 }
@@ -266,7 +267,7 @@ static uint8_t *read_bytes(pp_rmem *m, const pp_py_layout *L, uint64_t addr, siz
     uint64_t type;
     *len = 0;
     if (!pp_rmem_valid_ptr(addr, 8) || L->bytes_size + 8 > sizeof(hdr) ||
-        pp_rmem_read_cached(m, addr, hdr, L->bytes_size + 8) != 0)
+        pp_rmem_read(m, addr, hdr, L->bytes_size + 8) != 0)
         return NULL;
     memcpy(&type, hdr + OB_TYPE, 8);
     memcpy(&size, hdr + L->bytes_size, 8);
@@ -312,7 +313,13 @@ static int fill(pp_py_code_cache *c, pp_py_code *e, pp_rmem *m, const pp_py_layo
     e->internal = (L->shim_code && addr == L->shim_code) ||
                   (L->minor >= 13 && L->lines == PP_PY_LOCATIONS && h->check[0] == h->check[1] &&
                    e->table && locations_lineless(e->table, e->table_len));
-    if (!e->file || !e->name) {
+    /* The strings and the table were read after the header (fresh: the page cache may hold a
+     * page from before the code object was replaced): when the header still matches, read again,
+     * the code object held them throughout. Otherwise a name freed and reused by another string
+     * (names are reused as fast as code objects) would pair one function's name with another's
+     * first line. */
+    code_hdr now;
+    if (!e->file || !e->name || read_hdr(m, L, addr, &now, true) != 0 || !hdr_matches(e, &now)) {
         entry_free(e);
         return -1;
     }
@@ -379,7 +386,7 @@ pp_py_code *pp_py_code_get(pp_py_code_cache *c, pp_rmem *m, const pp_py_layout *
         return known; /* validated in this sample already */
     }
     code_hdr h;
-    if (read_hdr(m, L, addr, &h) != 0)
+    if (read_hdr(m, L, addr, &h, false) != 0)
         return NULL;
     if (known) {
         if (hdr_matches(known, &h)) {

@@ -60,6 +60,16 @@ def warm(pid, seconds=1.5):
     wait_for(lambda: cpu_seconds(pid) >= seconds, 30, f"JVM {pid} to warm up")
 
 
+def jfr_ready(version, pid):
+    """Starts up JFR inside the JVM (a first JFR.start loads JFR itself: 3 s in a JVM busy with
+    garbage collection on an idle 2-core host, more when loaded; later starts take about 0.5 s),
+    for tests about what JFR's samples become rather than about JFR's start-up."""
+    jcmd = str(JDKS[version] / "bin" / "jcmd")
+    for args in (["JFR.start", "name=pp_ready", "settings=none"], ["JFR.stop", "name=pp_ready"]):
+        r = subprocess.run([jcmd, str(pid), *args], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+
 class Run:
     """polyprof running in the background, with its direct children recorded."""
 

@@ -11,7 +11,8 @@ import subprocess
 import pytest
 
 from conftest import APPS, last_profile
-from test_java import JDKS, RunEnv, asprof_env, jdk, launchers, totals, warm  # noqa: F401
+from test_java import (JDKS, RunEnv, asprof_env, jdk, jfr_ready, launchers, totals,  # noqa: F401
+                       warm)
 
 JAVA_SUFFIXES = ("_[j]", "_[i]", "_[0]")
 
@@ -34,6 +35,8 @@ def test_gc_threads_keep_their_native_stacks(version, mode, gc_classes, launcher
     app = start_app(launchers / comm, "-Xmx256m", "-XX:ParallelGCThreads=2", "-cp", gc_classes,
                     "GcHot")
     warm(app.pid)
+    if mode == "jfr":
+        jfr_ready(version, app.pid)
     r = RunEnv(env, "-d", 6, "-f", 99, "--java-mode", mode, "-o", outdir, "-v").wait()
     lines = last_profile(outdir).for_comm(comm)
     java = sum(c for f, c in lines if any(x.endswith(JAVA_SUFFIXES) for x in f[4:]))
