@@ -17,10 +17,10 @@ int pp_php_zstr(pp_rmem *m, const pp_php_layout *L, uint64_t addr, char *out, si
     uint64_t len = 0;
     out[0] = '\0';
     if (!pp_rmem_valid_ptr(addr, 8) || cap < 2 ||
-        pp_rmem_read_cached(m, addr + L->zs_len, &len, sizeof(len)) != 0 || len > (1u << 20))
+        pp_rmem_read(m, addr + L->zs_len, &len, sizeof(len)) != 0 || len > (1u << 20))
         return -1;
     size_t n = len < cap - 1 ? (size_t)len : cap - 1;
-    if (n && pp_rmem_read_cached(m, addr + L->zs_val, out, n) != 0)
+    if (n && pp_rmem_read(m, addr + L->zs_val, out, n) != 0)
         return -1;
     out[n] = '\0';
     for (size_t i = 0; i < n; i++) {
@@ -53,8 +53,10 @@ int pp_php_func_read(pp_rmem *m, const pp_php_layout *L, uint64_t addr, pp_php_f
     size_t fl = L->op_line_end + 4;
     if (!pp_rmem_valid_ptr(addr, 8) || fl > sizeof(fb))
         return -1;
-    bool full = pp_rmem_read_cached(m, addr, fb, fl) == 0;
-    if (!full && pp_rmem_read_cached(m, addr, fb, 24) != 0)
+    /* Read past the page cache (its pages may predate this function): functions and their
+     * names are freed and reused as fast as a program evals code or makes closures. */
+    bool full = pp_rmem_read(m, addr, fb, fl) == 0;
+    if (!full && pp_rmem_read(m, addr, fb, 24) != 0)
         return -1;
     uint8_t type = fb[0];
     uint64_t name, scope;
@@ -71,7 +73,7 @@ int pp_php_func_read(pp_rmem *m, const pp_php_layout *L, uint64_t addr, pp_php_f
     }
     if (scope) {
         uint64_t cn = 0;
-        if (!pp_rmem_valid_ptr(scope, 8) || pp_rmem_ptr(m, scope + L->ce_name, &cn) != 0 ||
+        if (!pp_rmem_valid_ptr(scope, 8) || pp_rmem_read(m, scope + L->ce_name, &cn, 8) != 0 ||
             pp_php_zstr(m, L, cn, cname, sizeof(cname)) != 0 || !cname[0])
             return -1;
     }
@@ -95,6 +97,15 @@ int pp_php_func_read(pp_rmem *m, const pp_php_layout *L, uint64_t addr, pp_php_f
     } else {
         f->check = pp_php_check(type, name, scope, 0);
     }
+    /* Still the same function after its names were read: else they may be another's. */
+    uint8_t again[256];
+    size_t al = full ? fl : 24;
+    if (pp_rmem_read(m, addr, again, al) != 0 || again[0] != type ||
+        memcmp(again + L->fn_name, fb + L->fn_name, 8) != 0 ||
+        memcmp(again + L->fn_scope, fb + L->fn_scope, 8) != 0 ||
+        (f->user && (memcmp(again + L->op_filename, fb + L->op_filename, 8) != 0 ||
+                     memcmp(again + L->op_line_start, fb + L->op_line_start, 4) != 0)))
+        return -1;
     f->text = dup_or_null(buf);
     f->file = dup_or_null(file);
     if (!f->text || !f->file) {

@@ -128,7 +128,7 @@ int pp_rb_read_string(pp_rmem *m, const pp_rb_layout *L, uint64_t addr, char *ou
 {
     uint64_t h[4];
     out[0] = '\0';
-    if (!pp_rmem_valid_ptr(addr, 8) || cap < 2 || pp_rmem_read_cached(m, addr, h, sizeof(h)) != 0 ||
+    if (!pp_rmem_valid_ptr(addr, 8) || cap < 2 || pp_rmem_read(m, addr, h, sizeof(h)) != 0 ||
         (h[0] & 0x1f) != T_STRING)
         return -1;
     uint64_t len, ptr;
@@ -144,7 +144,7 @@ int pp_rb_read_string(pp_rmem *m, const pp_rb_layout *L, uint64_t addr, char *ou
     }
     if (len >= cap)
         len = cap - 1;
-    if (len && pp_rmem_read_cached(m, ptr, out, (size_t)len) != 0)
+    if (len && pp_rmem_read(m, ptr, out, (size_t)len) != 0)
         return -1;
     out[len] = '\0';
     if (memchr(out, '\0', (size_t)len))
@@ -157,7 +157,7 @@ int pp_rb_read_string(pp_rmem *m, const pp_rb_layout *L, uint64_t addr, char *ou
 static int read_path(pp_rmem *m, const pp_rb_layout *L, uint64_t obj, char *out, size_t cap)
 {
     uint64_t h[5];
-    if (!pp_rmem_valid_ptr(obj, 8) || pp_rmem_read_cached(m, obj, h, sizeof(h)) != 0)
+    if (!pp_rmem_valid_ptr(obj, 8) || pp_rmem_read(m, obj, h, sizeof(h)) != 0)
         return -1;
     if ((h[0] & 0x1f) == T_STRING)
         return pp_rb_read_string(m, L, obj, out, cap);
@@ -170,7 +170,7 @@ static int read_path(pp_rmem *m, const pp_rb_layout *L, uint64_t obj, char *out,
         el[1] = h[3];
     } else {
         len = h[2];
-        if (len < 1 || len > 2 || pp_rmem_read_cached(m, h[4], el, (size_t)len * 8) != 0)
+        if (len < 1 || len > 2 || pp_rmem_read(m, h[4], el, (size_t)len * 8) != 0)
             return -1;
     }
     if (len >= 2 && pp_rb_read_string(m, L, el[1], out, cap) == 0 && out[0])
@@ -235,11 +235,13 @@ static pp_rb_iseq *iseq_read(pp_rb_proc *p, uint64_t addr)
     q->bad = true;
     uint64_t h[4];
     uint8_t body[256];
-    if (!pp_rmem_valid_ptr(addr, 8) || pp_rmem_read_cached(&p->mem, addr, h, sizeof(h)) != 0 ||
+    /* Read past the page cache (its pages may predate this iseq): iseqs, their bodies and their
+     * strings are freed and reused as fast as a program evals code. */
+    if (!pp_rmem_valid_ptr(addr, 8) || pp_rmem_read(&p->mem, addr, h, sizeof(h)) != 0 ||
         (h[0] & 0x1f) != 0x1a || ((h[0] >> 12) & 0xf) != 7)
         return q;
     memcpy(&q->body, (uint8_t *)h + L->iseq_body, 8);
-    if (!pp_rmem_valid_ptr(q->body, 8) || pp_rmem_read_cached(&p->mem, q->body, body, sizeof(body)))
+    if (!pp_rmem_valid_ptr(q->body, 8) || pp_rmem_read(&p->mem, q->body, body, sizeof(body)))
         return q;
     uint64_t pathobj, label, first;
     memcpy(&q->size, body + L->body_iseq_size, 4);
@@ -267,6 +269,19 @@ static pp_rb_iseq *iseq_read(pp_rb_proc *p, uint64_t addr)
     if (!q->label || !q->path)
         return q;
     read_lines(p, q, body); /* without a line table the line is first_lineno */
+    /* Still the same iseq with the same body after its strings were read: else they may be
+     * another's (a label freed and reused between the reads). */
+    uint64_t h2[4];
+    uint8_t body2[256];
+    if (pp_rmem_read(&p->mem, addr, h2, sizeof(h2)) != 0 ||
+        memcmp((uint8_t *)h2 + L->iseq_body, &q->body, 8) != 0 ||
+        pp_rmem_read(&p->mem, q->body, body2, sizeof(body2)) != 0)
+        return q;
+    const uint32_t named[] = {L->body_label, L->body_pathobj, L->body_first_lineno,
+                              L->body_iseq_encoded, L->body_insns_body};
+    for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+        if (memcmp(body + named[i], body2 + named[i], 8) != 0)
+            return q; /* (what it is named by changed: mutable counters are not compared) */
     q->bad = false;
     return q;
 }

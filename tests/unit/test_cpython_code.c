@@ -90,3 +90,53 @@ Test(cpython_code, a_reused_name_is_read_as_it_is_now)
     pp_py_code_cache_free(&c);
     pp_rmem_free(&m);
 }
+
+/* The code object is freed while it is read, after its header: its name's memory now holds the
+ * name of the code object made at the same address (another first line). */
+typedef struct reuse {
+    const pp_py_layout *L;
+    uint8_t *name, *code;
+    bool done;
+} reuse;
+
+static int reuse_on_name(void *arg, uint64_t addr, void *buf, size_t len)
+{
+    reuse *r = arg;
+    if (!r->done && addr == (uintptr_t)r->name + r->L->u_ascii_data) {
+        r->done = true;
+        put_str(r->L, r->name, "fn_46");
+        int first = 47;
+        memcpy(r->code + r->L->co_firstlineno, &first, 4);
+    }
+    memcpy(buf, (const void *)(uintptr_t)addr, len); /* this process's own memory */
+    return 0;
+}
+
+Test(cpython_code, a_code_object_reused_while_read_is_not_named)
+{
+    pp_py_layout L = layout();
+    uint8_t *strs = arena, *codes = arena + PP_RMEM_PAGE;
+    uint8_t *fname = strs + 256, *file = strs + 512, *table = strs + 768;
+    put_str(&L, fname, "fn_16");
+    put_str(&L, file, "<throwaway>");
+    memset(table, 0, 64);
+    put_code(&L, codes, file, fname, table, 17);
+    reuse r = {.L = &L, .name = fname, .code = codes};
+    pp_rmem m;
+    pp_rmem_init(&m, getpid());
+    m.hook = reuse_on_name;
+    m.hook_arg = &r;
+    pp_rmem_begin_sample(&m);
+    pp_py_code_cache c = {0};
+    pp_py_code *co = pp_py_code_get(&c, &m, &L, (uintptr_t)codes);
+    cr_assert(r.done, "the name was read");
+    cr_expect_null(co, "named %s with first line %d", co ? co->name : "", co ? co->firstlineno : 0);
+    pp_rmem_begin_sample(&m); /* the next drain: the new code object, as it is now */
+    co = pp_py_code_get(&c, &m, &L, (uintptr_t)codes);
+    cr_assert(co);
+    cr_expect_str_eq(co->name, "fn_46");
+    cr_expect_eq(co->firstlineno, 47);
+    m.hook = NULL;
+    pp_py_code_cache_free(&c);
+    pp_rmem_free(&m);
+}

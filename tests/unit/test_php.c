@@ -171,6 +171,42 @@ Test(php, garbage_refused)
     pp_rmem_free(&m);
 }
 
+/* The function is freed while it is read, after its own fields: its name's memory now holds the
+ * name of the function made at the same address (another first line). */
+static bool reuse_done;
+
+static int reuse_on_name(void *arg, uint64_t addr, void *buf, size_t len)
+{
+    if (!reuse_done && addr == NAME + L82->zs_val) {
+        reuse_done = true;
+        put64(mem[1].data, 16, strlen("other_fn"));
+        memcpy(mem[1].data + 24, "other_fn", strlen("other_fn"));
+        put32(mem[0].data, L82->op_line_start, 20);
+    }
+    return hook(arg, addr, buf, len);
+}
+
+Test(php, a_function_reused_while_read_is_not_named)
+{
+    fake_function(PP_PHP_USER_FUNCTION, true);
+    pp_rmem m = reader();
+    m.hook = reuse_on_name;
+    reuse_done = false;
+    pp_php_func f;
+    int rc = pp_php_func_read(&m, L82, FN, &f);
+    cr_assert(reuse_done, "the name was read");
+    cr_expect_eq(rc, -1, "named %s from line %u", rc == 0 ? f.text : "",
+                 rc == 0 ? f.line_start : 0);
+    if (rc == 0)
+        pp_php_func_clear(&f);
+    /* read again: the new function, named by what it holds now */
+    cr_assert_eq(pp_php_func_read(&m, L82, FN, &f), 0);
+    cr_expect_str_eq(f.text, "Worker::other_fn");
+    cr_expect_eq(f.line_start, 20);
+    pp_php_func_clear(&f);
+    pp_rmem_free(&m);
+}
+
 /* ---- phpspy's output ---- */
 
 static char *stack_text(pp_profile *p, const pp_pid_profile *pp, size_t i, uint64_t *count)

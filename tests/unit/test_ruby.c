@@ -412,39 +412,90 @@ static void put_string(image *im, const pp_rb_layout *L, unsigned off, const cha
     }
 }
 
+enum { F_BODY = 256, F_LABEL = 1024, F_PATH = 1280, F_CODE = 2048, F_ENTRIES = 3072 };
+
+/* An iseq at IMG_BASE whose body (at body) names "block in run" of worker.rb, first line 42,
+ * one line-table entry (line 43). */
+static void fake_iseq(image *im, const pp_rb_layout *L, unsigned body)
+{
+    put64(im, 0, 0x1a | (7u << 12)); /* T_IMEMO, imemo_iseq */
+    put64(im, L->iseq_body, IMG_BASE + body);
+    uint32_t size = 10, n = 1, line = 43;
+    memcpy(im->b + body + L->body_iseq_size, &size, 4);
+    put64(im, body + L->body_iseq_encoded, IMG_BASE + F_CODE);
+    put64(im, body + L->body_pathobj, IMG_BASE + F_PATH);
+    put64(im, body + L->body_label, IMG_BASE + F_LABEL);
+    if (L->first_lineno_int) {
+        uint64_t w = 42 | (7ull << 32); /* int first_lineno, then node_id 7 */
+        put64(im, body + L->body_first_lineno, w);
+    } else {
+        put64(im, body + L->body_first_lineno, (42u << 1) | 1);
+    }
+    put64(im, body + L->body_insns_body, IMG_BASE + F_ENTRIES);
+    memcpy(im->b + body + L->body_insns_size, &n, 4);
+    memcpy(im->b + F_ENTRIES, &line, 4);
+    put_string(im, L, F_LABEL, "block in run", false, 0);
+    put_string(im, L, F_PATH, "/app/some/long/path/worker.rb", true, 1536);
+}
+
 Test(ruby, layout_reads_fake_iseq)
 {
     for (size_t t = 0; pp_rb_layout_at(t); t++) {
         const pp_rb_layout *L = pp_rb_layout_at(t);
         static image im;
         memset(&im, 0, sizeof(im));
-        unsigned body = 256, label = 1024, path = 1280, entries = 3072, code = 2048;
-        put64(&im, 0, 0x1a | (7u << 12)); /* T_IMEMO, imemo_iseq */
-        put64(&im, L->iseq_body, IMG_BASE + body);
-        uint32_t size = 10, n = 1, line = 43;
-        memcpy(im.b + body + L->body_iseq_size, &size, 4);
-        put64(&im, body + L->body_iseq_encoded, IMG_BASE + code);
-        put64(&im, body + L->body_pathobj, IMG_BASE + path);
-        put64(&im, body + L->body_label, IMG_BASE + label);
-        if (L->first_lineno_int) {
-            uint64_t w = 42 | (7ull << 32); /* int first_lineno, then node_id 7 */
-            put64(&im, body + L->body_first_lineno, w);
-        } else {
-            put64(&im, body + L->body_first_lineno, (42u << 1) | 1);
-        }
-        put64(&im, body + L->body_insns_body, IMG_BASE + entries);
-        memcpy(im.b + body + L->body_insns_size, &n, 4);
-        memcpy(im.b + entries, &line, 4);
-        put_string(&im, L, label, "block in run", false, 0);
-        put_string(&im, L, path, "/app/some/long/path/worker.rb", true, 1536);
+        fake_iseq(&im, L, F_BODY);
         pp_rb_proc *pp = hooked_proc(L, image_read, &im);
         pp_rb_iseq *q = pp_rb_iseq_get(pp, IMG_BASE, 1);
         cr_assert(q, "%d.%d", L->major, L->minor);
         cr_assert_str_eq(q->label, "block in run");
         cr_assert_str_eq(q->path, "/app/some/long/path/worker.rb");
         cr_assert_eq(q->first_lineno, 42, "%d.%d", L->major, L->minor);
-        cr_assert_eq(pp_rb_iseq_line(q, IMG_BASE + code + 16), 43);
+        cr_assert_eq(pp_rb_iseq_line(q, IMG_BASE + F_CODE + 16), 43);
         cr_assert_eq(pp_rb_iseq_line(q, 0), 42);
+        pp->mem.hook = NULL;
+        pp_rb_close(pp);
+    }
+}
+
+/* The iseq is freed while it is read, after its body: its label's memory now holds the label of
+ * the iseq made at the same address (another body, another first line). */
+typedef struct reused {
+    image im;
+    const pp_rb_layout *L;
+    bool done;
+} reused;
+
+static int reuse_on_label(void *arg, uint64_t addr, void *buf, size_t len)
+{
+    reused *r = arg;
+    if (!r->done && addr == IMG_BASE + F_LABEL) {
+        r->done = true;
+        put_string(&r->im, r->L, F_LABEL, "other_method", false, 0);
+        put64(&r->im, r->L->iseq_body, IMG_BASE + 512); /* the new iseq's body */
+    }
+    return image_read(&r->im, addr, buf, len);
+}
+
+Test(ruby, an_iseq_reused_while_read_is_not_named)
+{
+    for (size_t t = 0; pp_rb_layout_at(t); t++) {
+        static reused r;
+        memset(&r, 0, sizeof(r));
+        r.L = pp_rb_layout_at(t);
+        fake_iseq(&r.im, r.L, F_BODY);
+        fake_iseq(&r.im, r.L, 512);
+        put64(&r.im, r.L->iseq_body, IMG_BASE + F_BODY);
+        put_string(&r.im, r.L, F_LABEL, "block in run", false, 0);
+        pp_rb_proc *pp = hooked_proc(r.L, reuse_on_label, &r);
+        pp_rb_iseq *q = pp_rb_iseq_get(pp, IMG_BASE, 1);
+        cr_assert(r.done, "the label was read");
+        cr_expect_null(q, "%d.%d: named %s with the old body's first line", r.L->major, r.L->minor,
+                       q ? q->label : "");
+        /* read again (next drain): the new iseq, named by what it holds now */
+        q = pp_rb_iseq_get(pp, IMG_BASE, 2);
+        cr_assert(q, "%d.%d", r.L->major, r.L->minor);
+        cr_expect_str_eq(q->label, "other_method");
         pp->mem.hook = NULL;
         pp_rb_close(pp);
     }
