@@ -252,6 +252,21 @@ static __always_inline __u64 rt_thread_pointer(void)
 #endif
 }
 
+/* The sampled task's user registers (where its user code was interrupted, or entered the
+ * kernel): pc, sp and the frame pointer, for walkers that start from them. 0 when there are none
+ * (a kernel thread). */
+static __always_inline int rt_user_regs(__u64 *pc, __u64 *sp, __u64 *fp)
+{
+    struct task_struct *task = bpf_get_current_task_btf();
+    if (!BPF_CORE_READ(task, mm))
+        return 0;
+    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+    *pc = BPF_CORE_READ(regs, ip);
+    *sp = BPF_CORE_READ(regs, sp);
+    *fp = BPF_CORE_READ(regs, bp);
+    return *pc != 0;
+}
+
 /* The walkers of the registry's runtimes (runtimes/<rt>/walker.bpf.h) and their dispatch. */
 #include "walkers_gen.bpf.h"
 
