@@ -6,10 +6,11 @@
  * ConstMethod* still gives the check recorded at the sample (else a lost-symbol frame, never
  * another method's name).
  *
- * Splicing: the BPF walker walks only threads whose pc is in the code cache; their native
- * stack (CFI) starts in JIT code it cannot unwind, so the Java frames are the sample's root and
- * only the kernel frames are above them (no loop symbols: pp_emit_mixed puts the runtime frames
- * at the root, and the JIT leaf, an address without a file, ends the native frames there). */
+ * Splicing: the BPF walker walks only threads whose pc is in the code cache; the native stack
+ * the sampler unwound for the same sample has its frames in the code cache (by frame pointers,
+ * as far as they lead) where the Java frames belong: those native frames are replaced by the
+ * Java frames (loop_code), the native frames under the outermost one (the JVM's call into Java:
+ * JavaCalls::call_helper and the thread's start) kept below them. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,8 @@ typedef struct frame_ent {
 
 typedef struct hswalk {
     pp_hs_proc p;
-    pp_htab frames; /* of frame_ent: recorded words -> id in the current profile */
+    struct pp_hotspot_info in; /* as the sampler has it: the code heaps */
+    pp_htab frames;            /* of frame_ent: recorded words -> id in the current profile */
     uint64_t generation;
     bool have_gen;
 } hswalk;
@@ -121,8 +123,20 @@ static size_t hw_name(void *state, pp_profile *out, const uint64_t *words, size_
     return k;
 }
 
+/* Whether ip is in the code cache: the native unwinder's frames there (JIT code, the
+ * interpreter, stubs) are the Java frames' place. */
+static bool hw_code(void *state, uint64_t ip)
+{
+    const struct pp_hotspot_info *in = &((hswalk *)state)->in;
+    for (unsigned i = 0; i < in->nheaps && i < PP_HSW_HEAPS; i++)
+        if (ip >= in->heap_lo[i] && ip < in->heap_hi[i])
+            return true;
+    return false;
+}
+
 static const pp_walker_ops ops = {
     .loop_symbols = NULL,
+    .loop_code = hw_code,
     .begin = hw_begin,
     .name = hw_name,
     .free = hw_free,
@@ -232,6 +246,7 @@ static void *hw_prepare(const pp_runtime_ctx *ctx, int pid, void *info, size_t l
         snprintf(err, errlen, "unverified HotSpot layout");
         return NULL;
     }
+    memcpy(&w->in, info, sizeof(w->in));
     pp_debug("java pid %d: HotSpot %s walked in the sampler (%u code heaps)", pid, w->p.L.release,
              ((struct pp_hotspot_info *)info)->nheaps);
     *status = PP_INWALK_OK;
