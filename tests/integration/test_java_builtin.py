@@ -1,0 +1,93 @@
+"""`--java-mode builtin`: HotSpot frames walked in the BPF sampler at the sample instant (issue 31;
+docs/java.md "In-sampler walker"), on OpenJDK 17 and Temurin 25: Hot's 3:1 split of two methods
+on its one thread, gProfiler's frame text and suffixes, the native frames under the Java ones,
+nothing attached to the JVM; a process whose libjvm is no HotSpot is skipped with a reason."""
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import last_profile, wait_for
+from test_java import hot_classes, jdk, launchers, run_polyprof, warm  # noqa: F401
+
+A, B = "Hot.hotA()V_[j]", "Hot.hotB()V_[j]"
+
+
+def attach_files(pid):
+    """The files an attach to pid would create: its socket and the .attach_pid trigger (in its
+    cwd or /tmp; the JVMs here share polyprof's pid namespace and /tmp)."""
+    cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    return [p for p in (Path(f"/tmp/.java_pid{pid}"), cwd / f".attach_pid{pid}",
+                        Path(f"/tmp/.attach_pid{pid}")) if p.exists()]
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_hot_split(version, hot_classes, launchers, start_app, outdir):  # noqa: F811
+    """Hot on one thread: hotA (compiled, _[j]) 75 % +- 5 of the samples naming hotA or hotB,
+    each under Hot.work and Hot.main (interpreted, _[0]) and the JVM's native call into Java;
+    the Java frames are the leaf's; no attach socket or file, no perf map."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-cp", hot_classes, "Hot")
+    warm(app.pid)
+    # compiled before the session: a method still interpreted would be hotA()V_[0]
+    r = run_polyprof("-d", 6, "-f", 499, "--java-mode", "builtin", "-o", outdir, "-v", "--pids",
+                     app.pid)
+    assert attach_files(app.pid) == [], r.stderr[-2000:]
+    assert not Path(f"/tmp/perf-{app.pid}.map").exists()
+    prof = last_profile(outdir)
+    lines = prof.for_comm(comm)
+    assert not {x for f, _ in lines for x in f if x.startswith("[Profiling")}, r.stderr[-2000:]
+    cov = [c for c in prof.header["polyprof"]["runtime_samples"] if c["pid"] == app.pid]
+    assert len(cov) == 1 and (cov[0]["mode"], cov[0]["profiler"]) == ("builtin", "sampler-walk"), \
+        cov
+    assert cov[0]["runtime_samples"] >= 0.9 * cov[0]["sampler_samples"], cov
+    na = sum(c for f, c in lines if f[-1] == A)
+    nb = sum(c for f, c in lines if f[-1] == B)
+    hot = [f for f, _ in lines if f[-1] in (A, B)]
+    print(f"\nJDK {version} builtin: hotA {na}, hotB {nb} samples "
+          f"({100.0 * na / max(na + nb, 1):.1f} %), coverage {cov[0]}")
+    assert cov[0]["sampler_samples"] >= 600, f"host starved: {cov[0]}"
+    assert na + nb >= 0.8 * cov[0]["sampler_samples"], f"hotA/hotB frames missing: {na}, {nb}"
+    assert abs(na / (na + nb) - 0.75) <= 0.05, (na, nb)
+    for f in hot:
+        i = f.index("Hot.work()V_[0]")
+        assert f[i - 1] == "Hot.main([Ljava/lang/String|)V_[0]", f
+        assert f[i + 1] == f[-1], f  # hotA/hotB called from work, the leaf
+    # the native frames under Java: the JVM's call into it (CFI), then nothing but Java above
+    spliced = [f for f in hot if any(x.startswith("JavaCalls::call_helper") for x in f)]
+    assert len(spliced) >= 0.9 * len(hot), hot[:3]
+    for f in spliced:
+        i = next(i for i, x in enumerate(f) if x.startswith("JavaCalls::call_helper"))
+        assert f[i + 1] == "Hot.main([Ljava/lang/String|)V_[0]", f
+
+
+def test_builtin_unverified_layout_is_skipped(tmp_path, outdir):
+    """A busy process mapping a libjvm.so that is no HotSpot (zlib under that name) is skipped
+    with `[Profiling skipped: unverified HotSpot layout]`, nothing else attempted."""
+    lib = tmp_path / "libjvm.so"
+    zlib = next(p for p in ("/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1")
+                if os.path.exists(p))
+    shutil.copy(zlib, lib)
+    launcher = tmp_path / "pp_fakejvm"  # a shell under a name of our own (its comm)
+    launcher.symlink_to(shutil.which("sh"))
+    proc = subprocess.Popen([str(launcher), "-c", "echo ready; while :; do :; done"],
+                            env={**os.environ, "LD_PRELOAD": str(lib)}, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().startswith("ready")
+        wait_for(lambda: str(lib) in Path(f"/proc/{proc.pid}/maps").read_text(), 10,
+                 "the fake JVM to map its libjvm.so")
+        r = run_polyprof("-d", 2, "--java-mode", "builtin", "-o", outdir, "-v", "--pids",
+                         proc.pid)
+        lines = last_profile(outdir).for_comm("pp_fakejvm")
+        frames = {x for f, _ in lines for x in f}
+        assert "[Profiling skipped: unverified HotSpot layout]" in frames, \
+            (lines, r.stderr[-2000:])
+        assert attach_files(proc.pid) == []
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
