@@ -15,8 +15,11 @@
  * Each frame gives the Method* and a word of its type and a check of its ConstMethod*
  * (walker_info.h). The walk stops on leaving the code cache or at anything implausible (a sp
  * that does not grow, a frame above 512 KiB). A thread in native or VM code (pc outside the code
- * cache) is not walked: its native frames are the sample's stack. Every read goes through
- * bpf_probe_read_user; every loop is bounded. */
+ * cache) is walked from where the sampler's CFI unwind of the same sample (run before the
+ * walkers) first met anonymous executable memory (rt_jit_regs: the return address into the
+ * Java code that called it, the caller's sp and fp, exact as CFI restores them); without such a
+ * frame its native frames are the sample's stack. Every read goes through bpf_probe_read_user;
+ * every loop is bounded. */
 #ifndef PP_JAVA_BPF_H
 #define PP_JAVA_BPF_H
 
@@ -168,6 +171,11 @@ static __always_inline __u32 pp_walk_java(const struct pp_rt_proc *p, __u32 tid,
         return PP_CNT_WALK_NO_THREAD;
     s.unext = s.sp;
     bpf_loop(HS_STEPS, hs_frame_cb, &s, 0);
+    /* in native or VM code called from Java: from where the native unwind met the code cache */
+    if (w->n == 0 && !w->flags && rt_jit_regs(&s.pc, &s.sp, &s.fp)) {
+        s.unext = s.sp;
+        bpf_loop(HS_STEPS, hs_frame_cb, &s, 0);
+    }
     if (w->n == 0)
         return w->flags & PP_RT_READ_FAILED ? PP_CNT_WALK_READ : PP_CNT_WALK_IDLE;
     return PP_CNT_WALK_OK;

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import last_profile, wait_for
+from conftest import APPS, last_profile, wait_for
 from test_java import hot_classes, jdk, launchers, run_polyprof, warm  # noqa: F401
 
 A, B = "Hot.hotA()V_[j]", "Hot.hotB()V_[j]"
@@ -35,7 +35,7 @@ def test_builtin_hot_split(version, hot_classes, launchers, start_app, outdir): 
     # compiled before the session: a method still interpreted would be hotA()V_[0]
     r = run_polyprof("-d", 6, "-f", 499, "--java-mode", "builtin", "-o", outdir, "-v", "--pids",
                      app.pid)
-    assert attach_files(app.pid) == [], r.stderr[-2000:]
+    assert attach_files(app.pid) == [], (attach_files(app.pid), r.stderr[-1500:])
     assert not Path(f"/tmp/perf-{app.pid}.map").exists()
     prof = last_profile(outdir)
     lines = prof.for_comm(comm)
@@ -62,6 +62,51 @@ def test_builtin_hot_split(version, hot_classes, launchers, start_app, outdir): 
     for f in spliced:
         i = next(i for i, x in enumerate(f) if x.startswith("JavaCalls::call_helper"))
         assert f[i + 1] == "Hot.main([Ljava/lang/String|)V_[0]", f
+
+
+@pytest.fixture(scope="module")
+def nano_classes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("javanano")
+    subprocess.run([str(jdk("17") / "bin" / "javac"), "-d", str(d), str(APPS / "NanoHot.java")],
+                   check=True)
+    return d
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_nanotime_split(version, nano_classes, launchers, start_app, outdir):
+    """NanoHot (3:1 in two methods spinning on System.nanoTime(): most samples are in libjvm and
+    the vDSO, called from compiled Java code): hotA 75 % +- 5, and the native callees
+    (os::javaTimeNanos, clock_gettime) above the Java frames, walked from where the native
+    unwind met the code cache."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-cp", nano_classes, "NanoHot")
+    warm(app.pid)
+    r = run_polyprof("-d", 6, "-f", 499, "--java-mode", "builtin", "-o", outdir, "-v", "--pids",
+                     app.pid)
+    assert attach_files(app.pid) == [], (attach_files(app.pid), r.stderr[-1500:])
+    lines = last_profile(outdir).for_comm(comm)
+    # any tier (a method compiled again during the session is C1's for a while)
+    a, b = "NanoHot.hotA(J)V_[", "NanoHot.hotB(J)V_["
+
+    def at(f, x):
+        return next((i for i, y in enumerate(f) if y.startswith(x)), None)
+
+    na = sum(c for f, c in lines if at(f, a) is not None)
+    nb = sum(c for f, c in lines if at(f, b) is not None)
+    # the samples in the JVM's code not walked: JIT frames only the perf-map text names
+    unwalked = sum(c for f, c in lines if not any(x.endswith("]") and "_[" in x for x in f[4:])
+                   and any(x.startswith("(/tmp/perf-") for x in f))
+    native = sum(c for f, c in lines for x in (a, b) if at(f, x) is not None
+                 and any(y.startswith(("os::javaTimeNanos", "clock_gettime", "jmm_"))
+                         for y in f[at(f, x) + 1:]))
+    print(f"\nJDK {version} builtin NanoHot: hotA {na}, hotB {nb} "
+          f"({100.0 * na / max(na + nb, 1):.1f} %), {native} with native callees above, "
+          f"{unwalked} in JIT code not walked")
+    assert na + nb + unwalked >= 600, f"host starved: {na + nb + unwalked} samples"
+    assert unwalked <= 0.1 * (na + nb), (unwalked, na, nb)
+    assert abs(na / (na + nb) - 0.75) <= 0.05, (na, nb)
+    assert native >= 0.5 * (na + nb), (native, na, nb)
 
 
 def test_builtin_unverified_layout_is_skipped(tmp_path, outdir):
