@@ -109,6 +109,39 @@ def test_builtin_nanotime_split(version, nano_classes, launchers, start_app, out
     assert native >= 0.5 * (na + nb), (native, na, nb)
 
 
+@pytest.fixture(scope="module")
+def per_request_classes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("javaperrequest")
+    subprocess.run([str(jdk("17") / "bin" / "javac"), "-d", str(d),
+                    str(APPS / "PerRequest.java")], check=True)
+    return d
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_thread_per_request(version, per_request_classes, launchers, start_app,
+                                    outdir):
+    """PerRequest (a new thread per request, each living about 1.3 ms): the walk needs no
+    per-thread state, so the short threads' samples carry handleA/handleB (at least 80 % of the
+    JVM's samples: thread creation and the JVM's own threads take the rest), split 3:1 +- 0.06."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-cp", per_request_classes, "PerRequest")
+    warm(app.pid)
+    r = run_polyprof("-d", 6, "-f", 499, "--java-mode", "builtin", "-o", outdir, "-v", "--pids",
+                     app.pid)
+    assert attach_files(app.pid) == [], (attach_files(app.pid), r.stderr[-1500:])
+    lines = last_profile(outdir).for_comm(comm)
+    total = sum(c for _, c in lines)
+    na = sum(c for f, c in lines if any(x.startswith("PerRequest.handleA()V_[") for x in f))
+    nb = sum(c for f, c in lines if any(x.startswith("PerRequest.handleB()V_[") for x in f))
+    print(f"\nJDK {version} builtin PerRequest: handleA {na}, handleB {nb} of {total} samples "
+          f"({100.0 * (na + nb) / max(total, 1):.1f} % carry them, "
+          f"{100.0 * na / max(na + nb, 1):.1f} % handleA)")
+    assert total >= 600, f"host starved: {total} samples"
+    assert na + nb >= 0.8 * total, (na, nb, total)
+    assert abs(na / (na + nb) - 0.75) <= 0.06, (na, nb)
+
+
 def test_builtin_unverified_layout_is_skipped(tmp_path, outdir):
     """A busy process mapping a libjvm.so that is no HotSpot (zlib under that name) is skipped
     with `[Profiling skipped: unverified HotSpot layout]`, nothing else attempted."""
