@@ -30,8 +30,9 @@ static void *jb_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n,
     }
     size_t nfall = 0;
     pp_walk_or_hand_over(ctx, procs, n, NULL,
-                         "--java-mode builtin walks Java frames in the BPF sampler (it needs "
-                         "--perf-mode with BPF); use --java-mode jfr or ap",
+                         "--java-mode builtin walks Java frames in the BPF sampler, which is not "
+                         "running (--perf-mode bpf, smart or dwarf runs it), or use --java-mode "
+                         "jfr or ap",
                          fallback, &nfall, s->skips, &s->nskips);
     free(fallback);
     return s;
