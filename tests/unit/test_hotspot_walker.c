@@ -151,3 +151,19 @@ Test(hotspot_walker, a_reused_method_is_never_named_as_the_other)
     cr_expect_eq(pp_htab_count(&p.methods), 1);
     close_fake(&p);
 }
+
+/* --java-mode builtin is served by the walker's backend; auto does not pick it (yet). */
+Test(hotspot_walker, builtin_is_a_mode_auto_does_not_pick)
+{
+    const pp_runtime *rt = pp_runtime_get(PP_KIND_JAVA);
+    cr_assert_not_null(rt);
+    char why[256] = "";
+    const pp_backend *b = pp_runtime_backend(rt, "builtin", why, sizeof(why));
+    cr_assert_not_null(b, "%s", why);
+    cr_expect_str_eq(b->name, "builtin");
+    cr_expect(b->walks_new_processes);
+    cr_expect(rt->walker == &pp_java_inwalker);
+    const pp_backend *a = pp_runtime_backend(rt, "auto", why, sizeof(why));
+    cr_assert_not_null(a, "%s", why);
+    cr_expect_str_neq(a->name, "builtin");
+}
