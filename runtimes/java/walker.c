@@ -32,6 +32,9 @@
     20 /* a JVM whose threads are all in Java code at the check is tried                           \
           again (20 ms apart) */
 
+_Static_assert(sizeof(struct pp_hotspot_info) <= PP_RT_INFO_BYTES,
+               "the HotSpot walker's data must fit struct pp_rt_proc.info");
+
 typedef struct frame_ent {
     uint64_t method, aux; /* the recorded words */
     uint32_t id;
