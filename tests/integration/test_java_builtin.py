@@ -64,6 +64,33 @@ def test_builtin_hot_split(version, hot_classes, launchers, start_app, outdir): 
         assert f[i + 1] == "Hot.main([Ljava/lang/String|)V_[0]", f
 
 
+@pytest.mark.parametrize("opts,suffix", [(["-Xint"], "_[0]"),
+                                         (["-XX:TieredStopAtLevel=1"], "_[1]"),
+                                         (["-XX:-SegmentedCodeCache"], "_[j]")],
+                         ids=["interpreted", "c1", "one-code-heap"])
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_tiers(version, opts, suffix, hot_classes, launchers, start_app,  # noqa: F811
+                       outdir):
+    """Hot interpreted only (-Xint: hotA()V_[0]), compiled by C1 only (_[1], the nmethod's
+    _comp_level) and with one code heap instead of three (_[j]): the same split and frames."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, *opts, "-cp", hot_classes, "Hot")
+    warm(app.pid)
+    run_polyprof("-d", 4, "-f", 499, "--java-mode", "builtin", "-o", outdir, "--pids", app.pid)
+    lines = last_profile(outdir).for_comm(comm)
+    a, b = "Hot.hotA()V" + suffix, "Hot.hotB()V" + suffix
+    na = sum(c for f, c in lines if f[-1] == a)
+    nb = sum(c for f, c in lines if f[-1] == b)
+    total = sum(c for _, c in lines)
+    print(f"\nJDK {version} {' '.join(opts)}: {a} {na}, {b} {nb} of {total}")
+    assert total >= 400, f"host starved: {total} samples"
+    assert na + nb >= 0.8 * total, (na, nb, total)
+    assert abs(na / (na + nb) - 0.75) <= 0.06, (na, nb)
+    assert all(f[f.index(a if a in f else b) - 1] == "Hot.work()V_[0]" for f, _ in lines
+               if f[-1] in (a, b))
+
+
 @pytest.fixture(scope="module")
 def nano_classes(tmp_path_factory):
     d = tmp_path_factory.mktemp("javanano")
