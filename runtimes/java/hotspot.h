@@ -142,11 +142,17 @@ int pp_hs_method_text(pp_hs_proc *p, uint64_t method, char *out, size_t cap);
 /* Same, cached by Method* (the pointer stays valid until pp_hs_close or the cache starts over;
  * copy it). NULL when not a method. */
 const char *pp_hs_method_name(pp_hs_proc *p, uint64_t method);
-/* Same for a Method* recorded with check, a value of its ConstMethod* (check_of) at the time:
- * named only when the Method* (cached, else read again) has a ConstMethod* of that value, NULL
- * otherwise (the Method was freed, its memory reused by another method since). */
+/* What identifies a method besides its address: its ConstMethod*, its holder's name Symbol*,
+ * its name and signature indexes (ConstMethod's two u2 read as one u4). */
+typedef struct pp_hs_method_id {
+    uint64_t cm, kname;
+    uint32_t idx;
+} pp_hs_method_id;
+/* Same for a Method* recorded with check, a value of its identity (check_of) at the time: named
+ * only when the Method* (cached, else read again) has an identity of that value, NULL otherwise
+ * (the Method was freed, its memory reused by another method since). */
 const char *pp_hs_method_name_checked(pp_hs_proc *p, uint64_t method, unsigned check,
-                                      unsigned (*check_of)(unsigned long long constmethod));
+                                      unsigned (*check_of)(const pp_hs_method_id *id));
 
 /* ---- hotspot_walk.c ---- */
 typedef struct pp_hs_thread {

@@ -12,14 +12,14 @@
  *    unextended sp, the return address and the caller's fp in the two words below the caller's
  *    sp; an nmethod's frame is recorded (its Method*, its tier from _comp_level), a stub's is
  *    stepped over; a blob without a frame of its own (the call stub) ends the walk.
- * Each frame gives the Method* and a word of its type and a check of its ConstMethod*
- * (walker_info.h). The walk stops on leaving the code cache or at anything implausible (a sp
- * that does not grow, a frame above 512 KiB). A thread in native or VM code (pc outside the code
- * cache) is walked from where the sampler's CFI unwind of the same sample (run before the
- * walkers) first met anonymous executable memory (rt_jit_regs: the return address into the
- * Java code that called it, the caller's sp and fp, exact as CFI restores them); without such a
- * frame its native frames are the sample's stack. Every read goes through bpf_probe_read_user;
- * every loop is bounded. */
+ * Each frame gives the Method* and a word of its type and a check of its identity
+ * (walker_info.h: ConstMethod*, holder's name, name and signature indexes). The walk stops on
+ * leaving the code cache or at anything implausible (a sp that does not grow, a frame above 512
+ * KiB). A thread in native or VM code (pc outside the code cache) is walked from where the
+ * sampler's CFI unwind of the same sample (run before the walkers) first met anonymous executable
+ * memory (rt_jit_regs: the return address into the Java code that called it, the caller's sp and
+ * fp, exact as CFI restores them); without such a frame its native frames are the sample's stack.
+ * Every read goes through bpf_probe_read_user; every loop is bounded. */
 #ifndef PP_JAVA_BPF_H
 #define PP_JAVA_BPF_H
 
@@ -62,13 +62,19 @@ static __always_inline __u64 hs_find_blob(const struct pp_hotspot_info *in, __u6
     return 0;
 }
 
-/* The check value of method's ConstMethod*, 0 when unreadable. */
+/* The check value of method's identity (walker_info.h), 0 when unreadable. */
 static __always_inline __u32 hs_check(const struct pp_hotspot_info *in, __u64 method)
 {
-    __u64 cm = 0;
-    if (bpf_probe_read_user(&cm, sizeof(cm), (void *)(method + in->method_const)) != 0 || !cm)
+    __u64 cm = 0, cp = 0, holder = 0, kname = 0;
+    __u32 idx = 0;
+    if (bpf_probe_read_user(&cm, sizeof(cm), (void *)(method + in->method_const)) != 0 || !cm ||
+        bpf_probe_read_user(&idx, sizeof(idx), (void *)(cm + in->cm_name_index)) != 0 ||
+        bpf_probe_read_user(&cp, sizeof(cp), (void *)(cm + in->cm_constants)) != 0 || !cp ||
+        bpf_probe_read_user(&holder, sizeof(holder), (void *)(cp + in->cp_holder)) != 0 ||
+        !holder ||
+        bpf_probe_read_user(&kname, sizeof(kname), (void *)(holder + in->klass_name)) != 0)
         return 0;
-    return pp_hsw_check(cm);
+    return pp_hsw_check(cm, kname, idx);
 }
 
 static long hs_frame_cb(__u32 i, void *arg)

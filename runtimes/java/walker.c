@@ -3,8 +3,8 @@
  * BPF walker's data (struct pp_hotspot_info: the code heaps, their segment maps, the interpreter's
  * code and the offsets) from the layout; name() turns the recorded (Method*, type and check)
  * pairs into gProfiler's frames ("pkg/Class.method(Sig)Ret_[j]"), naming a Method* only when its
- * ConstMethod* still gives the check recorded at the sample (else a lost-symbol frame, never
- * another method's name).
+ * identity (ConstMethod*, holder's name, name and signature indexes) still gives the check
+ * recorded at the sample (else a lost-symbol frame, never another method's name).
  *
  * Splicing: the BPF walker walks only threads whose pc is in the code cache; the native stack
  * the sampler unwound for the same sample has its frames in the code cache (by frame pointers,
@@ -65,9 +65,9 @@ static void hw_free(void *state)
     free(w);
 }
 
-static unsigned check_of(unsigned long long cm)
+static unsigned check_of(const pp_hs_method_id *id)
 {
-    return pp_hsw_check(cm);
+    return pp_hsw_check(id->cm, id->kname, id->idx);
 }
 
 /* The suffix of a recorded type ('n', a compiled native method's wrapper, is compiled code). */
@@ -190,6 +190,10 @@ int pp_java_walker_info(pp_hs_proc *p, struct pp_hotspot_info *in, char *why, si
     in->nm_method = L->nm_method;
     in->nm_comp_level = L->nm_comp_level;
     in->method_const = L->method_const;
+    in->cm_constants = L->cm_constants;
+    in->cm_name_index = L->cm_name_index;
+    in->cp_holder = L->cp_holder;
+    in->klass_name = L->klass_name;
     in->if_method = L->if_method;
     in->if_sender_sp = L->if_sender_sp;
     uint32_t hi = in->blob_size > in->blob_frame_size ? in->blob_size : in->blob_frame_size;
@@ -197,7 +201,8 @@ int pp_java_walker_info(pp_hs_proc *p, struct pp_hotspot_info *in, char *why, si
     in->hdr_len = (hi + 8 + 7) & ~7u;
     if (in->hdr_len > PP_HSW_HDR - 8 || (kind && in->kind_nmethod < 0) || in->kind_nmethod > 255 ||
         in->nm_method == PP_HS_NONE || in->nm_comp_level == PP_HS_NONE ||
-        in->heapblock_size > 4096 || in->if_method < PP_HSW_IFRAME_LO || in->if_method > -1 ||
+        in->heapblock_size > 4096 || L->cm_sig_index != L->cm_name_index + 2 ||
+        in->if_method < PP_HSW_IFRAME_LO || in->if_method > -1 ||
         in->if_sender_sp < PP_HSW_IFRAME_LO || in->if_sender_sp > -1 || in->log2seg < 3 ||
         in->log2seg > 20) {
         snprintf(why, len, "structure offsets out of the walker's bounds");

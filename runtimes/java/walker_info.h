@@ -21,17 +21,26 @@ struct pp_hotspot_info {
     unsigned int blob_kind; /* JDK 23+: CodeBlob._kind (a byte); else the offset of _name */
     int kind_nmethod;       /* CodeBlobKind::Nmethod; -1: tell nmethods by _name's text */
     unsigned int nm_method, nm_comp_level;
-    unsigned int method_const;   /* Method._constMethod */
+    unsigned int method_const; /* Method._constMethod */
+    /* the check's other parts: ConstMethod._constants, its _name_index (_signature_index the
+     * next u2), ConstantPool._pool_holder, Klass._name */
+    unsigned int cm_constants, cm_name_index, cp_holder, klass_name;
     int if_method, if_sender_sp; /* interpreter frame slots, words from fp (< 0) */
 };
 
 /* A frame's second word: its type (pp_hs_frame_type: '0', '1', 'j', 'n') and a check value of
- * the Method's ConstMethod* at the sample (user space names the Method* only when its
- * ConstMethod* still gives the same value: a Method freed and its memory reused by another
- * method is not named as that one). The first word is the Method*. */
-static inline unsigned int pp_hsw_check(unsigned long long constmethod)
+ * the method's identity at the sample: its ConstMethod*, its holder class's name (Symbol*) and
+ * its name and signature indexes (idx: the two u2 as one u4). User space names the Method* only
+ * when the memory it names from gives the same value: a class unloaded and its Method's (and
+ * ConstMethod's) memory reused by another class's method is not named as that one (classes
+ * loaded alike by loaders alike reuse the same addresses for both). The first word is the
+ * Method*. */
+static inline unsigned int pp_hsw_check(unsigned long long constmethod, unsigned long long kname,
+                                        unsigned int idx)
 {
     unsigned long long x = (constmethod >> 3) * 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (kname >> 3)) * 0xff51afd7ed558ccdULL;
+    x = (x ^ idx) * 0xc4ceb9fe1a85ec53ULL;
     return (unsigned int)(x >> 32) | 1u; /* never 0 */
 }
 #define PP_HSW_WORD(type, check)                                                                   \

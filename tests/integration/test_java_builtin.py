@@ -169,6 +169,64 @@ def test_builtin_thread_per_request(version, per_request_classes, launchers, sta
     assert abs(na / (na + nb) - 0.75) <= 0.06, (na, nb)
 
 
+@pytest.fixture(scope="module")
+def unload_classes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("javaunload")
+    javac = str(jdk("17") / "bin" / "javac")
+    subprocess.run([javac, "-d", str(d), str(APPS / "Unloader.java")], check=True)
+    for w in ("A", "B"):
+        (d / w).mkdir()
+        subprocess.run([javac, "-d", str(d / w), str(APPS / "unload" / f"Worker{w}.java")],
+                       check=True)
+    return d
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_class_unloading_never_misnames(version, unload_classes, launchers, start_app,
+                                                outdir):
+    """Unloader loads WorkerA and WorkerB through new class loaders every second and unloads the
+    previous pair (a full GC; -Xlog shows it): their Methods' and ConstMethods' memory is reused
+    by the next pair's (WorkerB's where WorkerA's was) and their code flushed while they are
+    sampled. Every Java frame above Unloader.main is WorkerA.accept or WorkerB.accept (or a lost
+    symbol, counted), split 3:1 +- 0.06: no Method* named as another method."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    d = unload_classes
+    app = start_app(launchers / comm, "-Xlog:class+unload=info:stdout", "-cp", d, "Unloader",
+                    d / "A", d / "B", 1000)
+    wait_for(lambda: sum("WorkerA" in x for x in app.out.lines) >= 1, 60,
+             "the first WorkerA unloaded")
+    before = sum("WorkerA" in x for x in app.out.lines)
+    r = run_polyprof("-d", 6, "-f", 499, "--java-mode", "builtin", "-o", outdir, "-v", "--pids",
+                     app.pid)
+    unloaded = sum("WorkerA" in x for x in app.out.lines) - before
+    prof = last_profile(outdir)
+    leaves = {}
+    for f, c in prof.for_comm(comm):
+        i = next((i for i, x in enumerate(f) if x.startswith("Unloader.main(")), None)
+        if i is not None and i + 1 < len(f) and "_[" in f[i + 1] and not f[i + 1].endswith("[k]"):
+            leaves[f[i + 1]] = leaves.get(f[i + 1], 0) + c
+    named = sum(c for x, c in leaves.items() if x.startswith("Worker"))
+    lost = sum(c for x, c in leaves.items() if x.startswith("[lost symbol]"))
+    print(f"\nJDK {version} Unloader: {unloaded} WorkerA classes unloaded during the session; "
+          f"callees of Unloader.main {leaves}; frames_lost "
+          f"{prof.header['polyprof']['runtime_walks']['frames_lost']}")
+    assert unloaded >= 3, f"{unloaded} classes unloaded during the session"
+    allowed = {f"{x}_[{t}]" for t in "01j" for x in ("WorkerA.accept(I)V", "WorkerB.accept(I)V",
+                                                     "[lost symbol]")}
+    # Unloader's own calls (loading the next pair) may be sampled too
+    others = {x for x in leaves if x not in allowed and not x.startswith(
+        ("Unloader.load(", "java/lang/System.nanoTime()J_["))}
+    assert not others, (others, r.stderr[-1500:])
+    assert named >= 400, f"host starved: {named} samples"
+    # a Method read only after its class was unloaded cannot be named: lost, counted (a drain
+    # every 2 s, a class pair every second here)
+    assert lost <= 0.5 * (named + lost), (lost, named)
+    # a WorkerA Method named as WorkerB's (or the reverse) shifts the split
+    na = sum(c for x, c in leaves.items() if x.startswith("WorkerA."))
+    assert abs(na / named - 0.75) <= 0.06, leaves
+
+
 def test_builtin_unverified_layout_is_skipped(tmp_path, outdir):
     """A busy process mapping a libjvm.so that is no HotSpot (zlib under that name) is skipped
     with `[Profiling skipped: unverified HotSpot layout]`, nothing else attempted."""

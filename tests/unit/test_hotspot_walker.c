@@ -54,9 +54,11 @@ static void symbol(uint64_t at, const char *s)
     put(at + 6, s, n);
 }
 
-/* A method "klass.name sig" whose ConstMethod is at cm (its pool, holder and symbols laid out
- * in the 4 KiB at cm), the Method at m pointing to it. */
-static void method(uint64_t m, uint64_t cm, const char *klass, const char *name, const char *sig)
+/* A method "klass.name sig" whose ConstMethod is at cm (its pool, holder and the name and
+ * signature symbols laid out in the 4 KiB at cm), the Method at m pointing to it, its holder's
+ * name the Symbol at ksym (symbols live apart from a class's metaspace). */
+static void method(uint64_t m, uint64_t cm, uint64_t ksym, const char *klass, const char *name,
+                   const char *sig)
 {
     uint64_t cp = cm + 0x100, k = cm + 0x300, sy = cm + 0x400;
     put64(m + 8, cm);
@@ -67,10 +69,10 @@ static void method(uint64_t m, uint64_t cm, const char *klass, const char *name,
     put64(cp + 24, k);
     int32_t cplen = 3;
     put(cp + 60, &cplen, 4);
-    symbol(sy, klass);
+    symbol(ksym, klass);
     symbol(sy + 0x100, name);
     symbol(sy + 0x200, sig);
-    put64(k + 24, sy);
+    put64(k + 24, ksym);
     put64(cp + 72 + 8, sy + 0x100);
     put64(cp + 72 + 16, sy + 0x200);
 }
@@ -92,11 +94,17 @@ static void close_fake(pp_hs_proc *p)
     free(mem);
 }
 
-static const char *text(pp_hs_proc *p, uint64_t m, char type, uint64_t cm, size_t *named)
+#define IDX (1u | 2u << 16) /* the name and signature indexes method() lays out */
+
+/* The text of a frame recorded for Method* m when its ConstMethod was at cm and its holder's
+ * name at ksym. */
+static const char *text(pp_hs_proc *p, uint64_t m, char type, uint64_t cm, uint64_t ksym,
+                        size_t *named)
 {
     static char buf[PP_HS_TEXT_MAX + 8];
     pp_rmem_begin_sample(&p->mem); /* a drain */
-    *named = pp_java_frame_text(p, m, PP_HSW_WORD(type, pp_hsw_check(cm)), buf, sizeof(buf));
+    *named =
+        pp_java_frame_text(p, m, PP_HSW_WORD(type, pp_hsw_check(cm, ksym, IDX)), buf, sizeof(buf));
     return buf;
 }
 
@@ -104,8 +112,8 @@ Test(hotspot_walker, frames_named_with_their_types_suffix)
 {
     pp_hs_proc p;
     open_fake(&p);
-    const uint64_t M = FAKE_BASE + 0x100, CM = FAKE_BASE + 0x1000;
-    method(M, CM, "pkg/A", "run", "(Ljava/lang/String;I)V");
+    const uint64_t M = FAKE_BASE + 0x100, CM = FAKE_BASE + 0x1000, KA = FAKE_BASE + 0x8000;
+    method(M, CM, KA, "pkg/A", "run", "(Ljava/lang/String;I)V");
     size_t named;
     static const struct {
         char type;
@@ -115,40 +123,47 @@ Test(hotspot_walker, frames_named_with_their_types_suffix)
                  {'j', "pkg/A.run(Ljava/lang/String|I)V_[j]"},
                  {'n', "pkg/A.run(Ljava/lang/String|I)V_[j]"}}; /* a native method's wrapper */
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        cr_expect_str_eq(text(&p, M, cases[i].type, CM, &named), cases[i].want);
+        cr_expect_str_eq(text(&p, M, cases[i].type, CM, KA, &named), cases[i].want);
         cr_expect_eq(named, 1);
     }
     cr_expect_eq(pp_htab_count(&p.methods), 1); /* read once */
     close_fake(&p);
 }
 
-/* A class unloaded and its Method's memory reused by another method: a frame recorded before
- * is a lost symbol (not the new method), a frame recorded after is the new method; an address
- * that holds no method at all is a lost symbol too. */
+/* A class unloaded and its Method's memory reused by another method: a frame recorded while
+ * the Method held a method is named as it, also after the reuse (its identity was seen); a frame
+ * whose method was never read there is a lost symbol, never the method there now: whether the
+ * ConstMethod's memory was reused too (loaders alike loading classes alike reuse both addresses:
+ * only the holder's name tells) or not. An address that holds no method is a lost symbol too. */
 Test(hotspot_walker, a_reused_method_is_never_named_as_the_other)
 {
     pp_hs_proc p;
     open_fake(&p);
-    const uint64_t M = FAKE_BASE + 0x100, CM1 = FAKE_BASE + 0x1000, CM2 = FAKE_BASE + 0x3000;
-    method(M, CM1, "pkg/A", "run", "()V");
+    const uint64_t M = FAKE_BASE + 0x100, M2 = FAKE_BASE + 0x200, CM1 = FAKE_BASE + 0x1000,
+                   CM2 = FAKE_BASE + 0x3000, CM3 = FAKE_BASE + 0x5000, KA = FAKE_BASE + 0x8000,
+                   KB = FAKE_BASE + 0x8100, KC = FAKE_BASE + 0x8200;
+    method(M, CM1, KA, "pkg/A", "run", "()V");
     size_t named;
-    cr_expect_str_eq(text(&p, M, 'j', CM1, &named), "pkg/A.run()V_[j]");
+    cr_expect_str_eq(text(&p, M, 'j', CM1, KA, &named), "pkg/A.run()V_[j]");
     /* unloaded; the same memory now holds pkg/B.other, with another ConstMethod */
-    method(M, CM2, "pkg/B", "other", "(J)J");
-    cr_expect_str_eq(text(&p, M, 'j', CM2, &named), "pkg/B.other(J)J_[j]");
+    method(M, CM2, KB, "pkg/B", "other", "(J)J");
+    cr_expect_str_eq(text(&p, M, 'j', CM2, KB, &named), "pkg/B.other(J)J_[j]");
     cr_expect_eq(named, 1);
-    cr_expect_str_eq(text(&p, M, 'j', CM1, &named), "[lost symbol]_[j]");
+    cr_expect_str_eq(text(&p, M, '0', CM1, KA, &named), "pkg/A.run()V_[0]"); /* seen before */
+    /* never read at M2 while there: pkg/A.run (ConstMethod CM3) sampled, then M2 and CM3 reused
+     * by pkg/C.run()V before the drain */
+    method(M2, CM3, KC, "pkg/C", "run", "()V");
+    cr_expect_str_eq(text(&p, M2, 'j', CM3, KA, &named), "[lost symbol]_[j]");
     cr_expect_eq(named, 0);
-    cr_expect_str_eq(text(&p, M, '0', CM1, &named), "[lost symbol]_[0]");
-    /* the first one named again once the memory holds it again (the cache follows) */
-    method(M, CM1, "pkg/A", "run", "()V");
-    cr_expect_str_eq(text(&p, M, 'j', CM1, &named), "pkg/A.run()V_[j]");
-    cr_expect_str_eq(text(&p, M, 'j', CM2, &named), "[lost symbol]_[j]");
+    /* ... or by a method with another ConstMethod */
+    cr_expect_str_eq(text(&p, M2, '1', CM1, KA, &named), "[lost symbol]_[1]");
+    cr_expect_eq(named, 0);
+    cr_expect_str_eq(text(&p, M2, 'j', CM3, KC, &named), "pkg/C.run()V_[j]");
     /* no method there (freed, zeroed) */
-    put64(M + 8, 0);
-    cr_expect_str_eq(text(&p, M + 0x40, '1', CM1, &named), "[lost symbol]_[1]");
+    put64(M + 0x48, 0);
+    cr_expect_str_eq(text(&p, M + 0x40, '1', CM1, KA, &named), "[lost symbol]_[1]");
     cr_expect_eq(named, 0);
-    cr_expect_eq(pp_htab_count(&p.methods), 1);
+    cr_expect_eq(pp_htab_count(&p.methods), 3); /* A and B at M, C at M2 */
     close_fake(&p);
 }
 
