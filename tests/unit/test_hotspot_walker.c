@@ -1,7 +1,8 @@
 /* The HotSpot in-sampler walker's user-space naming (runtimes/java/walker.h): a recorded frame
- * (Method*, type and the check of its ConstMethod*) is named with its type's suffix only while
- * the Method* still holds the method recorded; a Method whose memory was reused by another
- * method since gives a lost-symbol frame, never the other method's name. Synthetic memory. */
+ * (Method*, type and the check of its identity: ConstMethod*, holder's name, indexes) is named
+ * with its type's suffix only when that identity was read at the Method* (cached, or now); a
+ * Method whose memory was reused by another method before it was read gives a lost-symbol
+ * frame, never the other method's name. Synthetic memory. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
