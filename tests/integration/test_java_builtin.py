@@ -94,9 +94,38 @@ def test_builtin_tiers(version, opts, suffix, hot_classes, launchers, start_app,
 @pytest.fixture(scope="module")
 def nano_classes(tmp_path_factory):
     d = tmp_path_factory.mktemp("javanano")
-    subprocess.run([str(jdk("17") / "bin" / "javac"), "-d", str(d), str(APPS / "NanoHot.java")],
-                   check=True)
+    subprocess.run([str(jdk("17") / "bin" / "javac"), "-d", str(d), str(APPS / "NanoHot.java"),
+                    str(APPS / "JniHot.java")], check=True)
     return d
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_jni_split(version, nano_classes, launchers, start_app, outdir):
+    """JniHot (3:1, the time in JNI: zlib through Deflater, write(2) through RandomAccessFile):
+    hotA 75 % +- 5, the JNI functions and libraries above the Java frames (the native methods'
+    wrappers, _[j], under them), walked from where the native unwind met the code cache."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-cp", nano_classes, "JniHot")
+    warm(app.pid)
+    run_polyprof("-d", 6, "-f", 499, "--java-mode", "builtin", "-o", outdir, "--pids", app.pid)
+    lines = last_profile(outdir).for_comm(comm)
+
+    def at(f, x):
+        return next((i for i, y in enumerate(f) if y.startswith(x)), None)
+
+    a, b = "JniHot.hotA(J)V_[", "JniHot.hotB(J)V_["
+    na = sum(c for f, c in lines if at(f, a) is not None)
+    nb = sum(c for f, c in lines if at(f, b) is not None)
+    total = sum(c for _, c in lines)
+    jni = sum(c for f, c in lines for x in (a, b) if at(f, x) is not None
+              and any(y.startswith("Java_java_") for y in f[at(f, x) + 1:]))
+    print(f"\nJDK {version} builtin JniHot: hotA {na}, hotB {nb} of {total} "
+          f"({100.0 * na / max(na + nb, 1):.1f} %), {jni} with JNI callees above")
+    assert total >= 600, f"host starved: {total} samples"
+    assert na + nb >= 0.8 * total, (na, nb, total)
+    assert abs(na / (na + nb) - 0.75) <= 0.05, (na, nb)
+    assert jni >= 0.5 * (na + nb), (jni, na, nb)
 
 
 @pytest.mark.parametrize("version", ["17", "25"])
