@@ -252,6 +252,21 @@ static __always_inline __u64 rt_thread_pointer(void)
 #endif
 }
 
+/* The sampled task's user registers (where its user code was interrupted, or entered the
+ * kernel): pc, sp and the frame pointer, for walkers that start from them. 0 when there are none
+ * (a kernel thread). */
+static __always_inline int rt_user_regs(__u64 *pc, __u64 *sp, __u64 *fp)
+{
+    struct task_struct *task = bpf_get_current_task_btf();
+    if (!BPF_CORE_READ(task, mm))
+        return 0;
+    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+    *pc = BPF_CORE_READ(regs, ip);
+    *sp = BPF_CORE_READ(regs, sp);
+    *fp = BPF_CORE_READ(regs, bp);
+    return *pc != 0;
+}
+
 /* The walkers of the registry's runtimes (runtimes/<rt>/walker.bpf.h) and their dispatch. */
 #include "walkers_gen.bpf.h"
 
@@ -355,11 +370,6 @@ static __always_inline int record(struct bpf_perf_event_data *ctx, void *counts,
 {
     struct pp_sample_key key = {};
     key.pid = pid;
-    if (pid != 0) {
-        __u32 via = 0;
-        key.rt_stack = take_runtime_stack(pid, ktid, &via);
-        key.rt_pid = via; /* also when the walk gave nothing: the sample is still the fork's */
-    }
     if (pid != 0 && bpf_map_lookup_elem(&tid_pids, &pid))
         key.tid = tid;
     key.kernel_stack = take_stack(ctx, 0);
@@ -367,12 +377,19 @@ static __always_inline int record(struct bpf_perf_event_data *ctx, void *counts,
         bump(PP_CNT_KSTACK_LOST);
         key.kernel_stack = STACK_NONE;
     }
+    /* the user stack before the runtime's: a walker may start where the unwind met JIT code
+     * (rt_jit_regs) */
     key.user_stack = take_user_stack(ctx, pid);
     if (key.user_stack == STACK_LOST) {
         bump(PP_CNT_USTACK_LOST);
         key.user_stack = STACK_NONE;
     } else if (key.user_stack == STACK_NONE && pid != 0) {
         bump(PP_CNT_USTACK_ERROR);
+    }
+    if (pid != 0) {
+        __u32 via = 0;
+        key.rt_stack = take_runtime_stack(pid, ktid, &via);
+        key.rt_pid = via; /* also when the walk gave nothing: the sample is still the fork's */
     }
 
     struct pp_sample_val *val = bpf_map_lookup_elem(counts, &key);

@@ -51,6 +51,9 @@ struct unw_state {
     __u32 fallback; /* frames unwound by frame pointers */
     __u32 cfi;      /* frames unwound by CFI */
     __u32 truncated;
+    /* the first frame in anonymous executable memory (JIT code), as the unwind reached it: its
+     * pc (a return address), sp and fp; jit_ip 0 when none (rt_jit_regs) */
+    __u64 jit_ip, jit_sp, jit_bp;
 };
 
 struct {
@@ -118,6 +121,11 @@ static long unw_step(__u32 i, void *arg)
         s->truncated = 1;
         return 1;
     }
+    if (!m->file_id && !s->jit_ip && n > 0) { /* (the sampled pc itself: the registers) */
+        s->jit_ip = ip;
+        s->jit_sp = s->sp;
+        s->jit_bp = s->bp;
+    }
     s->r.ips[n] = ip;
     s->n = n + 1;
     s->h = mix(s->h, ip);
@@ -181,6 +189,11 @@ static long unw_step(__u32 i, void *arg)
  * verified once. */
 __noinline __u64 take_user_stack(struct bpf_perf_event_data *ctx, __u32 pid)
 {
+    __u32 zero = 0;
+    struct unw_state *s = bpf_map_lookup_elem(&unw_scratch, &zero);
+    if (!s)
+        return STACK_NONE;
+    s->jit_ip = 0; /* what rt_jit_regs reads: this sample's, or none */
     if (!unwind_cfi || !pid)
         return take_stack(ctx, BPF_F_USER_STACK);
     struct task_struct *task = bpf_get_current_task_btf();
@@ -194,10 +207,6 @@ __noinline __u64 take_user_stack(struct bpf_perf_event_data *ctx, __u32 pid)
         bump(PP_CNT_UNW_UNLOADED);
         return take_stack(ctx, BPF_F_USER_STACK);
     }
-    __u32 zero = 0;
-    struct unw_state *s = bpf_map_lookup_elem(&unw_scratch, &zero);
-    if (!s)
-        return STACK_NONE;
     struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
     s->ip = BPF_CORE_READ(regs, ip);
     s->sp = BPF_CORE_READ(regs, sp);
@@ -208,11 +217,13 @@ __noinline __u64 take_user_stack(struct bpf_perf_event_data *ctx, __u32 pid)
     s->fallback = 0;
     s->cfi = 0;
     s->truncated = 0;
+    s->jit_ip = 0;
     s->h = 0x9e3779b97f4a7c15ULL;
     struct unw_ctx c = {.s = s};
     bpf_loop(PP_MAX_STACK_DEPTH + 1, unw_step, &c, 0);
     __u32 n = s->n;
     if (n == 0) { /* the ip is in no mapping loaded (one mapped since the last scan): as before */
+        s->jit_ip = 0;
         bump(PP_CNT_UNW_UNLOADED);
         return take_stack(ctx, BPF_F_USER_STACK);
     }
@@ -227,6 +238,22 @@ __noinline __u64 take_user_stack(struct bpf_perf_event_data *ctx, __u32 pid)
     if (s->truncated)
         bump(PP_CNT_UNW_TRUNCATED);
     return send_trace(&s->r, mix(s->h, n), n, sizeof(s->r));
+}
+
+/* The registers of the sample's first user frame in anonymous executable memory (JIT code) below
+ * native frames, as this sample's CFI unwind (take_user_stack, run before the walkers) reached
+ * it: where a runtime's generated code called the native code the thread runs now. 0 when the
+ * unwind met none (or did not run: frame pointers, mappings not loaded). */
+static __always_inline int rt_jit_regs(__u64 *pc, __u64 *sp, __u64 *fp)
+{
+    __u32 zero = 0;
+    struct unw_state *s = bpf_map_lookup_elem(&unw_scratch, &zero);
+    if (!s || !s->jit_ip)
+        return 0;
+    *pc = s->jit_ip;
+    *sp = s->jit_sp;
+    *fp = s->jit_bp;
+    return 1;
 }
 
 #endif

@@ -630,8 +630,9 @@ static int run_session(run_state *rs, bool *stop)
     if (pp_discover(rs->disc, &procs) < 0)
         pp_warn("cannot read /proc: processes are not classified this session");
     double disc_ms = (pp_mono_now() - t0) * 1000;
-    pp_identity_set_procs(rs->ident, &procs);
+    /* the hooks first: they read the runtimes' options that identity's metadata follows */
     each_runtime_hook(rs, &procs, false); /* e.g. JIT symbols for the sampler */
+    pp_identity_set_procs(rs->ident, &procs);
     pp_runner_task tasks[PP_KIND_COUNT];
     size_t ntasks = session_tasks(rs, tasks);
     if (rs->adopt)

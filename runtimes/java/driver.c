@@ -72,7 +72,8 @@ static json_t *release_version(int pid, json_t **elfid)
 static bool may_attach(int pid)
 {
     char why[128];
-    return !pp_java_safemode_reason(NULL, 0) && pp_java_supported(pid, why, sizeof(why));
+    return !pp_java_no_attach() && !pp_java_safemode_reason(NULL, 0) &&
+           pp_java_supported(pid, why, sizeof(why));
 }
 
 /* "jar_manifest": the application JAR's manifest attributes (polyprof's addition to gProfiler's

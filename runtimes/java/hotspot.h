@@ -142,6 +142,17 @@ int pp_hs_method_text(pp_hs_proc *p, uint64_t method, char *out, size_t cap);
 /* Same, cached by Method* (the pointer stays valid until pp_hs_close or the cache starts over;
  * copy it). NULL when not a method. */
 const char *pp_hs_method_name(pp_hs_proc *p, uint64_t method);
+/* What identifies a method besides its address: its ConstMethod*, its holder's name Symbol*,
+ * its name and signature indexes (ConstMethod's two u2 read as one u4). */
+typedef struct pp_hs_method_id {
+    uint64_t cm, kname;
+    uint32_t idx;
+} pp_hs_method_id;
+/* Same for a Method* recorded with check, a value of its identity (check_of) at the time: named
+ * only when the Method* (cached, else read again) has an identity of that value, NULL otherwise
+ * (the Method was freed, its memory reused by another method since). */
+const char *pp_hs_method_name_checked(pp_hs_proc *p, uint64_t method, unsigned check,
+                                      unsigned (*check_of)(const pp_hs_method_id *id));
 
 /* ---- hotspot_walk.c ---- */
 typedef struct pp_hs_thread {
@@ -151,6 +162,19 @@ typedef struct pp_hs_thread {
 } pp_hs_thread;
 /* The JVM's Java threads (at most cap). Returns how many, or -1 when the list is unreadable. */
 int pp_hs_threads(pp_hs_proc *p, pp_hs_thread *out, size_t cap);
+
+/* The code cache as one walk sees it: its bounds, the interpreter's code, each code heap's
+ * committed start and end and segment map. */
+#define PP_HS_MAX_HEAPS 16
+typedef struct pp_hs_ccache {
+    uint64_t low, high; /* CodeCache bounds */
+    uint64_t ilo, ihi;  /* the interpreter's code */
+    uint64_t heap_lo[PP_HS_MAX_HEAPS], heap_hi[PP_HS_MAX_HEAPS], segmap[PP_HS_MAX_HEAPS];
+    int log2seg[PP_HS_MAX_HEAPS];
+    int nheaps;
+} pp_hs_ccache;
+/* Reads it (bounded, checked). 0, or -1 when something read is implausible. */
+int pp_hs_ccache_read(pp_hs_proc *p, pp_hs_ccache *c);
 
 typedef enum {
     PP_HS_INTERPRETED = '0',

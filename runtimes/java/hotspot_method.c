@@ -13,6 +13,7 @@
 
 typedef struct method_ent {
     uint64_t method;
+    pp_hs_method_id id; /* its identity when it was named */
     char *text;
 } method_ent;
 
@@ -61,7 +62,8 @@ static int cp_symbol(pp_hs_proc *p, uint64_t cp, int32_t cp_len, uint16_t idx, u
     return rd_ptr(p, cp + p->L.cp_size + (uint64_t)idx * 8, sym);
 }
 
-int pp_hs_method_text(pp_hs_proc *p, uint64_t method, char *out, size_t cap)
+/* pp_hs_method_text, with the method's identity read in *id. */
+static int method_text(pp_hs_proc *p, uint64_t method, char *out, size_t cap, pp_hs_method_id *id)
 {
     const pp_hs_layout *L = &p->L;
     uint64_t cm, cp, holder, kname, nsym, ssym;
@@ -93,31 +95,75 @@ int pp_hs_method_text(pp_hs_proc *p, uint64_t method, char *out, size_t cap)
             sig[i] = '|';
     size_t total = (size_t)(k + 1 + n + s);
     pp_utf8_copy(out, cap < PP_HS_TEXT_MAX ? cap : PP_HS_TEXT_MAX, raw, total);
+    id->cm = cm;
+    id->kname = kname;
+    id->idx = (uint32_t)ni | (uint32_t)si << 16;
     return 0;
+}
+
+int pp_hs_method_text(pp_hs_proc *p, uint64_t method, char *out, size_t cap)
+{
+    pp_hs_method_id id;
+    return method_text(p, method, out, cap, &id);
+}
+
+static method_ent *cached(pp_hs_proc *p, uint64_t method, uint64_t h)
+{
+    pp_htab_probe pr;
+    for (method_ent *e = pp_htab_first(&p->methods, h, &pr); e; e = pp_htab_next(&p->methods, &pr))
+        if (e->method == method)
+            return e;
+    return NULL;
+}
+
+/* Caches text for method (one entry per identity seen at that address). The cached text, or
+ * NULL. */
+static const char *cache_put(pp_hs_proc *p, uint64_t method, uint64_t h, const pp_hs_method_id *id,
+                             const char *text)
+{
+    char *copy = strdup(text);
+    if (!copy)
+        return NULL;
+    if (pp_htab_count(&p->methods) >= PP_HS_METHODS_MAX) {
+        pp_hs_methods_free(p); /* bounded: start over */
+        pp_hs_methods_init(p);
+    }
+    method_ent *e = pp_htab_add(&p->methods, h);
+    if (!e) {
+        free(copy);
+        return NULL;
+    }
+    *e = (method_ent){.method = method, .id = *id, .text = copy};
+    p->method_bytes += strlen(copy) + 1 + sizeof(*e);
+    return copy;
 }
 
 const char *pp_hs_method_name(pp_hs_proc *p, uint64_t method)
 {
     uint64_t h = pp_hash_u64(method);
+    method_ent *e = cached(p, method, h);
+    if (e)
+        return e->text;
+    char text[PP_HS_TEXT_MAX];
+    pp_hs_method_id id;
+    if (method_text(p, method, text, sizeof(text), &id) != 0)
+        return NULL; /* not cached: a method read while being set up is named next time */
+    return cache_put(p, method, h, &id, text);
+}
+
+const char *pp_hs_method_name_checked(pp_hs_proc *p, uint64_t method, unsigned check,
+                                      unsigned (*check_of)(const pp_hs_method_id *id))
+{
+    uint64_t h = pp_hash_u64(method);
+    /* every identity seen at this address is kept: classes loaded and unloaded in turn reuse
+     * the same Method (and ConstMethod) addresses for methods of other classes */
     pp_htab_probe pr;
     for (method_ent *e = pp_htab_first(&p->methods, h, &pr); e; e = pp_htab_next(&p->methods, &pr))
-        if (e->method == method)
+        if (e->method == method && check_of(&e->id) == check)
             return e->text;
     char text[PP_HS_TEXT_MAX];
-    if (pp_hs_method_text(p, method, text, sizeof(text)) != 0)
-        return NULL; /* not cached: a method read while being set up is named next time */
-    if (pp_htab_count(&p->methods) >= PP_HS_METHODS_MAX) {
-        pp_hs_methods_free(p); /* bounded: start over */
-        pp_hs_methods_init(p);
-    }
-    char *copy = strdup(text);
-    method_ent *e = copy ? pp_htab_add(&p->methods, h) : NULL;
-    if (!e) {
-        free(copy);
-        return NULL;
-    }
-    e->method = method;
-    e->text = copy;
-    p->method_bytes += strlen(copy) + 1 + sizeof(*e);
-    return copy;
+    pp_hs_method_id id;
+    if (method_text(p, method, text, sizeof(text), &id) != 0 || check_of(&id) != check)
+        return NULL; /* another method there now, or none */
+    return cache_put(p, method, h, &id, text);
 }

@@ -11,7 +11,6 @@
 #include "runtimes/java/hotspot.h"
 
 #define MAX_THREADS 65536
-#define MAX_HEAPS 16
 #define MAX_HOPS 4096         /* segment-map hops to a blob's first segment */
 #define MAX_BLOB (64u << 20)  /* larger than any code blob */
 #define MAX_FRAME_WORDS 65536 /* a frame larger than 512 KiB is not plausible */
@@ -53,16 +52,7 @@ int pp_hs_threads(pp_hs_proc *p, pp_hs_thread *out, size_t cap)
     return (int)got;
 }
 
-/* The code cache's view for one walk. */
-typedef struct ccache {
-    uint64_t low, high; /* CodeCache bounds */
-    uint64_t ilo, ihi;  /* the interpreter's code */
-    uint64_t heap_lo[MAX_HEAPS], heap_hi[MAX_HEAPS], segmap[MAX_HEAPS];
-    int log2seg[MAX_HEAPS];
-    int nheaps;
-} ccache;
-
-static int ccache_read(pp_hs_proc *p, ccache *c)
+int pp_hs_ccache_read(pp_hs_proc *p, pp_hs_ccache *c)
 {
     const pp_hs_layout *L = &p->L;
     memset(c, 0, sizeof(*c));
@@ -72,7 +62,8 @@ static int ccache_read(pp_hs_proc *p, ccache *c)
         c->high <= c->low || ptrat(p, p->bias + L->interp_code, &sq) ||
         ptrat(p, sq + L->sq_buffer, &c->ilo) || i32at(p, sq + L->sq_limit, &limit) || limit <= 0 ||
         (uint32_t)limit > MAX_BLOB || ptrat(p, p->bias + L->cc_heaps, &ga) ||
-        i32at(p, ga + L->ga_len, &n) || n <= 0 || n > MAX_HEAPS || ptrat(p, ga + L->ga_data, &data))
+        i32at(p, ga + L->ga_len, &n) || n <= 0 || n > PP_HS_MAX_HEAPS ||
+        ptrat(p, ga + L->ga_data, &data))
         return -1;
     c->ihi = c->ilo + (uint32_t)limit;
     for (int i = 0; i < n; i++) {
@@ -90,7 +81,7 @@ static int ccache_read(pp_hs_proc *p, ccache *c)
 }
 
 /* The CodeBlob holding pc (its address, 0 when none): CodeHeap::find_start. */
-static uint64_t find_blob(pp_hs_proc *p, const ccache *c, uint64_t pc)
+static uint64_t find_blob(pp_hs_proc *p, const pp_hs_ccache *c, uint64_t pc)
 {
     if (pc < c->low || pc >= c->high)
         return 0;
@@ -159,8 +150,8 @@ int pp_hs_walk(pp_hs_proc *p, uint64_t jt, pp_hs_frame *out, size_t cap)
         return 0; /* running Java code (or none on its stack): only registers tell */
     if (!pp_rmem_valid_ptr(sp, 8) || (!pc && u64at(p, sp - 8, &pc)))
         return -1;
-    ccache c;
-    if (ccache_read(p, &c))
+    pp_hs_ccache c;
+    if (pp_hs_ccache_read(p, &c))
         return -1;
     uint64_t unext = sp;
     size_t n = 0;

@@ -29,6 +29,7 @@ static const char *const safemode_names[] = {"profiled-oom",
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned safemode = SAFEMODE_DEFAULT;
 static char jvm_flags[1024] = "default";
+static bool builtin; /* --java-mode builtin: nothing attaches to a JVM */
 
 int pp_java_safemode_parse(const char *v, unsigned *mask, char *bad, size_t badlen)
 {
@@ -80,6 +81,7 @@ void pp_java_options_set(const pp_runtime_ctx *ctx)
                     "java-extended-version-checks and ap-loaded-check are accepted but not acted "
                     "on (docs/java.md)");
     pthread_mutex_lock(&lock);
+    builtin = ctx && ctx->mode && strcmp(ctx->mode, "builtin") == 0;
     safemode = mask;
     /* "" (the bare flag) is gProfiler's const: default */
     snprintf(jvm_flags, sizeof(jvm_flags), "%s", fl && *fl ? fl : "default");
@@ -143,4 +145,12 @@ bool pp_java_jvm_flags_none(void)
     bool none = strcmp(jvm_flags, "none") == 0;
     pthread_mutex_unlock(&lock);
     return none;
+}
+
+bool pp_java_no_attach(void)
+{
+    pthread_mutex_lock(&lock);
+    bool b = builtin;
+    pthread_mutex_unlock(&lock);
+    return b;
 }

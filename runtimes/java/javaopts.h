@@ -30,6 +30,10 @@ int pp_java_safemode_parse(const char *v, unsigned *mask, char *bad, size_t badl
 /* Reads both options from ctx (logging a bad value once and keeping the default). */
 void pp_java_options_set(const pp_runtime_ctx *ctx);
 
+/* Whether --java-mode is builtin: then nothing attaches to a JVM (no metadata request, no JIT
+ * perf map: the in-sampler walker names Java frames itself). */
+bool pp_java_no_attach(void);
+
 /* Whether safemode acts on a trigger ("profiled-oom", "profiled-signaled", "hserr"). */
 bool pp_java_safemode_on(const char *reason);
 

@@ -7,10 +7,11 @@
 #include "runtimes/java/asprof.h"
 #include "runtimes/java/java.h"
 #include "runtimes/java/javaopts.h"
+#include "runtimes/java/walker.h"
 #include "runtimes/runtime.h"
 
-static const pp_choice modes[] = {{"auto"}, {"jfr"}, {"ap"}, {"disabled"}, {"none", "disabled"},
-                                  {NULL}};
+static const pp_choice modes[] = {
+    {"auto"}, {"jfr"}, {"ap"}, {"builtin"}, {"disabled"}, {"none", "disabled"}, {NULL}};
 
 #define APONLY                                                                                     \
     "(with --java-mode ap: passed to async-profiler as gProfiler does; docs/java.md maps each to " \
@@ -77,14 +78,18 @@ static const pp_opt options[] = {
  * inlined, _[1] C1-compiled, _[0] interpreted. */
 static const char *const suffixes[] = {"_[j]", "_[i]", "_[1]", "_[0]", NULL};
 
-extern const pp_backend pp_java_jfr_backend, pp_java_ap_backend;
-static const pp_backend *const backends[] = {&pp_java_ap_backend, &pp_java_jfr_backend, NULL};
+extern const pp_backend pp_java_jfr_backend, pp_java_ap_backend, pp_java_builtin_backend;
+/* builtin last: "auto" does not pick it (yet: issue 31) */
+static const pp_backend *const backends[] = {&pp_java_ap_backend, &pp_java_jfr_backend,
+                                             &pp_java_builtin_backend, NULL};
 
 static void perfmaps_refresh(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n)
 {
     pp_java_options_set(ctx); /* for the hooks without a context: metadata, safemode */
-    /* wanted whatever --java-mode: the system sampler names JIT frames with them */
-    pp_java_perfmaps_refresh(procs, n);
+    /* wanted whatever --java-mode but builtin (which attaches to nothing and names Java frames
+     * itself): the system sampler names JIT frames with them */
+    if (!pp_java_no_attach())
+        pp_java_perfmaps_refresh(procs, n);
 }
 
 static void perfmaps_cleanup(const pp_runtime_ctx *ctx)
@@ -125,7 +130,7 @@ const pp_runtime pp_rt_java = {
     .interpreter = true,
     .modes = modes,
     .default_mode = "auto",
-    .mode_metavar = "{auto,jfr,ap,disabled}",
+    .mode_metavar = "{auto,jfr,ap,builtin,disabled}",
     .mode_help = "Java profiler (--no-java: disabled)",
     .options = options,
     .noptions = sizeof(options) / sizeof(options[0]),
@@ -138,4 +143,5 @@ const pp_runtime pp_rt_java = {
     .before_last_drain = perfmaps_refresh,
     .at_exit = perfmaps_cleanup,
     .gprofiler_conflict = gprofiler_conflict,
+    .walker = &pp_java_inwalker,
 };

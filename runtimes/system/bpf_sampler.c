@@ -467,8 +467,10 @@ static int emit_entry(pp_bpf_sampler *s, pp_profile *out, const void *k, const v
         if (pp)
             pp->fork_of = we->via;
     }
+    pp_emit_loop loop = {we->ops->loop_symbols, namer && namer->state ? we->ops->loop_code : NULL,
+                         namer ? namer->state : NULL};
     return pp_emit_mixed(s->emit, out, (int)key->pid, key->tid, comm, uips, nu, kips, nk, rt, nrt,
-                         we->ops->loop_symbols, val->count);
+                         &loop, val->count);
 }
 
 typedef int (*entry_fn)(pp_bpf_sampler *s, pp_profile *out, const void *key, const void *val);

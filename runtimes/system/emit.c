@@ -90,11 +90,16 @@ static inline uint32_t frame_id(pp_emitter *e, pp_profile *out, int pid, uint64_
     return frame_id_miss(e, out, pid, ip, h);
 }
 
-/* Whether frame id's text starts with one of the interpreter-loop names. */
-static bool is_loop(pp_profile *out, uint32_t id, const char *const *loop)
+/* Whether the frame at ip (frame id) is the runtime's own: its code, or its text starts with
+ * one of the interpreter-loop names. */
+static bool is_loop(pp_profile *out, uint32_t id, uint64_t ip, const pp_emit_loop *loop)
 {
+    if (!loop)
+        return false;
+    if (loop->code && loop->code(loop->arg, ip))
+        return true;
     const char *f = id == UINT32_MAX ? NULL : pp_profile_str(out, id);
-    for (const char *const *l = loop; f && l && *l; l++)
+    for (const char *const *l = loop->symbols; f && l && *l; l++)
         if (strncmp(f, *l, strlen(*l)) == 0)
             return true;
     return false;
@@ -115,7 +120,7 @@ int pp_emit_sample(pp_emitter *e, pp_profile *out, int pid, const char *comm, co
 
 int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, uint32_t tid, const char *comm,
                   const uint64_t *user, size_t nuser, const uint64_t *kernel, size_t nkernel,
-                  const uint32_t *rt, size_t nrt, const char *const *loop, uint64_t count)
+                  const uint32_t *rt, size_t nrt, const pp_emit_loop *loop, uint64_t count)
 {
     /* The cached ids are string ids of one profile. A new session's profile may be allocated at
      * the freed one's address, so the cache is keyed on the profile's generation. */
@@ -167,7 +172,7 @@ int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, uint32_t tid, const c
         }
     size_t inner = valid, outer = valid; /* leaf-first indexes of the loop frames */
     for (size_t i = 0; nrt && i < valid; i++) {
-        if (!is_loop(out, native[i], loop))
+        if (!is_loop(out, native[i], user[i], loop))
             continue;
         if (inner == valid)
             inner = i;

@@ -98,6 +98,9 @@ typedef struct pp_walker_ops {
     /* Native frames whose name starts with one of these are the interpreter loop (replaced by
      * the runtime's frames). NULL-terminated. */
     const char *const *loop_symbols;
+    /* NULL, or whether ip is in the runtime's generated code (its native frames there are
+     * replaced by the runtime's frames, as the loop's are). Called by the draining thread. */
+    bool (*loop_code)(void *state, uint64_t ip);
     /* At the start of each drain (NULL: none). */
     void (*begin)(void *state);
     /* Names one runtime trace: nframes pairs of words (innermost first, as the BPF walker

@@ -610,8 +610,8 @@ static const usage_case usage_cases[] = {
      "'disabled', "
      "'none', 'fp', 'smart', 'dwarf')"},
     {{"-o", "o", "--java-mode", "x"},
-     "argument --java-mode: invalid choice: 'x' (choose from 'auto', 'jfr', 'ap', 'disabled', "
-     "'none')"},
+     "argument --java-mode: invalid choice: 'x' (choose from 'auto', 'jfr', 'ap', 'builtin', "
+     "'disabled', 'none')"},
     {{"-o", "o", "--python-mode", "x"},
      "argument --python-mode: invalid choice: 'x' (choose from 'auto', 'builtin', 'pyspy', "
      "'py-spy', 'pyperf', 'disabled', 'none')"},

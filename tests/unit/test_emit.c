@@ -151,7 +151,48 @@ Test(emit, garbage_under_the_loop_is_dropped)
         uint32_t rt[] = {pp_profile_intern(p, "R1"), pp_profile_intern(p, "R2")};
         pp_symbolizer_begin_pass(sym);
         cr_assert_eq(pp_emit_mixed(e, p, getpid(), 1, "mixed", cases[k].user, cases[k].n, NULL, 0,
-                                   rt, 2, loop, 1),
+                                   rt, 2, &(pp_emit_loop){.symbols = loop}, 1),
+                     0);
+        char text[256];
+        stack_text(p, getpid(), text, sizeof(text));
+        cr_assert_str_eq(text, cases[k].want, "case %zu: %s", k, text);
+        pp_profile_free(p);
+    }
+    pp_emitter_free(e);
+    pp_symbolizer_free(sym);
+}
+
+static bool alpha_is_code(void *arg, uint64_t ip)
+{
+    return ip == *(uint64_t *)arg;
+}
+
+/* A runtime whose frames run generated code (a JIT's) names it by address: the native frames in
+ * that code are replaced by the runtime's frames, the native frames under them kept below. */
+Test(emit, frames_in_the_runtimes_code_take_its_frames_place)
+{
+    pp_symbolizer *sym = pp_symbolizer_new(0);
+    pp_emitter *e = pp_emitter_new(sym);
+    cr_assert(sym && e);
+    uint64_t a = (uint64_t)(uintptr_t)pp_emit_fn_alpha + 1,
+             b = (uint64_t)(uintptr_t)pp_emit_fn_beta + 1;
+    struct {
+        uint64_t user[4];
+        size_t n;
+        const char *want;
+    } cases[] = {
+        {{a, a, b}, 3, "pp_emit_fn_beta;R1;R2"},                    /* the leaf in the code */
+        {{b, a, a, b}, 4, "pp_emit_fn_beta;R1;R2;pp_emit_fn_beta"}, /* a native callee */
+        {{b, b}, 2, "R1;R2;pp_emit_fn_beta;pp_emit_fn_beta"},       /* no code frame */
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        pp_profile *p = pp_profile_new();
+        cr_assert_not_null(p);
+        uint32_t rt[] = {pp_profile_intern(p, "R1"), pp_profile_intern(p, "R2")};
+        pp_symbolizer_begin_pass(sym);
+        pp_emit_loop loop = {.code = alpha_is_code, .arg = &a};
+        cr_assert_eq(pp_emit_mixed(e, p, getpid(), 1, "mixed", cases[k].user, cases[k].n, NULL, 0,
+                                   rt, 2, &loop, 1),
                      0);
         char text[256];
         stack_text(p, getpid(), text, sizeof(text));

@@ -1,0 +1,268 @@
+/* The HotSpot in-sampler walker's user-space half (docs/java.md "In-sampler walker"): prepare()
+ * opens the JVM with the layout reader (hotspot.h), runs its end-to-end self-check and fills the
+ * BPF walker's data (struct pp_hotspot_info: the code heaps, their segment maps, the interpreter's
+ * code and the offsets) from the layout; name() turns the recorded (Method*, type and check)
+ * pairs into gProfiler's frames ("pkg/Class.method(Sig)Ret_[j]"), naming a Method* only when its
+ * identity (ConstMethod*, holder's name, name and signature indexes) still gives the check
+ * recorded at the sample (else a lost-symbol frame, never another method's name).
+ *
+ * Splicing: the BPF walker walks only threads whose pc is in the code cache; the native stack
+ * the sampler unwound for the same sample has its frames in the code cache (by frame pointers,
+ * as far as they lead) where the Java frames belong: those native frames are replaced by the
+ * Java frames (loop_code), the native frames under the outermost one (the JVM's call into Java:
+ * JavaCalls::call_helper and the thread's start) kept below them. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/hash.h"
+#include "base/hashtab.h"
+#include "base/log.h"
+#include "base/procfiles.h"
+#include "runtimes/java/walker_info.h"
+#include "bpf/sampler.h"
+#include "runtimes/java/walker.h"
+#include "runtimes/runtime.h"
+#include "runtimes/system/sampler.h"
+
+#define LOST_FRAME "[lost symbol]"
+#define SELFCHECK_TRIES                                                                            \
+    20 /* a JVM whose threads are all in Java code at the check is tried                           \
+          again (20 ms apart) */
+
+_Static_assert(sizeof(struct pp_hotspot_info) <= PP_RT_INFO_BYTES,
+               "the HotSpot walker's data must fit struct pp_rt_proc.info");
+
+typedef struct frame_ent {
+    uint64_t method, aux; /* the recorded words */
+    uint32_t id;
+} frame_ent;
+
+typedef struct hswalk {
+    pp_hs_proc p;
+    struct pp_hotspot_info in; /* as the sampler has it: the code heaps */
+    pp_htab frames;            /* of frame_ent: recorded words -> id in the current profile */
+    uint64_t generation;
+    bool have_gen;
+} hswalk;
+
+static void hw_begin(void *state)
+{
+    hswalk *w = state;
+    pp_rmem_begin_sample(&w->p.mem); /* methods are validated again at each drain */
+    pp_htab_clear(&w->frames);
+}
+
+static void hw_free(void *state)
+{
+    hswalk *w = state;
+    if (!w)
+        return;
+    pp_htab_free(&w->frames);
+    pp_hs_close(&w->p);
+    free(w);
+}
+
+static unsigned check_of(const pp_hs_method_id *id)
+{
+    return pp_hsw_check(id->cm, id->kname, id->idx);
+}
+
+/* The suffix of a recorded type ('n', a compiled native method's wrapper, is compiled code). */
+static const char *suffix(char type)
+{
+    return type == PP_HS_NATIVE_WRAPPER ? "_[j]" : pp_hs_suffix(type);
+}
+
+size_t pp_java_frame_text(pp_hs_proc *p, uint64_t method, uint64_t aux, char *out, size_t cap)
+{
+    char type = PP_HSW_TYPE(aux);
+    const char *sfx = suffix(type);
+    if (!*sfx)
+        sfx = "_[j]";
+    const char *name = pp_hs_method_name_checked(p, method, PP_HSW_CHECK(aux), check_of);
+    snprintf(out, cap, "%s%s", name ? name : LOST_FRAME, sfx);
+    return name ? 1 : 0;
+}
+
+static uint32_t frame_id(hswalk *w, pp_profile *out, uint64_t method, uint64_t aux, uint64_t *lost)
+{
+    uint64_t h = pp_hash_u64(method ^ (aux * 0x9e3779b97f4a7c15ULL));
+    pp_htab_probe pr;
+    for (frame_ent *e = pp_htab_first(&w->frames, h, &pr); e; e = pp_htab_next(&w->frames, &pr))
+        if (e->method == method && e->aux == aux)
+            return e->id;
+    char text[PP_HS_TEXT_MAX + 8];
+    if (!pp_java_frame_text(&w->p, method, aux, text, sizeof(text))) {
+        (*lost)++;
+        return pp_profile_intern(out, text); /* not cached: named again next time */
+    }
+    uint32_t id = pp_profile_intern(out, text);
+    frame_ent *e = id == UINT32_MAX ? NULL : pp_htab_add(&w->frames, h);
+    if (e)
+        *e = (frame_ent){method, aux, id};
+    return id;
+}
+
+static size_t hw_name(void *state, pp_profile *out, const uint64_t *words, size_t nframes,
+                      unsigned flags, uint32_t *ids, size_t cap, uint64_t *lost)
+{
+    hswalk *w = state;
+    if (!w->have_gen || w->generation != pp_profile_generation(out)) { /* ids of one profile */
+        pp_htab_clear(&w->frames);
+        w->generation = pp_profile_generation(out);
+        w->have_gen = true;
+    }
+    size_t k = 0;
+    if ((flags & (PP_RT_TRUNCATED | PP_RT_READ_FAILED)) && k < cap)
+        ids[k++] = pp_profile_intern(out, "[truncated]");
+    for (size_t i = nframes; i-- > 0 && k < cap;) /* root first */
+        ids[k++] = frame_id(w, out, words[2 * i], words[2 * i + 1], lost);
+    for (size_t i = 0; i < k; i++)
+        if (ids[i] == UINT32_MAX)
+            return 0;
+    return k;
+}
+
+/* Whether ip is in the code cache: the native unwinder's frames there (JIT code, the
+ * interpreter, stubs) are the Java frames' place. */
+static bool hw_code(void *state, uint64_t ip)
+{
+    const struct pp_hotspot_info *in = &((hswalk *)state)->in;
+    for (unsigned i = 0; i < in->nheaps && i < PP_HSW_HEAPS; i++)
+        if (ip >= in->heap_lo[i] && ip < in->heap_hi[i])
+            return true;
+    return false;
+}
+
+static const pp_walker_ops ops = {
+    .loop_symbols = NULL,
+    .loop_code = hw_code,
+    .begin = hw_begin,
+    .name = hw_name,
+    .free = hw_free,
+};
+
+int pp_java_walker_info(pp_hs_proc *p, struct pp_hotspot_info *in, char *why, size_t len)
+{
+    const pp_hs_layout *L = &p->L;
+    pp_hs_ccache c;
+    memset(in, 0, sizeof(*in));
+    if (pp_hs_ccache_read(p, &c) != 0) {
+        snprintf(why, len, "cannot read the JVM's code cache");
+        return -1;
+    }
+    if (c.nheaps > PP_HSW_HEAPS) {
+        snprintf(why, len, "%d code heaps (the walker takes %d)", c.nheaps, PP_HSW_HEAPS);
+        return -1;
+    }
+    in->ilo = c.ilo;
+    in->ihi = c.ihi;
+    in->nheaps = (unsigned)c.nheaps;
+    in->log2seg = (unsigned)c.log2seg[0];
+    for (int i = 0; i < c.nheaps; i++) {
+        if (c.log2seg[i] != c.log2seg[0]) {
+            snprintf(why, len, "code heaps of different segment sizes");
+            return -1;
+        }
+        /* a heap's end: the next heap's start (they are cut out of one reserved space), its
+         * committed end growing with the code */
+        uint64_t hi = c.high;
+        for (int j = 0; j < c.nheaps; j++)
+            if (c.heap_lo[j] > c.heap_lo[i] && c.heap_lo[j] < hi)
+                hi = c.heap_lo[j];
+        if (c.heap_lo[i] < c.low || hi <= c.heap_lo[i]) {
+            snprintf(why, len, "a code heap outside the code cache");
+            return -1;
+        }
+        in->heap_lo[i] = c.heap_lo[i];
+        in->heap_hi[i] = hi;
+        in->segmap[i] = c.segmap[i];
+    }
+    bool kind = L->blob_kind != PP_HS_NONE;
+    in->heapblock_size = L->heapblock_size;
+    in->blob_size = L->blob_size;
+    in->blob_frame_size = L->blob_frame_size;
+    in->blob_kind = kind ? L->blob_kind : L->blob_name;
+    in->kind_nmethod = kind ? L->kind_nmethod : -1;
+    in->nm_method = L->nm_method;
+    in->nm_comp_level = L->nm_comp_level;
+    in->method_const = L->method_const;
+    in->cm_constants = L->cm_constants;
+    in->cm_name_index = L->cm_name_index;
+    in->cp_holder = L->cp_holder;
+    in->klass_name = L->klass_name;
+    in->if_method = L->if_method;
+    in->if_sender_sp = L->if_sender_sp;
+    uint32_t hi = in->blob_size > in->blob_frame_size ? in->blob_size : in->blob_frame_size;
+    hi = in->blob_kind > hi ? in->blob_kind : hi;
+    in->hdr_len = (hi + 8 + 7) & ~7u;
+    if (in->hdr_len > PP_HSW_HDR - 8 || (kind && in->kind_nmethod < 0) || in->kind_nmethod > 255 ||
+        in->nm_method == PP_HS_NONE || in->nm_comp_level == PP_HS_NONE ||
+        in->heapblock_size > 4096 || L->cm_sig_index != L->cm_name_index + 2 ||
+        in->if_method < PP_HSW_IFRAME_LO || in->if_method > -1 ||
+        in->if_sender_sp < PP_HSW_IFRAME_LO || in->if_sender_sp > -1 || in->log2seg < 3 ||
+        in->log2seg > 20) {
+        snprintf(why, len, "structure offsets out of the walker's bounds");
+        return -1;
+    }
+    return 0;
+}
+
+/* The self-check (hotspot.h), tried again while no thread has a walkable frame. */
+static int selfcheck(pp_hs_proc *p, char *why, size_t len)
+{
+    for (int i = 0; i < SELFCHECK_TRIES; i++) {
+        pp_rmem_begin_sample(&p->mem);
+        int rc = pp_hs_selfcheck(p, why, len);
+        if (rc != 0)
+            return rc;
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+    }
+    snprintf(why, len, "no thread had a Java frame to check");
+    return -1;
+}
+
+static void *hw_prepare(const pp_runtime_ctx *ctx, int pid, void *info, size_t len,
+                        pp_inwalk_status *status, char *err, size_t errlen)
+{
+    (void)ctx;
+    hswalk *w = calloc(1, sizeof(*w));
+    if (!w || len < sizeof(struct pp_hotspot_info)) {
+        free(w);
+        *status = PP_INWALK_ERROR;
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    char why[256] = "";
+    if (pp_hs_open(&w->p, pid, why, sizeof(why)) != 0) {
+        free(w);
+        *status = pp_pid_gone(pid) ? PP_INWALK_GONE : PP_INWALK_UNSUPPORTED;
+        pp_debug("java pid %d: HotSpot layout: %s", pid, why);
+        snprintf(err, errlen, "unverified HotSpot layout");
+        return NULL;
+    }
+    PP_HTAB_INIT(&w->frames, frame_ent, 50);
+    if (selfcheck(&w->p, why, sizeof(why)) < 0 ||
+        pp_java_walker_info(&w->p, info, why, sizeof(why)) < 0) {
+        bool gone = pp_pid_gone(pid);
+        pp_debug("java pid %d: HotSpot layout %s: %s", pid, w->p.L.release, why);
+        hw_free(w);
+        *status = gone ? PP_INWALK_GONE : PP_INWALK_UNSUPPORTED;
+        snprintf(err, errlen, "unverified HotSpot layout");
+        return NULL;
+    }
+    memcpy(&w->in, info, sizeof(w->in));
+    pp_debug("java pid %d: HotSpot %s walked in the sampler (%u code heaps)", pid, w->p.L.release,
+             ((struct pp_hotspot_info *)info)->nheaps);
+    *status = PP_INWALK_OK;
+    return w;
+}
+
+const pp_inwalker pp_java_inwalker = {
+    .kind = PP_WALK_JAVA,
+    .prepare = hw_prepare,
+    .ops = &ops,
+};

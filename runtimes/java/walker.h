@@ -1,0 +1,22 @@
+/* The HotSpot in-sampler walker's user-space half (walker.c) and the builtin backend
+ * (builtin.c): docs/java.md "In-sampler walker". */
+#ifndef PP_JAVA_WALKER_H
+#define PP_JAVA_WALKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtimes/java/hotspot.h"
+#include "runtimes/java/walker_info.h"
+#include "runtimes/runtime.h"
+
+extern const pp_inwalker pp_java_inwalker;
+
+/* The BPF walker's data for the JVM p reads (its layout and code cache). 0, or -1 with why. */
+int pp_java_walker_info(pp_hs_proc *p, struct pp_hotspot_info *in, char *why, size_t len);
+/* The text of one recorded frame (Method* and its second word, walker_info.h) into out:
+ * "pkg/Class.method(Sig)Ret" and the type's suffix, or "[lost symbol]" and the suffix when the
+ * Method* does not hold the method recorded (returns 0 then, 1 when named). */
+size_t pp_java_frame_text(pp_hs_proc *p, uint64_t method, uint64_t aux, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,285 @@
+"""`--java-mode builtin`: HotSpot frames walked in the BPF sampler at the sample instant (issue 31;
+docs/java.md "In-sampler walker"), on OpenJDK 17 and Temurin 25: Hot's 3:1 split of two methods
+on its one thread, gProfiler's frame text and suffixes, the native frames under the Java ones,
+nothing attached to the JVM; a process whose libjvm is no HotSpot is skipped with a reason."""
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import APPS, last_profile, wait_for
+from test_java import hot_classes, jdk, launchers, run_polyprof, warm  # noqa: F401
+
+A, B = "Hot.hotA()V_[j]", "Hot.hotB()V_[j]"
+
+
+def attach_files(pid):
+    """The files an attach to pid would create: its socket and the .attach_pid trigger (in its
+    cwd or /tmp; the JVMs here share polyprof's pid namespace and /tmp)."""
+    cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    return [p for p in (Path(f"/tmp/.java_pid{pid}"), cwd / f".attach_pid{pid}",
+                        Path(f"/tmp/.attach_pid{pid}")) if p.exists()]
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_hot_split(version, hot_classes, launchers, start_app, outdir):  # noqa: F811
+    """Hot on one thread: hotA (compiled, _[j]) 75 % +- 5 of the samples naming hotA or hotB,
+    each under Hot.work and Hot.main (interpreted, _[0]) and the JVM's native call into Java;
+    the Java frames are the leaf's; no attach socket or file, no perf map."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-cp", hot_classes, "Hot")
+    warm(app.pid)
+    # compiled before the session: a method still interpreted would be hotA()V_[0]
+    r = run_polyprof("-d", 6, "-f", 499, "--java-mode", "builtin", "-o", outdir, "-v", "--pids",
+                     app.pid)
+    assert attach_files(app.pid) == [], (attach_files(app.pid), r.stderr[-1500:])
+    assert not Path(f"/tmp/perf-{app.pid}.map").exists()
+    prof = last_profile(outdir)
+    lines = prof.for_comm(comm)
+    assert not {x for f, _ in lines for x in f if x.startswith("[Profiling")}, r.stderr[-2000:]
+    cov = [c for c in prof.header["polyprof"]["runtime_samples"] if c["pid"] == app.pid]
+    assert len(cov) == 1 and (cov[0]["mode"], cov[0]["profiler"]) == ("builtin", "sampler-walk"), \
+        cov
+    assert cov[0]["runtime_samples"] >= 0.9 * cov[0]["sampler_samples"], cov
+    na = sum(c for f, c in lines if f[-1] == A)
+    nb = sum(c for f, c in lines if f[-1] == B)
+    hot = [f for f, _ in lines if f[-1] in (A, B)]
+    print(f"\nJDK {version} builtin: hotA {na}, hotB {nb} samples "
+          f"({100.0 * na / max(na + nb, 1):.1f} %), coverage {cov[0]}")
+    assert cov[0]["sampler_samples"] >= 600, f"host starved: {cov[0]}"
+    assert na + nb >= 0.8 * cov[0]["sampler_samples"], f"hotA/hotB frames missing: {na}, {nb}"
+    assert abs(na / (na + nb) - 0.75) <= 0.05, (na, nb)
+    for f in hot:
+        i = f.index("Hot.work()V_[0]")
+        assert f[i - 1] == "Hot.main([Ljava/lang/String|)V_[0]", f
+        assert f[i + 1] == f[-1], f  # hotA/hotB called from work, the leaf
+    # the native frames under Java: the JVM's call into it (CFI), then nothing but Java above
+    spliced = [f for f in hot if any(x.startswith("JavaCalls::call_helper") for x in f)]
+    assert len(spliced) >= 0.9 * len(hot), hot[:3]
+    for f in spliced:
+        i = next(i for i, x in enumerate(f) if x.startswith("JavaCalls::call_helper"))
+        assert f[i + 1] == "Hot.main([Ljava/lang/String|)V_[0]", f
+
+
+@pytest.mark.parametrize("opts,suffix", [(["-Xint"], "_[0]"),
+                                         (["-XX:TieredStopAtLevel=1"], "_[1]"),
+                                         (["-XX:-SegmentedCodeCache"], "_[j]")],
+                         ids=["interpreted", "c1", "one-code-heap"])
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_tiers(version, opts, suffix, hot_classes, launchers, start_app,  # noqa: F811
+                       outdir):
+    """Hot interpreted only (-Xint: hotA()V_[0]), compiled by C1 only (_[1], the nmethod's
+    _comp_level) and with one code heap instead of three (_[j]): the same split and frames."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, *opts, "-cp", hot_classes, "Hot")
+    warm(app.pid)
+    run_polyprof("-d", 4, "-f", 499, "--java-mode", "builtin", "-o", outdir, "--pids", app.pid)
+    lines = last_profile(outdir).for_comm(comm)
+    a, b = "Hot.hotA()V" + suffix, "Hot.hotB()V" + suffix
+    na = sum(c for f, c in lines if f[-1] == a)
+    nb = sum(c for f, c in lines if f[-1] == b)
+    total = sum(c for _, c in lines)
+    print(f"\nJDK {version} {' '.join(opts)}: {a} {na}, {b} {nb} of {total}")
+    assert total >= 400, f"host starved: {total} samples"
+    assert na + nb >= 0.8 * total, (na, nb, total)
+    assert abs(na / (na + nb) - 0.75) <= 0.06, (na, nb)
+    assert all(f[f.index(a if a in f else b) - 1] == "Hot.work()V_[0]" for f, _ in lines
+               if f[-1] in (a, b))
+
+
+@pytest.fixture(scope="module")
+def nano_classes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("javanano")
+    subprocess.run([str(jdk("17") / "bin" / "javac"), "-d", str(d), str(APPS / "NanoHot.java"),
+                    str(APPS / "JniHot.java")], check=True)
+    return d
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_jni_split(version, nano_classes, launchers, start_app, outdir):
+    """JniHot (3:1, the time in JNI: zlib through Deflater, write(2) through RandomAccessFile):
+    hotA 75 % +- 5, the JNI functions and libraries above the Java frames (the native methods'
+    wrappers, _[j], under them), walked from where the native unwind met the code cache."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-cp", nano_classes, "JniHot")
+    warm(app.pid)
+    run_polyprof("-d", 6, "-f", 499, "--java-mode", "builtin", "-o", outdir, "--pids", app.pid)
+    lines = last_profile(outdir).for_comm(comm)
+
+    def at(f, x):
+        return next((i for i, y in enumerate(f) if y.startswith(x)), None)
+
+    a, b = "JniHot.hotA(J)V_[", "JniHot.hotB(J)V_["
+    na = sum(c for f, c in lines if at(f, a) is not None)
+    nb = sum(c for f, c in lines if at(f, b) is not None)
+    total = sum(c for _, c in lines)
+    jni = sum(c for f, c in lines for x in (a, b) if at(f, x) is not None
+              and any(y.startswith("Java_java_") for y in f[at(f, x) + 1:]))
+    print(f"\nJDK {version} builtin JniHot: hotA {na}, hotB {nb} of {total} "
+          f"({100.0 * na / max(na + nb, 1):.1f} %), {jni} with JNI callees above")
+    assert total >= 600, f"host starved: {total} samples"
+    assert na + nb >= 0.8 * total, (na, nb, total)
+    assert abs(na / (na + nb) - 0.75) <= 0.05, (na, nb)
+    assert jni >= 0.5 * (na + nb), (jni, na, nb)
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_nanotime_split(version, nano_classes, launchers, start_app, outdir):
+    """NanoHot (3:1 in two methods spinning on System.nanoTime(): most samples are in libjvm and
+    the vDSO, called from compiled Java code): hotA 75 % +- 5, and the native callees
+    (os::javaTimeNanos, clock_gettime) above the Java frames, walked from where the native
+    unwind met the code cache."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-cp", nano_classes, "NanoHot")
+    warm(app.pid)
+    r = run_polyprof("-d", 6, "-f", 499, "--java-mode", "builtin", "-o", outdir, "-v", "--pids",
+                     app.pid)
+    assert attach_files(app.pid) == [], (attach_files(app.pid), r.stderr[-1500:])
+    lines = last_profile(outdir).for_comm(comm)
+    # any tier (a method compiled again during the session is C1's for a while)
+    a, b = "NanoHot.hotA(J)V_[", "NanoHot.hotB(J)V_["
+
+    def at(f, x):
+        return next((i for i, y in enumerate(f) if y.startswith(x)), None)
+
+    na = sum(c for f, c in lines if at(f, a) is not None)
+    nb = sum(c for f, c in lines if at(f, b) is not None)
+    # the samples in the JVM's code not walked: JIT frames only the perf-map text names
+    unwalked = sum(c for f, c in lines if not any(x.endswith("]") and "_[" in x for x in f[4:])
+                   and any(x.startswith("(/tmp/perf-") for x in f))
+    native = sum(c for f, c in lines for x in (a, b) if at(f, x) is not None
+                 and any(y.startswith(("os::javaTimeNanos", "clock_gettime", "jmm_"))
+                         for y in f[at(f, x) + 1:]))
+    print(f"\nJDK {version} builtin NanoHot: hotA {na}, hotB {nb} "
+          f"({100.0 * na / max(na + nb, 1):.1f} %), {native} with native callees above, "
+          f"{unwalked} in JIT code not walked")
+    assert na + nb + unwalked >= 600, f"host starved: {na + nb + unwalked} samples"
+    assert unwalked <= 0.1 * (na + nb), (unwalked, na, nb)
+    assert abs(na / (na + nb) - 0.75) <= 0.05, (na, nb)
+    assert native >= 0.5 * (na + nb), (native, na, nb)
+
+
+@pytest.fixture(scope="module")
+def per_request_classes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("javaperrequest")
+    subprocess.run([str(jdk("17") / "bin" / "javac"), "-d", str(d),
+                    str(APPS / "PerRequest.java")], check=True)
+    return d
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_thread_per_request(version, per_request_classes, launchers, start_app,
+                                    outdir):
+    """PerRequest (a new thread per request, each living about 1.3 ms): the walk needs no
+    per-thread state, so the short threads' samples carry handleA/handleB (at least 80 % of the
+    JVM's samples: thread creation and the JVM's own threads take the rest), split 3:1 +- 0.06."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-cp", per_request_classes, "PerRequest")
+    warm(app.pid)
+    r = run_polyprof("-d", 6, "-f", 499, "--java-mode", "builtin", "-o", outdir, "-v", "--pids",
+                     app.pid)
+    assert attach_files(app.pid) == [], (attach_files(app.pid), r.stderr[-1500:])
+    lines = last_profile(outdir).for_comm(comm)
+    total = sum(c for _, c in lines)
+    na = sum(c for f, c in lines if any(x.startswith("PerRequest.handleA()V_[") for x in f))
+    nb = sum(c for f, c in lines if any(x.startswith("PerRequest.handleB()V_[") for x in f))
+    print(f"\nJDK {version} builtin PerRequest: handleA {na}, handleB {nb} of {total} samples "
+          f"({100.0 * (na + nb) / max(total, 1):.1f} % carry them, "
+          f"{100.0 * na / max(na + nb, 1):.1f} % handleA)")
+    assert total >= 600, f"host starved: {total} samples"
+    assert na + nb >= 0.8 * total, (na, nb, total)
+    assert abs(na / (na + nb) - 0.75) <= 0.06, (na, nb)
+
+
+@pytest.fixture(scope="module")
+def unload_classes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("javaunload")
+    javac = str(jdk("17") / "bin" / "javac")
+    subprocess.run([javac, "-d", str(d), str(APPS / "Unloader.java")], check=True)
+    for w in ("A", "B"):
+        (d / w).mkdir()
+        subprocess.run([javac, "-d", str(d / w), str(APPS / "unload" / f"Worker{w}.java")],
+                       check=True)
+    return d
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_class_unloading_never_misnames(version, unload_classes, launchers, start_app,
+                                                outdir):
+    """Unloader loads WorkerA and WorkerB through new class loaders every second and unloads the
+    previous pair (a full GC; -Xlog shows it): their Methods' and ConstMethods' memory is reused
+    by the next pair's (WorkerB's where WorkerA's was) and their code flushed while they are
+    sampled. Every Java frame above Unloader.main is WorkerA.accept or WorkerB.accept (or a lost
+    symbol, counted), split 3:1 +- 0.06: no Method* named as another method."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    d = unload_classes
+    app = start_app(launchers / comm, "-Xlog:class+unload=info:stdout", "-cp", d, "Unloader",
+                    d / "A", d / "B", 1000)
+    wait_for(lambda: sum("WorkerA" in x for x in app.out.lines) >= 1, 60,
+             "the first WorkerA unloaded")
+    before = sum("WorkerA" in x for x in app.out.lines)
+    r = run_polyprof("-d", 6, "-f", 499, "--java-mode", "builtin", "-o", outdir, "-v", "--pids",
+                     app.pid)
+    unloaded = sum("WorkerA" in x for x in app.out.lines) - before
+    prof = last_profile(outdir)
+    leaves = {}
+    for f, c in prof.for_comm(comm):
+        i = next((i for i, x in enumerate(f) if x.startswith("Unloader.main(")), None)
+        if i is not None and i + 1 < len(f) and "_[" in f[i + 1] and not f[i + 1].endswith("[k]"):
+            leaves[f[i + 1]] = leaves.get(f[i + 1], 0) + c
+    named = sum(c for x, c in leaves.items() if x.startswith("Worker"))
+    lost = sum(c for x, c in leaves.items() if x.startswith("[lost symbol]"))
+    print(f"\nJDK {version} Unloader: {unloaded} WorkerA classes unloaded during the session; "
+          f"callees of Unloader.main {leaves}; frames_lost "
+          f"{prof.header['polyprof']['runtime_walks']['frames_lost']}")
+    assert unloaded >= 3, f"{unloaded} classes unloaded during the session"
+    allowed = {f"{x}_[{t}]" for t in "01j" for x in ("WorkerA.accept(I)V", "WorkerB.accept(I)V",
+                                                     "[lost symbol]")}
+    # Unloader's own calls (loading the next pair) may be sampled too
+    others = {x for x in leaves if x not in allowed and not x.startswith(
+        ("Unloader.load(", "java/lang/System.nanoTime()J_["))}
+    assert not others, (others, r.stderr[-1500:])
+    assert named >= 400, f"host starved: {named} samples"
+    # a Method read only after its class was unloaded cannot be named: lost, counted (a drain
+    # every 2 s, a class pair every second here)
+    assert lost <= 0.5 * (named + lost), (lost, named)
+    # a WorkerA Method named as WorkerB's (or the reverse) shifts the split
+    na = sum(c for x, c in leaves.items() if x.startswith("WorkerA."))
+    assert abs(na / named - 0.75) <= 0.06, leaves
+
+
+def test_builtin_unverified_layout_is_skipped(tmp_path, outdir):
+    """A busy process mapping a libjvm.so that is no HotSpot (zlib under that name) is skipped
+    with `[Profiling skipped: unverified HotSpot layout]`, nothing else attempted."""
+    lib = tmp_path / "libjvm.so"
+    zlib = next(p for p in ("/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1")
+                if os.path.exists(p))
+    shutil.copy(zlib, lib)
+    launcher = tmp_path / "pp_fakejvm"  # a shell under a name of our own (its comm)
+    launcher.symlink_to(shutil.which("sh"))
+    proc = subprocess.Popen([str(launcher), "-c", "echo ready; while :; do :; done"],
+                            env={**os.environ, "LD_PRELOAD": str(lib)}, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().startswith("ready")
+        wait_for(lambda: str(lib) in Path(f"/proc/{proc.pid}/maps").read_text(), 10,
+                 "the fake JVM to map its libjvm.so")
+        r = run_polyprof("-d", 2, "--java-mode", "builtin", "-o", outdir, "-v", "--pids",
+                         proc.pid)
+        lines = last_profile(outdir).for_comm("pp_fakejvm")
+        frames = {x for f, _ in lines for x in f}
+        assert "[Profiling skipped: unverified HotSpot layout]" in frames, \
+            (lines, r.stderr[-2000:])
+        assert attach_files(proc.pid) == []
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
