@@ -136,6 +136,7 @@ void pp_hs_methods_init(pp_hs_proc *p);
 void pp_hs_methods_free(pp_hs_proc *p);
 #define PP_HS_TEXT_MAX 1024     /* a frame's text is cut (at a character) past this */
 #define PP_HS_METHODS_MAX 65536 /* cached names per process; the cache starts over past it */
+#define PP_HS_METHOD_BYTES_MAX (8u << 20) /* or past this many bytes of names and entries */
 /* The text of the Method* at method ("pkg/Class.method(Sig)Ret", valid UTF-8, ';' as '|'), into
  * out. 0, or -1 when what is read there is not a method. Uncached. */
 int pp_hs_method_text(pp_hs_proc *p, uint64_t method, char *out, size_t cap);

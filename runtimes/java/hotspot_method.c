@@ -124,7 +124,8 @@ static const char *cache_put(pp_hs_proc *p, uint64_t method, uint64_t h, const p
     char *copy = strdup(text);
     if (!copy)
         return NULL;
-    if (pp_htab_count(&p->methods) >= PP_HS_METHODS_MAX) {
+    if (pp_htab_count(&p->methods) >= PP_HS_METHODS_MAX ||
+        p->method_bytes >= PP_HS_METHOD_BYTES_MAX) {
         pp_hs_methods_free(p); /* bounded: start over */
         pp_hs_methods_init(p);
     }

@@ -6,11 +6,14 @@
  * identity (ConstMethod*, holder's name, name and signature indexes) still gives the check
  * recorded at the sample (else a lost-symbol frame, never another method's name).
  *
- * Splicing: the BPF walker walks only threads whose pc is in the code cache; the native stack
- * the sampler unwound for the same sample has its frames in the code cache (by frame pointers,
- * as far as they lead) where the Java frames belong: those native frames are replaced by the
- * Java frames (loop_code), the native frames under the outermost one (the JVM's call into Java:
- * JavaCalls::call_helper and the thread's start) kept below them. */
+ * Splicing: the BPF walker walks a thread from its pc when that is in the code cache, else from
+ * the first frame in anonymous executable memory the sampler's CFI unwind of the same sample met
+ * (native or VM code called from Java); the native stack the sampler unwound has its frames in
+ * the code cache (by frame pointers, as far as they lead) where the Java frames belong: the
+ * innermost run of them is replaced by the Java frames (loop_code; the walk ends where native
+ * code called Java), the native frames under it (the JVM's call into Java:
+ * JavaCalls::call_helper and the thread's start, or JNI code that called back into Java) kept
+ * below them. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,9 +31,11 @@
 #include "runtimes/system/sampler.h"
 
 #define LOST_FRAME "[lost symbol]"
-#define SELFCHECK_TRIES                                                                            \
-    20 /* a JVM whose threads are all in Java code at the check is tried                           \
-          again (20 ms apart) */
+/* A JVM whose threads are all in Java code at the check (one still starting) is tried again a
+ * few times, 5 ms apart, then left to the caller's own retry (the adopter's, or the next
+ * session's): prepare runs on the session's loop, where a process that never shows a frame must
+ * not cost more than this. */
+#define SELFCHECK_TRIES 3
 
 _Static_assert(sizeof(struct pp_hotspot_info) <= PP_RT_INFO_BYTES,
                "the HotSpot walker's data must fit struct pp_rt_proc.info");
@@ -219,10 +224,11 @@ static int selfcheck(pp_hs_proc *p, char *why, size_t len)
         int rc = pp_hs_selfcheck(p, why, len);
         if (rc != 0)
             return rc;
-        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+        if (i + 1 < SELFCHECK_TRIES)
+            nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
     }
-    snprintf(why, len, "no thread had a Java frame to check");
-    return -1;
+    snprintf(why, len, "no thread had a Java frame to check the layout by yet");
+    return 0;
 }
 
 static void *hw_prepare(const pp_runtime_ctx *ctx, int pid, void *info, size_t len,
@@ -245,8 +251,16 @@ static void *hw_prepare(const pp_runtime_ctx *ctx, int pid, void *info, size_t l
         return NULL;
     }
     PP_HTAB_INIT(&w->frames, frame_ent, 50);
-    if (selfcheck(&w->p, why, sizeof(why)) < 0 ||
-        pp_java_walker_info(&w->p, info, why, sizeof(why)) < 0) {
+    int check = selfcheck(&w->p, why, sizeof(why));
+    if (check == 0) { /* nothing to check by yet: an error, tried again, not an unknown layout */
+        bool gone = pp_pid_gone(pid);
+        pp_debug("java pid %d: HotSpot layout %s: %s", pid, w->p.L.release, why);
+        hw_free(w);
+        *status = gone ? PP_INWALK_GONE : PP_INWALK_ERROR;
+        snprintf(err, errlen, "%s", why);
+        return NULL;
+    }
+    if (check < 0 || pp_java_walker_info(&w->p, info, why, sizeof(why)) < 0) {
         bool gone = pp_pid_gone(pid);
         pp_debug("java pid %d: HotSpot layout %s: %s", pid, w->p.L.release, why);
         hw_free(w);

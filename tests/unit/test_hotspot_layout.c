@@ -582,6 +582,16 @@ Test(hotspot, method_text_is_sanitised_and_cached)
     cr_expect_eq(pp_hs_method_text(&p, M, buf, sizeof(buf)), -1);
     cr_expect_null(pp_hs_method_name(&p, M + 8));
     cr_expect_eq(pp_htab_count(&p.methods), 1);
+    /* bounded by bytes too (a JVM's generated classes with long names): past the cap the cache
+     * starts over */
+    put(&f, syms[2] + 6, texts[2], 1);
+    const uint64_t M2 = FAKE_BASE + 0x180;
+    put64(&f, M2 + 8, CM);
+    p.method_bytes = PP_HS_METHOD_BYTES_MAX;
+    pp_rmem_begin_sample(&p.mem);
+    cr_assert(pp_hs_method_name(&p, M2));
+    cr_expect_eq(pp_htab_count(&p.methods), 1, "started over: only the new name");
+    cr_expect_lt(p.method_bytes, (size_t)PP_HS_TEXT_MAX + 256);
     pp_hs_close(&p);
     free(f.mem);
 }
