@@ -172,8 +172,14 @@ int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, uint32_t tid, const c
         }
     size_t inner = valid, outer = valid; /* leaf-first indexes of the loop frames */
     for (size_t i = 0; nrt && i < valid; i++) {
-        if (!is_loop(out, native[i], user[i], loop))
+        if (!is_loop(out, native[i], user[i], loop)) {
+            /* A runtime named by its code walks the innermost run of it only (a JIT's walk ends
+             * at the native frames that called it): the frames under that run stay native. An
+             * interpreter's walker walks through every loop frame. */
+            if (inner != valid && loop->code)
+                break;
             continue;
+        }
         if (inner == valid)
             inner = i;
         outer = i;

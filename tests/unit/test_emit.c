@@ -168,7 +168,8 @@ static bool alpha_is_code(void *arg, uint64_t ip)
 }
 
 /* A runtime whose frames run generated code (a JIT's) names it by address: the native frames in
- * that code are replaced by the runtime's frames, the native frames under them kept below. */
+ * that code (the innermost run of them) are replaced by the runtime's frames, the native frames
+ * under them kept below. */
 Test(emit, frames_in_the_runtimes_code_take_its_frames_place)
 {
     pp_symbolizer *sym = pp_symbolizer_new(0);
@@ -177,13 +178,19 @@ Test(emit, frames_in_the_runtimes_code_take_its_frames_place)
     uint64_t a = (uint64_t)(uintptr_t)pp_emit_fn_alpha + 1,
              b = (uint64_t)(uintptr_t)pp_emit_fn_beta + 1;
     struct {
-        uint64_t user[4];
+        uint64_t user[5];
         size_t n;
         const char *want;
     } cases[] = {
         {{a, a, b}, 3, "pp_emit_fn_beta;R1;R2"},                    /* the leaf in the code */
         {{b, a, a, b}, 4, "pp_emit_fn_beta;R1;R2;pp_emit_fn_beta"}, /* a native callee */
         {{b, b}, 2, "R1;R2;pp_emit_fn_beta;pp_emit_fn_beta"},       /* no code frame */
+        /* code that called native code that called code again (Java -> JNI -> Java): the
+         * runtime's frames are the innermost run's (its walk ends at the native frames); the
+         * native frames under that run, the outer run's included, stay below it */
+        {{b, a, b, a, b},
+         5,
+         "pp_emit_fn_beta;pp_emit_fn_alpha;pp_emit_fn_beta;R1;R2;pp_emit_fn_beta"},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         pp_profile *p = pp_profile_new();
