@@ -121,7 +121,7 @@ static long unw_step(__u32 i, void *arg)
         s->truncated = 1;
         return 1;
     }
-    if (!m->file_id && !s->jit_ip && n > 0) { /* (the sampled pc itself: the registers) */
+    if (m->anon && !s->jit_ip && n > 0) { /* (the sampled pc itself: the registers) */
         s->jit_ip = ip;
         s->jit_sp = s->sp;
         s->jit_bp = s->bp;

@@ -61,8 +61,8 @@ struct pp_unw_map_key {
 #define PP_UNW_KEY_BITS 96
 
 struct pp_unw_map_val {
-    unsigned int file_id; /* 0: no rows (anonymous executable memory): frame pointers */
-    unsigned int pad;
+    unsigned int file_id;    /* 0: no rows (anonymous executable memory): frame pointers */
+    unsigned int anon;       /* 1: anonymous executable memory (no file, not the vDSO): JIT code */
     unsigned long long bias; /* address - file pc */
 };
 

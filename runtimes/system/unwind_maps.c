@@ -27,6 +27,7 @@ typedef struct umap {
     uint64_t start, end, offset, dev, ino, bias;
     uint32_t id; /* the file cache's id; 0: none (anonymous, or not identified yet) */
     int file;    /* file-backed */
+    int anon;    /* no file and no special name ([vdso], [vsyscall]): JIT code may live there */
     int settled; /* the cache answered for good (an id, or FAILED: frame pointers there) */
 } umap;
 
@@ -310,8 +311,6 @@ typedef struct scan {
 
 static int on_vma(void *arg, const struct pp_procmap_query *q, const char *name, size_t nl)
 {
-    (void)name;
-    (void)nl;
     scan *s = arg;
     if (s->n >= MAX_MAPPINGS)
         return 1;
@@ -323,6 +322,7 @@ static int on_vma(void *arg, const struct pp_procmap_query *q, const char *name,
     m->dev = makedev(q->dev_major, q->dev_minor);
     m->ino = q->inode;
     m->file = q->inode != 0;
+    m->anon = !m->file && (nl == 0 || !name || name[0] != '[' || strncmp(name, "[anon", 5) == 0);
     return 0;
 }
 
@@ -369,7 +369,8 @@ static void identify(pp_unwind_maps *u, int pid, umap *m, const char *path)
 static void write_maps(pp_unwind_maps *u, int pid, const umap *v, size_t n, bool *full)
 {
     for (size_t i = 0; i < n; i++) {
-        struct pp_unw_map_val val = {.file_id = v[i].id, .bias = v[i].bias};
+        struct pp_unw_map_val val = {
+            .file_id = v[i].id, .anon = v[i].anon ? 1 : 0, .bias = v[i].bias};
         if (trie_range(u, pid, v[i].start, v[i].end, &val) < 0)
             *full = true;
     }
