@@ -46,6 +46,28 @@ static char *dup_or_null(const char *s)
     return strdup(s);
 }
 
+int pp_php_func_check(pp_rmem *m, const pp_php_layout *L, uint64_t addr, uint32_t *check)
+{
+    uint8_t fb[256];
+    size_t fl = L->op_line_end + 4;
+    if (!pp_rmem_valid_ptr(addr, 8) || fl > sizeof(fb) || pp_rmem_read_cached(m, addr, fb, fl) != 0)
+        return -1;
+    uint8_t type = fb[0];
+    uint64_t name, other;
+    uint32_t line = 0;
+    memcpy(&name, fb + L->fn_name, 8);
+    if (type == 1) {
+        memcpy(&other, fb + L->fn_scope, 8);
+    } else if (type == PP_PHP_USER_FUNCTION || type == PP_PHP_EVAL_CODE) {
+        memcpy(&other, fb + L->op_filename, 8);
+        memcpy(&line, fb + L->op_line_start, 4);
+    } else {
+        return -1;
+    }
+    *check = pp_php_check(type, name, other, line);
+    return 0;
+}
+
 int pp_php_func_read(pp_rmem *m, const pp_php_layout *L, uint64_t addr, pp_php_func *f)
 {
     memset(f, 0, sizeof(*f));

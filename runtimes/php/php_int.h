@@ -46,6 +46,10 @@ typedef struct pp_php_func {
 /* Reads the zend_function at addr with layout L: 0, or -1 when unreadable or implausible. f is
  * owned by the caller (pp_php_func_clear). */
 int pp_php_func_read(pp_rmem *m, const pp_php_layout *L, uint64_t addr, pp_php_func *f);
+/* The check value of the zend_function at addr (what pp_php_func_read would give it), from one
+ * read of the function through the page cache, its names not read: to look up a function read
+ * before. 0, or -1. */
+int pp_php_func_check(pp_rmem *m, const pp_php_layout *L, uint64_t addr, uint32_t *check);
 void pp_php_func_clear(pp_php_func *f);
 /* The line of opline idx of f (reading its opcodes in m when needed); line_start when unknown. */
 int pp_php_func_line(pp_rmem *m, const pp_php_layout *L, pp_php_func *f, uint32_t idx);

@@ -285,27 +285,28 @@ static void prefetch_one(phpwalk *w)
             pp_rmem_ptr(&w->mem, ed + w->L.ed_opline, &opline) != 0 ||
             pp_rmem_ptr(&w->mem, ed + w->L.ed_prev, &prev) != 0)
             return;
-        pp_php_func *f = calloc(1, sizeof(*f));
-        if (func && f && pp_php_func_read(&w->mem, &w->L, func, f) == 0 &&
-            pp_php_func_plausible(f)) {
-            pp_php_func *have = fam_get(w->fam, func, f->check);
+        /* a function read before is found by its check; only a new one is read whole */
+        uint32_t check = 0;
+        pp_php_func *have = NULL;
+        if (func && pp_php_func_check(&w->mem, &w->L, func, &check) == 0)
+            have = fam_get(w->fam, func, check);
+        pp_php_func *f = have || !func ? NULL : calloc(1, sizeof(*f));
+        if (f && pp_php_func_read(&w->mem, &w->L, func, f) == 0 && pp_php_func_plausible(f)) {
+            have = fam_get(w->fam, func, f->check);
             if (!have) {
                 fam_put(w->fam, f);
                 have = fam_get(w->fam, func, f->check);
-            } else {
-                pp_php_func_clear(f);
-                free(f);
+                f = NULL;
             }
-            f = NULL;
-            if (have && have->user && opline >= have->opcodes &&
-                opline < have->opcodes + (uint64_t)have->last * w->L.zop_size)
-                pp_php_func_line(&w->mem, &w->L, have,
-                                 (uint32_t)((opline - have->opcodes) / w->L.zop_size));
         }
         if (f) {
             pp_php_func_clear(f);
             free(f);
         }
+        if (have && have->user && opline >= have->opcodes &&
+            opline < have->opcodes + (uint64_t)have->last * w->L.zop_size)
+            pp_php_func_line(&w->mem, &w->L, have,
+                             (uint32_t)((opline - have->opcodes) / w->L.zop_size));
         ed = prev == ed ? 0 : prev;
     }
     pp_rmem_begin_sample(&w->mem);

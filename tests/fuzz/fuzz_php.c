@@ -50,7 +50,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (unsigned minor = 0; minor <= 4; minor++) {
         const pp_php_layout *L = pp_php_layout_for(8, minor);
         pp_php_func f;
+        uint32_t check = 0;
+        int have_check = pp_php_func_check(&m, L, 0x10000 + (size % 64) * 8, &check);
         if (size >= 8 && pp_php_func_read(&m, L, 0x10000 + (size % 64) * 8, &f) == 0) {
+            /* the cheap check, when it could read the function, agrees with the full read's */
+            if (have_check == 0 && check != f.check)
+                __builtin_trap();
             char text[256];
             pp_php_func_plausible(&f);
             pp_php_frame_text(&f, pp_php_func_line(&m, L, &f, (uint32_t)size % 7), text,
