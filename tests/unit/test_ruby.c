@@ -459,11 +459,12 @@ Test(ruby, layout_reads_fake_iseq)
 }
 
 /* The iseq is freed while it is read, after its body: its label's memory now holds the label of
- * the iseq made at the same address (another body, another first line). */
+ * the iseq made at the same address (another body, another first line; or, in_place, the same
+ * body's memory reused with another first line). */
 typedef struct reused {
     image im;
     const pp_rb_layout *L;
-    bool done;
+    bool done, in_place;
 } reused;
 
 static int reuse_on_label(void *arg, uint64_t addr, void *buf, size_t len)
@@ -472,17 +473,23 @@ static int reuse_on_label(void *arg, uint64_t addr, void *buf, size_t len)
     if (!r->done && addr == IMG_BASE + F_LABEL) {
         r->done = true;
         put_string(&r->im, r->L, F_LABEL, "other_method", false, 0);
-        put64(&r->im, r->L->iseq_body, IMG_BASE + 512); /* the new iseq's body */
+        if (r->in_place) {
+            uint64_t first = r->L->first_lineno_int ? 99 : (99u << 1) | 1;
+            put64(&r->im, F_BODY + r->L->body_first_lineno, first);
+        } else {
+            put64(&r->im, r->L->iseq_body, IMG_BASE + 512); /* the new iseq's body */
+        }
     }
     return image_read(&r->im, addr, buf, len);
 }
 
 Test(ruby, an_iseq_reused_while_read_is_not_named)
 {
-    for (size_t t = 0; pp_rb_layout_at(t); t++) {
+    for (size_t t = 0; pp_rb_layout_at(t / 2); t++) { /* each table, both ways */
         static reused r;
         memset(&r, 0, sizeof(r));
-        r.L = pp_rb_layout_at(t);
+        r.L = pp_rb_layout_at(t / 2);
+        r.in_place = t % 2;
         fake_iseq(&r.im, r.L, F_BODY);
         fake_iseq(&r.im, r.L, 512);
         put64(&r.im, r.L->iseq_body, IMG_BASE + F_BODY);
