@@ -243,9 +243,9 @@ def test_builtin_class_unloading_never_misnames(version, unload_classes, launche
     assert unloaded >= 3, f"{unloaded} classes unloaded during the session"
     allowed = {f"{x}_[{t}]" for t in "01j" for x in ("WorkerA.accept(I)V", "WorkerB.accept(I)V",
                                                      "[lost symbol]")}
-    # Unloader's own calls (loading the next pair) may be sampled too
+    # Unloader's own calls (loading the next pair, the collection that unloads) may be sampled
     others = {x for x in leaves if x not in allowed and not x.startswith(
-        ("Unloader.load(", "java/lang/System.nanoTime()J_["))}
+        ("Unloader.load(", "java/lang/System.nanoTime()J_[", "java/lang/System.gc()V_["))}
     assert not others, (others, r.stderr[-1500:])
     assert named >= 400, f"host starved: {named} samples"
     # a Method read only after its class was unloaded cannot be named: lost, counted (a drain
@@ -283,3 +283,41 @@ def test_builtin_unverified_layout_is_skipped(tmp_path, outdir):
         proc.kill()
         proc.wait()
         proc.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def reflect_classes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("javareflect")
+    subprocess.run([str(jdk("17") / "bin" / "javac"), "-d", str(d),
+                    str(APPS / "ReflectHot.java")], check=True)
+    return d
+
+
+def test_builtin_java_native_java_keeps_the_frames_between(reflect_classes, launchers, start_app,
+                                                           outdir):
+    """Java -> native -> Java (JDK 17's reflection through the native invoke0, inflation off:
+    JVM_InvokeMethod and JavaCalls::call_helper between main and spin): spin's Java frames are
+    those of the innermost run of Java code, and the native frames under them, JVM_InvokeMethod
+    included, stay below them (a splice that replaced everything from the outermost frame in the
+    code cache dropped them, and main with them)."""
+    jdk("17")
+    comm = "pp_java17"
+    app = start_app(launchers / comm, "-Dsun.reflect.inflationThreshold=2147483647", "-cp",
+                    reflect_classes, "ReflectHot")
+    warm(app.pid)
+    run_polyprof("-d", 5, "-f", 499, "--java-mode", "builtin", "-o", outdir, "--pids", app.pid)
+    lines = last_profile(outdir).for_comm(comm)
+    total = sum(c for _, c in lines)
+
+    def spin_at(f):
+        return next((i for i, x in enumerate(f) if x.startswith("ReflectHot.spin()V_[")), None)
+
+    spin = [(f, c) for f, c in lines if spin_at(f) is not None]
+    n = sum(c for _, c in spin)
+    between = sum(c for f, c in spin
+                  if any(x.startswith("JVM_InvokeMethod") for x in f[:spin_at(f)]))
+    print(f"\nJDK 17 builtin ReflectHot: spin {n} of {total}, {between} with JVM_InvokeMethod "
+          f"under it")
+    assert total >= 400, f"host starved: {total} samples"
+    assert n >= 0.8 * total, (n, total)
+    assert between >= 0.8 * n, [f for f, _ in spin[:3]]
