@@ -122,6 +122,22 @@ Test(emit, generations_are_unique)
     pp_profile_free(b);
 }
 
+/* Emits user (n addresses, leaf first) with the runtime frames R1;R2 (root first) and loop into a
+ * new profile, and checks the stack's text against want (case k). */
+static void expect_mixed(pp_symbolizer *sym, pp_emitter *e, const uint64_t *user, size_t n,
+                         const pp_emit_loop *loop, const char *want, size_t k)
+{
+    pp_profile *p = pp_profile_new();
+    cr_assert_not_null(p);
+    uint32_t rt[] = {pp_profile_intern(p, "R1"), pp_profile_intern(p, "R2")};
+    pp_symbolizer_begin_pass(sym);
+    cr_assert_eq(pp_emit_mixed(e, p, getpid(), 1, "mixed", user, n, NULL, 0, rt, 2, loop, 1), 0);
+    char text[256];
+    stack_text(p, getpid(), text, sizeof(text));
+    cr_assert_str_eq(text, want, "case %zu: %s", k, text);
+    pp_profile_free(p);
+}
+
 /* Runtime frames replace the interpreter loop's; the native frames are kept up to the first
  * address in no mapping (a frame-pointer walk gone astray): what lies past it is dropped, so the
  * sample keeps the process's usual root and no garbage sits above the runtime's frames. */
@@ -145,19 +161,9 @@ Test(emit, garbage_under_the_loop_is_dropped)
         {{b, 0x10, a, b}, 4, "R1;R2;pp_emit_fn_beta"}, /* a loop frame found in garbage */
         {{b, b, a, b}, 4, "pp_emit_fn_beta;R1;R2;pp_emit_fn_beta;pp_emit_fn_beta"},
     };
-    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-        pp_profile *p = pp_profile_new();
-        cr_assert_not_null(p);
-        uint32_t rt[] = {pp_profile_intern(p, "R1"), pp_profile_intern(p, "R2")};
-        pp_symbolizer_begin_pass(sym);
-        cr_assert_eq(pp_emit_mixed(e, p, getpid(), 1, "mixed", cases[k].user, cases[k].n, NULL, 0,
-                                   rt, 2, &(pp_emit_loop){.symbols = loop}, 1),
-                     0);
-        char text[256];
-        stack_text(p, getpid(), text, sizeof(text));
-        cr_assert_str_eq(text, cases[k].want, "case %zu: %s", k, text);
-        pp_profile_free(p);
-    }
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+        expect_mixed(sym, e, cases[k].user, cases[k].n, &(pp_emit_loop){.symbols = loop},
+                     cases[k].want, k);
     pp_emitter_free(e);
     pp_symbolizer_free(sym);
 }
@@ -192,20 +198,9 @@ Test(emit, frames_in_the_runtimes_code_take_its_frames_place)
          5,
          "pp_emit_fn_beta;pp_emit_fn_alpha;pp_emit_fn_beta;R1;R2;pp_emit_fn_beta"},
     };
-    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-        pp_profile *p = pp_profile_new();
-        cr_assert_not_null(p);
-        uint32_t rt[] = {pp_profile_intern(p, "R1"), pp_profile_intern(p, "R2")};
-        pp_symbolizer_begin_pass(sym);
-        pp_emit_loop loop = {.code = alpha_is_code, .arg = &a};
-        cr_assert_eq(pp_emit_mixed(e, p, getpid(), 1, "mixed", cases[k].user, cases[k].n, NULL, 0,
-                                   rt, 2, &loop, 1),
-                     0);
-        char text[256];
-        stack_text(p, getpid(), text, sizeof(text));
-        cr_assert_str_eq(text, cases[k].want, "case %zu: %s", k, text);
-        pp_profile_free(p);
-    }
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+        expect_mixed(sym, e, cases[k].user, cases[k].n,
+                     &(pp_emit_loop){.code = alpha_is_code, .arg = &a}, cases[k].want, k);
     pp_emitter_free(e);
     pp_symbolizer_free(sym);
 }
