@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/utf8.h"
+#include "hotspot_fake.h"
 #include "runtimes/java/hotspot.h"
 #include "testutil.h"
 
@@ -533,16 +534,7 @@ Test(hotspot, method_text_is_sanitised_and_cached)
     memset(&p, 0, sizeof(p));
     fake_init(&f, &p.mem);
     pp_hs_methods_init(&p);
-    p.L = (pp_hs_layout){.method_const = 8,
-                         .cm_constants = 8,
-                         .cm_name_index = 34,
-                         .cm_sig_index = 36,
-                         .cp_holder = 24,
-                         .cp_length = 60,
-                         .cp_size = 72,
-                         .klass_name = 24,
-                         .sym_length = 4,
-                         .sym_body = 6};
+    p.L = PP_TEST_HS_METHOD_LAYOUT;
     const uint64_t M = FAKE_BASE + 0x100, CM = FAKE_BASE + 0x200, CP = FAKE_BASE + 0x400,
                    K = FAKE_BASE + 0x800;
     put64(&f, M + 8, CM);

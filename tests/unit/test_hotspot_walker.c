@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hotspot_fake.h"
 #include "runtimes/java/walker.h"
 
 #define FAKE_BASE 0x200000ull
@@ -36,17 +37,6 @@ static void put64(uint64_t addr, uint64_t v)
 {
     put(addr, &v, 8);
 }
-
-static const pp_hs_layout layout = {.method_const = 8,
-                                    .cm_constants = 8,
-                                    .cm_name_index = 34,
-                                    .cm_sig_index = 36,
-                                    .cp_holder = 24,
-                                    .cp_length = 60,
-                                    .cp_size = 72,
-                                    .klass_name = 24,
-                                    .sym_length = 4,
-                                    .sym_body = 6};
 
 static void symbol(uint64_t at, const char *s)
 {
@@ -86,7 +76,7 @@ static void open_fake(pp_hs_proc *p)
     pp_rmem_init(&p->mem, 1);
     p->mem.hook = fake_read;
     pp_hs_methods_init(p);
-    p->L = layout;
+    p->L = PP_TEST_HS_METHOD_LAYOUT;
 }
 
 static void close_fake(pp_hs_proc *p)
