@@ -59,7 +59,14 @@ typedef struct pp_hs_layout {
     int32_t kind_nmethod;                             /* CodeBlobKind::Nmethod (23+), else -1 */
     uint32_t nm_method, nm_comp_level, nm_compile_id; /* nmethod (CompiledMethod <= 22) */
     uint32_t nm_scopes_pcs, nm_scopes_data, nm_metadata, nm_immutable_data, nm_orig_pc;
-    uint32_t method_const;                                       /* Method._constMethod */
+    /* the debug information's bounds (hotspot_scopes.c): CompiledMethod._scopes_data_begin (a
+     * pointer, <= 22), nmethod._dependencies_offset (<= 22: where the PcDescs end),
+     * nmethod._scopes_data_offset and _immutable_data_size (23+), CodeBlob._mutable_data,
+     * _mutable_data_size and _relocation_size (25+: the metadata ends the mutable data) */
+    uint32_t nm_sd_begin, nm_deps, nm_sd_offset, nm_imm_size;
+    uint32_t blob_mutable, blob_mutable_size, blob_reloc_size;
+    uint32_t pcd_pc, pcd_scope, pcd_size; /* PcDesc._pc_offset, _scope_decode_offset, its size */
+    uint32_t method_const;                /* Method._constMethod */
     uint32_t cm_constants, cm_name_index, cm_sig_index, cm_size; /* ConstMethod */
     uint32_t cp_holder, cp_length, cp_size; /* ConstantPool; its slots follow cp_size bytes */
     uint32_t klass_name;                    /* Klass._name */
@@ -149,11 +156,30 @@ typedef struct pp_hs_method_id {
     uint64_t cm, kname;
     uint32_t idx;
 } pp_hs_method_id;
+/* Reads the identity of the Method* at method now: 0, or -1 when unreadable. */
+int pp_hs_method_identity(pp_hs_proc *p, uint64_t method, pp_hs_method_id *id);
 /* Same for a Method* recorded with check, a value of its identity (check_of) at the time: named
  * only when the Method* (cached, else read again) has an identity of that value, NULL otherwise
  * (the Method was freed, its memory reused by another method since). */
 const char *pp_hs_method_name_checked(pp_hs_proc *p, uint64_t method, unsigned check,
                                       unsigned (*check_of)(const pp_hs_method_id *id));
+
+/* ---- hotspot_scopes.c ---- */
+#define PP_HS_MAX_INLINE 64 /* scopes of one pc (the nmethod's method and what it inlined) */
+/* Which layout of the debug information L has (hotspot_scopes.c): 0 none the reader knows (no
+ * inlined frames), else a PP_HS_SCOPES_* value. */
+enum { PP_HS_SCOPES_NONE, PP_HS_SCOPES_17, PP_HS_SCOPES_25 };
+int pp_hs_scopes_layout(const pp_hs_layout *L);
+/* One UNSIGNED5 value (HotSpot's CompressedReadStream::read_int) of b[*pos..len): x is the
+ * number of excluded bytes (0 up to JDK 19's encoding, 1 from JDK 20's UNSIGNED5). 0 and *pos
+ * past it, or -1 (the stream ends inside it, an excluded byte, a value above INT32_MAX). */
+int pp_hs_u5_read(const uint8_t *b, size_t len, size_t *pos, unsigned x, uint32_t *out);
+/* The methods of the scopes at pc (an offset from the nmethod nm) of the nmethod whose Method*
+ * is method: innermost first, method itself last (out[n - 1]). Returns n (1 ..
+ * min(cap, PP_HS_MAX_INLINE)), or -1 (why set) when the nmethod's debug information is not
+ * readable, inconsistent or does not end in method: then nothing is known of inlining. */
+int pp_hs_inlined(pp_hs_proc *p, uint64_t nm, uint64_t method, uint32_t pc, uint64_t *out,
+                  size_t cap, const char **why);
 
 /* ---- hotspot_walk.c ---- */
 typedef struct pp_hs_thread {

@@ -101,6 +101,21 @@ static int method_text(pp_hs_proc *p, uint64_t method, char *out, size_t cap, pp
     return 0;
 }
 
+int pp_hs_method_identity(pp_hs_proc *p, uint64_t method, pp_hs_method_id *id)
+{
+    const pp_hs_layout *L = &p->L;
+    uint64_t cp, holder;
+    uint16_t ni, si;
+    if (!pp_rmem_valid_ptr(method, 8) || rd_ptr(p, method + L->method_const, &id->cm) ||
+        rd_ptr(p, id->cm + L->cm_constants, &cp) ||
+        pp_rmem_read_cached(&p->mem, id->cm + L->cm_name_index, &ni, 2) ||
+        pp_rmem_read_cached(&p->mem, id->cm + L->cm_sig_index, &si, 2) ||
+        rd_ptr(p, cp + L->cp_holder, &holder) || rd_ptr(p, holder + L->klass_name, &id->kname))
+        return -1;
+    id->idx = (uint32_t)ni | (uint32_t)si << 16;
+    return 0;
+}
+
 int pp_hs_method_text(pp_hs_proc *p, uint64_t method, char *out, size_t cap)
 {
     pp_hs_method_id id;

@@ -12,14 +12,15 @@
  *    unextended sp, the return address and the caller's fp in the two words below the caller's
  *    sp; an nmethod's frame is recorded (its Method*, its tier from _comp_level), a stub's is
  *    stepped over; a blob without a frame of its own (the call stub) ends the walk.
- * Each frame gives the Method* and a word of its type and a check of its identity
- * (walker_info.h: ConstMethod*, holder's name, name and signature indexes). The walk stops on
- * leaving the code cache or at anything implausible (a sp that does not grow, a frame above 512
- * KiB). A thread in native or VM code (pc outside the code cache) is walked from where the
- * sampler's CFI unwind of the same sample (run before the walkers) first met anonymous executable
- * memory (rt_jit_regs: the return address into the Java code that called it, the caller's sp and
- * fp, exact as CFI restores them); without such a frame its native frames are the sample's stack.
- * Every read goes through bpf_probe_read_user; every loop is bounded. */
+ * Each frame gives the Method* (an interpreted frame) or the nmethod (a compiled one) and a
+ * word of its type, its pc's offset and a check of its method's identity (walker_info.h:
+ * ConstMethod*, holder's name, name and signature indexes). The walk stops on leaving the code
+ * cache or at anything implausible (a sp that does not grow, a frame above 512 KiB). A thread in
+ * native or VM code (pc outside the code cache) is walked from where the sampler's CFI unwind of
+ * the same sample (run before the walkers) first met anonymous executable memory (rt_jit_regs: the
+ * return address into the Java code that called it, the caller's sp and fp, exact as CFI restores
+ * them); without such a frame its native frames are the sample's stack. Every read goes through
+ * bpf_probe_read_user; every loop is bounded. */
 #ifndef PP_JAVA_BPF_H
 #define PP_JAVA_BPF_H
 
@@ -145,7 +146,7 @@ static long hs_frame_cb(__u32 i, void *arg)
                 return 1;
             }
             char t = lvl == 0 ? 'n' : lvl < 4 ? '1' : 'j';
-            rt_push(w, m, PP_HSW_WORD(t, check));
+            rt_push(w, blob, PP_HSW_WORD_PC(t, check, pc - blob));
         }
         nsp = s->unext + (__u64)fs * 8;
         nunext = nsp;

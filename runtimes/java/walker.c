@@ -41,23 +41,34 @@ _Static_assert(sizeof(struct pp_hotspot_info) <= PP_RT_INFO_BYTES,
                "the HotSpot walker's data must fit struct pp_rt_proc.info");
 
 typedef struct frame_ent {
-    uint64_t method, aux; /* the recorded words */
-    uint32_t id;
+    uint64_t w0, aux;  /* the recorded words */
+    uint32_t start, n; /* its ids, root first: chain[start, start + n) */
 } frame_ent;
 
 typedef struct hswalk {
     pp_hs_proc p;
     struct pp_hotspot_info in; /* as the sampler has it: the code heaps */
-    pp_htab frames;            /* of frame_ent: recorded words -> id in the current profile */
+    pp_htab frames;            /* of frame_ent: recorded words -> ids in the current profile */
+    uint32_t *chain;           /* the frames' ids */
+    size_t chain_n, chain_cap;
     uint64_t generation;
     bool have_gen;
+    bool scopes;         /* the debug information's layout is known: inlined frames */
+    uint64_t inl_failed; /* compiled frames shown without what they inlined (not readable) */
+    char (*text)[PP_JAVA_FRAME_TEXT]; /* PP_HS_MAX_INLINE texts of one frame being named */
 } hswalk;
+
+static void forget_frames(hswalk *w)
+{
+    pp_htab_clear(&w->frames);
+    w->chain_n = 0;
+}
 
 static void hw_begin(void *state)
 {
     hswalk *w = state;
     pp_rmem_begin_sample(&w->p.mem); /* methods are validated again at each drain */
-    pp_htab_clear(&w->frames);
+    forget_frames(w);
 }
 
 static void hw_free(void *state)
@@ -65,7 +76,12 @@ static void hw_free(void *state)
     hswalk *w = state;
     if (!w)
         return;
+    if (w->inl_failed)
+        pp_debug("java pid %d: %llu compiled frames shown without their inlined methods", w->p.pid,
+                 (unsigned long long)w->inl_failed);
     pp_htab_free(&w->frames);
+    free(w->chain);
+    free(w->text);
     pp_hs_close(&w->p);
     free(w);
 }
@@ -81,50 +97,160 @@ static const char *suffix(char type)
     return type == PP_HS_NATIVE_WRAPPER ? "_[j]" : pp_hs_suffix(type);
 }
 
-size_t pp_java_frame_text(pp_hs_proc *p, uint64_t method, uint64_t aux, char *out, size_t cap)
+/* The Method* of a recorded frame: an interpreted frame's first word, else read from the
+ * nmethod that is its first word; 0 when unreadable. */
+static uint64_t frame_method(pp_hs_proc *p, uint64_t w0, char type)
+{
+    uint64_t m = 0;
+    if (type == PP_HS_INTERPRETED)
+        return w0;
+    if (!pp_rmem_valid_ptr(w0, 8) || p->L.nm_method == PP_HS_NONE ||
+        pp_rmem_ptr(&p->mem, w0 + p->L.nm_method, &m) != 0)
+        return 0;
+    return m;
+}
+
+size_t pp_java_frame_text(pp_hs_proc *p, uint64_t w0, uint64_t aux, char *out, size_t cap)
 {
     char type = PP_HSW_TYPE(aux);
     const char *sfx = suffix(type);
     if (!*sfx)
         sfx = "_[j]";
-    const char *name = pp_hs_method_name_checked(p, method, PP_HSW_CHECK(aux), check_of);
+    uint64_t m = frame_method(p, w0, type);
+    const char *name = m ? pp_hs_method_name_checked(p, m, PP_HSW_CHECK(aux), check_of) : NULL;
     snprintf(out, cap, "%s%s", name ? name : LOST_FRAME, sfx);
     return name ? 1 : 0;
 }
 
-static uint32_t frame_id(hswalk *w, pp_profile *out, uint64_t method, uint64_t aux, uint64_t *lost)
+/* An inlined method's name: its identity read now, named through the same cache (an address
+ * reused by another method since it was cached is not named as the old one). */
+static const char *inlined_name(pp_hs_proc *p, uint64_t m)
 {
-    uint64_t h = pp_hash_u64(method ^ (aux * 0x9e3779b97f4a7c15ULL));
-    pp_htab_probe pr;
-    for (frame_ent *e = pp_htab_first(&w->frames, h, &pr); e; e = pp_htab_next(&w->frames, &pr))
-        if (e->method == method && e->aux == aux)
-            return e->id;
-    char text[PP_HS_TEXT_MAX + 8];
-    if (!pp_java_frame_text(&w->p, method, aux, text, sizeof(text))) {
-        (*lost)++;
-        return pp_profile_intern(out, text); /* not cached: named again next time */
-    }
-    uint32_t id = pp_profile_intern(out, text);
-    frame_ent *e = id == UINT32_MAX ? NULL : pp_htab_add(&w->frames, h);
-    if (e)
-        *e = (frame_ent){method, aux, id};
-    return id;
+    pp_hs_method_id id;
+    if (pp_hs_method_identity(p, m, &id) != 0)
+        return NULL;
+    return pp_hs_method_name_checked(p, m, check_of(&id), check_of);
 }
 
+size_t pp_java_frame_texts(pp_hs_proc *p, uint64_t w0, uint64_t aux, bool scopes,
+                           char (*out)[PP_JAVA_FRAME_TEXT], size_t cap, const char **why)
+{
+    *why = NULL;
+    if (cap == 0)
+        return 0;
+    if (!pp_java_frame_text(p, w0, aux, out[0], sizeof(out[0])))
+        return 0;
+    char type = PP_HSW_TYPE(aux);
+    uint32_t pc = PP_HSW_PCOFF(aux);
+    if (!scopes || (type != PP_HS_C1 && type != PP_HS_C2) || !pc)
+        return 1;
+    uint64_t ms[PP_HS_MAX_INLINE];
+    int n = pp_hs_inlined(p, w0, frame_method(p, w0, type), pc, ms, PP_HS_MAX_INLINE, why);
+    if (n < 0)
+        return 1;
+    *why = NULL;
+    size_t k = 1;
+    for (int j = n - 2; j >= 0 && k < cap; j--) { /* ms[n - 1] is the frame's own method */
+        const char *name = inlined_name(p, ms[j]);
+        if (!name) {
+            *why = "an inlined method is unreadable";
+            return 1;
+        }
+        snprintf(out[k++], sizeof(out[0]), "%s_[i]", name);
+    }
+    return k;
+}
+
+/* The ids of the frames of one recorded frame (root first: its method, then the methods it
+ * inlined at its pc), cached for the profile when its method was named. Returns how many (0:
+ * out of memory). */
+static size_t frame_ids(hswalk *w, pp_profile *out, uint64_t w0, uint64_t aux, uint64_t *lost,
+                        uint32_t *ids)
+{
+    uint64_t h = pp_hash_u64(w0 ^ (aux * 0x9e3779b97f4a7c15ULL));
+    pp_htab_probe pr;
+    for (frame_ent *e = pp_htab_first(&w->frames, h, &pr); e; e = pp_htab_next(&w->frames, &pr))
+        if (e->w0 == w0 && e->aux == aux) {
+            memcpy(ids, w->chain + e->start, e->n * sizeof(*ids));
+            return e->n;
+        }
+    char(*text)[PP_JAVA_FRAME_TEXT] = w->text;
+    const char *why;
+    size_t n = pp_java_frame_texts(&w->p, w0, aux, w->scopes, text, PP_HS_MAX_INLINE, &why);
+    if (n == 0) {
+        (*lost)++; /* text[0] is the lost frame's */
+        ids[0] = pp_profile_intern(out, text[0]);
+        return ids[0] == UINT32_MAX ? 0 : 1; /* not cached: named again next time */
+    }
+    if (why) {
+        if (!w->inl_failed)
+            pp_debug("java pid %d: a compiled frame shown without its inlined methods: %s",
+                     w->p.pid, why);
+        w->inl_failed++;
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((ids[i] = pp_profile_intern(out, text[i])) == UINT32_MAX)
+            return 0;
+    if (w->chain_n + n > w->chain_cap) {
+        size_t cap = w->chain_cap ? w->chain_cap * 2 : 1024;
+        while (cap < w->chain_n + n)
+            cap *= 2;
+        uint32_t *c = realloc(w->chain, cap * sizeof(*c));
+        if (!c)
+            return n; /* named, not cached */
+        w->chain = c;
+        w->chain_cap = cap;
+    }
+    frame_ent *e = pp_htab_add(&w->frames, h);
+    if (e) {
+        memcpy(w->chain + w->chain_n, ids, n * sizeof(*ids));
+        *e = (frame_ent){w0, aux, (uint32_t)w->chain_n, (uint32_t)n};
+        w->chain_n += n;
+    }
+    return n;
+}
+
+/* The sample's frames, root first; a frame and what it inlined are several. Past cap the
+ * root-side frames are cut (the leaf's are kept) and a "[truncated]" frame is the root, as
+ * when the sampler cut the walk. */
 static size_t hw_name(void *state, pp_profile *out, const uint64_t *words, size_t nframes,
                       unsigned flags, uint32_t *ids, size_t cap, uint64_t *lost)
 {
     hswalk *w = state;
     if (!w->have_gen || w->generation != pp_profile_generation(out)) { /* ids of one profile */
-        pp_htab_clear(&w->frames);
+        forget_frames(w);
         w->generation = pp_profile_generation(out);
         w->have_gen = true;
     }
-    size_t k = 0;
-    if ((flags & (PP_RT_TRUNCATED | PP_RT_READ_FAILED)) && k < cap)
-        ids[k++] = pp_profile_intern(out, "[truncated]");
-    for (size_t i = nframes; i-- > 0 && k < cap;) /* root first */
-        ids[k++] = frame_id(w, out, words[2 * i], words[2 * i + 1], lost);
+    if (cap == 0)
+        return 0;
+    bool cut = flags & (PP_RT_TRUNCATED | PP_RT_READ_FAILED);
+    size_t k = 0; /* leaf first, reversed below */
+    uint32_t chain[PP_HS_MAX_INLINE];
+    for (size_t i = 0; i < nframes && !(cut && k == cap); i++) {
+        size_t n = frame_ids(w, out, words[2 * i], words[2 * i + 1], lost, chain);
+        if (n == 0)
+            return 0;
+        for (size_t j = n; j-- > 0;) {
+            if (k == cap) {
+                cut = true;
+                break;
+            }
+            ids[k++] = chain[j];
+        }
+    }
+    if (cut && k == cap)
+        k--; /* room for the mark */
+    for (size_t i = 0; i < k / 2; i++) {
+        uint32_t t = ids[i];
+        ids[i] = ids[k - 1 - i];
+        ids[k - 1 - i] = t;
+    }
+    if (cut) {
+        memmove(ids + 1, ids, k * sizeof(*ids));
+        ids[0] = pp_profile_intern(out, "[truncated]");
+        k++;
+    }
     for (size_t i = 0; i < k; i++)
         if (ids[i] == UINT32_MAX)
             return 0;
@@ -251,6 +377,13 @@ static void *hw_prepare(const pp_runtime_ctx *ctx, int pid, void *info, size_t l
         return NULL;
     }
     PP_HTAB_INIT(&w->frames, frame_ent, 50);
+    w->text = malloc(PP_HS_MAX_INLINE * sizeof(*w->text));
+    if (!w->text) {
+        hw_free(w);
+        *status = PP_INWALK_ERROR;
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
     int check = selfcheck(&w->p, why, sizeof(why));
     if (check == 0) { /* nothing to check by yet: an error, tried again, not an unknown layout */
         bool gone = pp_pid_gone(pid);
@@ -269,8 +402,10 @@ static void *hw_prepare(const pp_runtime_ctx *ctx, int pid, void *info, size_t l
         return NULL;
     }
     memcpy(&w->in, info, sizeof(w->in));
-    pp_debug("java pid %d: HotSpot %s walked in the sampler (%u code heaps)", pid, w->p.L.release,
-             ((struct pp_hotspot_info *)info)->nheaps);
+    w->scopes = pp_hs_scopes_layout(&w->p.L) != PP_HS_SCOPES_NONE;
+    pp_debug("java pid %d: HotSpot %s walked in the sampler (%u code heaps, inlined frames %s)",
+             pid, w->p.L.release, ((struct pp_hotspot_info *)info)->nheaps,
+             w->scopes ? "shown" : "not shown: an unknown debug information layout");
     *status = PP_INWALK_OK;
     return w;
 }

@@ -28,13 +28,16 @@ struct pp_hotspot_info {
     int if_method, if_sender_sp; /* interpreter frame slots, words from fp (< 0) */
 };
 
-/* A frame's second word: its type (pp_hs_frame_type: '0', '1', 'j', 'n') and a check value of
+/* A frame's two words. An interpreted frame ('0'): its Method*; a compiled one ('1', 'j', 'n'):
+ * its nmethod (the CodeBlob's address; user space reads the Method* from it, and the inlined
+ * methods at the pc from its debug information, hotspot_scopes.c). The second word: the type
+ * (pp_hs_frame_type: '0', '1', 'j', 'n') in bits 0..7, a compiled frame's pc as an offset from
+ * its nmethod in bits 8..31 (0: unknown, it did not fit), and in bits 32..63 a check value of
  * the method's identity at the sample: its ConstMethod*, its holder class's name (Symbol*) and
  * its name and signature indexes (idx: the two u2 as one u4). User space names the Method* only
  * when the memory it names from gives the same value: a class unloaded and its Method's (and
  * ConstMethod's) memory reused by another class's method is not named as that one (classes
- * loaded alike by loaders alike reuse the same addresses for both). The first word is the
- * Method*. */
+ * loaded alike by loaders alike reuse the same addresses for both). */
 static inline unsigned int pp_hsw_check(unsigned long long constmethod, unsigned long long kname,
                                         unsigned int idx)
 {
@@ -45,6 +48,12 @@ static inline unsigned int pp_hsw_check(unsigned long long constmethod, unsigned
 }
 #define PP_HSW_WORD(type, check)                                                                   \
     ((unsigned long long)(unsigned char)(type) | ((unsigned long long)(unsigned int)(check) << 32))
+#define PP_HSW_PCOFF_LIMIT (1u << 24)
+/* a compiled frame's second word: off, its pc - its nmethod, when it fits */
+#define PP_HSW_WORD_PC(type, check, off)                                                           \
+    (PP_HSW_WORD(type, check) |                                                                    \
+     ((off) < PP_HSW_PCOFF_LIMIT ? (unsigned long long)(off) << 8 : 0ULL))
+#define PP_HSW_PCOFF(word) ((unsigned int)((word) >> 8) & (PP_HSW_PCOFF_LIMIT - 1))
 #define PP_HSW_TYPE(word) ((char)((word)&0xff))
 #define PP_HSW_CHECK(word) ((unsigned int)((word) >> 32))
 

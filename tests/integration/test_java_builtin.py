@@ -1,7 +1,7 @@
 """`--java-mode builtin`: HotSpot frames walked in the BPF sampler at the sample instant (issue 31;
 docs/java.md "In-sampler walker"), on OpenJDK 17 and Temurin 25: Hot's 3:1 split of two methods
-on its one thread, gProfiler's frame text and suffixes, the native frames under the Java ones,
-nothing attached to the JVM; a process whose libjvm is no HotSpot is skipped with a reason."""
+on its one thread, gProfiler's frame text and suffixes, methods inlined by C2 as frames of their
+own (_[i]), the native frames under the Java ones, nothing attached to the JVM; a process whose libjvm is no HotSpot is skipped with a reason."""
 import os
 import shutil
 import subprocess
@@ -171,6 +171,43 @@ def test_builtin_nanotime_split(version, nano_classes, launchers, start_app, out
     assert unwalked <= 0.1 * (na + nb), (unwalked, na, nb)
     assert abs(na / (na + nb) - 0.75) <= 0.05, (na, nb)
     assert native >= 0.5 * (na + nb), (native, na, nb)
+
+
+@pytest.fixture(scope="module")
+def inline_classes(tmp_path_factory):
+    return javac(tmp_path_factory.mktemp("javainline"), "InlineHot.java")
+
+
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_inlined_frames(version, inline_classes, launchers, start_app, outdir):
+    """InlineHot: C2 inlines the tiny mid() into outer() (outer kept out of main, spin out of
+    mid, by -XX:CompileCommand=dontinline): a sample in spin has outer's nmethod as its caller
+    frame, its return address in mid's inlined scope, so spin(I)V_[j] is directly above
+    mid(I)V_[i] (async-profiler's suffix of an inlined frame), directly above outer()V_[j], in at
+    least 90 % of spin's samples (the rest: outer not yet C2's), and mid is never a frame of its
+    own (it has no frame: a _[j] or _[0] mid would be a wrong frame)."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-XX:CompileCommand=quiet",
+                    "-XX:CompileCommand=dontinline,InlineHot.spin",
+                    "-XX:CompileCommand=dontinline,InlineHot.outer", "-cp", inline_classes,
+                    "InlineHot")
+    warm(app.pid)
+    builtin_session(app, outdir, seconds=4)
+    lines = last_profile(outdir).for_comm(comm)
+    spin = [(f, c) for f, c in lines if at(f, "InlineHot.spin(I)V_[j]") is not None]
+    n = sum(c for _, c in spin)
+    inlined = sum(c for f, c in spin if f[at(f, "InlineHot.spin(I)V_[j]") - 2:
+                  at(f, "InlineHot.spin(I)V_[j]")] == ["InlineHot.outer()V_[j]",
+                                                       "InlineHot.mid(I)V_[i]"])
+    mids = {x for f, _ in lines for x in f if x.startswith("InlineHot.mid(")}
+    total = sum(c for _, c in lines)
+    print(f"\nJDK {version} builtin InlineHot: spin {n} of {total}, {inlined} "
+          f"({100.0 * inlined / max(n, 1):.1f} %) under outer_[j];mid_[i]; mid as {mids}")
+    assert total >= 400, f"host starved: {total} samples"
+    assert n >= 0.8 * total, (n, total)
+    assert inlined >= 0.9 * n, [f[-4:] for f, _ in spin[:5]]
+    assert mids == {"InlineHot.mid(I)V_[i]"}, mids
 
 
 @pytest.fixture(scope="module")

@@ -3,99 +3,37 @@
  * with its type's suffix only when that identity was read at the Method* (cached, or now); a
  * Method whose memory was reused by another method before it was read gives a lost-symbol
  * frame, never the other method's name. Synthetic memory. */
-#include <criterion/criterion.h>
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "hotspot_fake.h"
+#include "hotspot_fake_mem.h"
 #include "runtimes/java/walker.h"
 
-#define FAKE_BASE 0x200000ull
-#define FAKE_SIZE (64u << 10)
+#define NM (FAKE_BASE + 0xf000) /* a compiled frame's nmethod: its _method at NM_METHOD */
+#define NM_METHOD 0x38
 
-static uint8_t *mem;
-
-static int fake_read(void *arg, uint64_t addr, void *buf, size_t len)
-{
-    (void)arg;
-    if (addr < FAKE_BASE || addr + len > FAKE_BASE + FAKE_SIZE) {
-        errno = EFAULT;
-        return -1;
-    }
-    memcpy(buf, mem + (addr - FAKE_BASE), len);
-    return 0;
-}
-
-static void put(uint64_t addr, const void *v, size_t n)
-{
-    cr_assert(addr >= FAKE_BASE && addr + n <= FAKE_BASE + FAKE_SIZE);
-    memcpy(mem + (addr - FAKE_BASE), v, n);
-}
-
-static void put64(uint64_t addr, uint64_t v)
-{
-    put(addr, &v, 8);
-}
-
-static void symbol(uint64_t at, const char *s)
-{
-    uint16_t n = (uint16_t)strlen(s);
-    put(at + 4, &n, 2);
-    put(at + 6, s, n);
-}
-
-/* A method "klass.name sig" whose ConstMethod is at cm (its pool, holder and the name and
- * signature symbols laid out in the 4 KiB at cm), the Method at m pointing to it, its holder's
- * name the Symbol at ksym (symbols live apart from a class's metaspace). */
 static void method(uint64_t m, uint64_t cm, uint64_t ksym, const char *klass, const char *name,
                    const char *sig)
 {
-    uint64_t cp = cm + 0x100, k = cm + 0x300, sy = cm + 0x400;
-    put64(m + 8, cm);
-    put64(cm + 8, cp);
-    uint16_t ni = 1, si = 2;
-    put(cm + 34, &ni, 2);
-    put(cm + 36, &si, 2);
-    put64(cp + 24, k);
-    int32_t cplen = 3;
-    put(cp + 60, &cplen, 4);
-    symbol(ksym, klass);
-    symbol(sy + 0x100, name);
-    symbol(sy + 0x200, sig);
-    put64(k + 24, ksym);
-    put64(cp + 72 + 8, sy + 0x100);
-    put64(cp + 72 + 16, sy + 0x200);
+    pp_test_hs_method(put, m, cm, ksym, klass, name, sig);
 }
 
 static void open_fake(pp_hs_proc *p)
 {
-    mem = calloc(1, FAKE_SIZE);
-    cr_assert(mem);
-    memset(p, 0, sizeof(*p));
-    pp_rmem_init(&p->mem, 1);
-    p->mem.hook = fake_read;
-    pp_hs_methods_init(p);
-    p->L = PP_TEST_HS_METHOD_LAYOUT;
+    fake_open(p);
+    p->L.nm_method = NM_METHOD;
 }
-
-static void close_fake(pp_hs_proc *p)
-{
-    pp_hs_close(p);
-    free(mem);
-}
-
-#define IDX (1u | 2u << 16) /* the name and signature indexes method() lays out */
 
 /* The text of a frame recorded for Method* m when its ConstMethod was at cm and its holder's
- * name at ksym. */
+ * name at ksym: an interpreted frame records m, a compiled one its nmethod, whose _method is
+ * m. */
 static const char *text(pp_hs_proc *p, uint64_t m, char type, uint64_t cm, uint64_t ksym,
                         size_t *named)
 {
     static char buf[PP_HS_TEXT_MAX + 8];
     pp_rmem_begin_sample(&p->mem); /* a drain */
-    *named =
-        pp_java_frame_text(p, m, PP_HSW_WORD(type, pp_hsw_check(cm, ksym, IDX)), buf, sizeof(buf));
+    if (type != '0')
+        put64(NM + NM_METHOD, m);
+    *named = pp_java_frame_text(p, type == '0' ? m : NM,
+                                PP_HSW_WORD(type, pp_hsw_check(cm, ksym, PP_TEST_HS_IDX)), buf,
+                                sizeof(buf));
     return buf;
 }
 
@@ -118,7 +56,7 @@ Test(hotspot_walker, frames_named_with_their_types_suffix)
         cr_expect_eq(named, 1);
     }
     cr_expect_eq(pp_htab_count(&p.methods), 1); /* read once */
-    close_fake(&p);
+    fake_close(&p);
 }
 
 /* A class unloaded and its Method's memory reused by another method: a frame recorded while
@@ -155,7 +93,7 @@ Test(hotspot_walker, a_reused_method_is_never_named_as_the_other)
     cr_expect_str_eq(text(&p, M + 0x40, '1', CM1, KA, &named), "[lost symbol]_[1]");
     cr_expect_eq(named, 0);
     cr_expect_eq(pp_htab_count(&p.methods), 3); /* A and B at M, C at M2 */
-    close_fake(&p);
+    fake_close(&p);
 }
 
 /* --java-mode builtin is served by the walker's backend; auto does not pick it (yet). */
