@@ -176,8 +176,9 @@ int pp_hs_scopes_layout(const pp_hs_layout *L);
 int pp_hs_u5_read(const uint8_t *b, size_t len, size_t *pos, unsigned x, uint32_t *out);
 /* The methods of the scopes at pc (an offset from the nmethod nm) of the nmethod whose Method*
  * is method: innermost first, method itself last (out[n - 1]). Returns n (1 ..
- * min(cap, PP_HS_MAX_INLINE)), or -1 (why set) when the nmethod's debug information is not
- * readable, inconsistent or does not end in method: then nothing is known of inlining. */
+ * min(cap, PP_HS_MAX_INLINE)), or -1 (why set) when nm's _method is not method (flushed since),
+ * or its debug information is not readable, inconsistent or does not end in method: then
+ * nothing is known of inlining. */
 int pp_hs_inlined(pp_hs_proc *p, uint64_t nm, uint64_t method, uint32_t pc, uint64_t *out,
                   size_t cap, const char **why);
 

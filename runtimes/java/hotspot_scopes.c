@@ -55,7 +55,7 @@ int pp_hs_scopes_layout(const pp_hs_layout *L)
     if (L->pcd_pc == PP_HS_NONE || L->pcd_scope == PP_HS_NONE || L->pcd_size == PP_HS_NONE ||
         L->pcd_size < 8 || L->pcd_size > 64 || L->pcd_pc + 4 > L->pcd_size ||
         L->pcd_scope + 4 > L->pcd_size || L->nm_scopes_pcs == PP_HS_NONE ||
-        L->blob_size == PP_HS_NONE)
+        L->blob_size == PP_HS_NONE || L->nm_method == PP_HS_NONE)
         return PP_HS_SCOPES_NONE;
     if (L->major >= 9 && L->major <= 22 && L->blob_code_begin != PP_HS_NONE &&
         L->nm_metadata != PP_HS_NONE && L->nm_sd_begin != PP_HS_NONE && L->nm_deps != PP_HS_NONE)
@@ -198,8 +198,14 @@ int pp_hs_inlined(pp_hs_proc *p, uint64_t nm, uint64_t method, uint32_t pc, uint
     int kind = pp_hs_scopes_layout(&p->L);
     nm_sections s;
     int32_t off;
+    uint64_t own;
     *why = "no known layout of the debug information";
-    if (kind == PP_HS_SCOPES_NONE || cap == 0 || sections(p, kind, nm, &s, why) != 0)
+    if (kind == PP_HS_SCOPES_NONE || cap == 0)
+        return -1;
+    *why = "the nmethod holds another method now (flushed since the sample)";
+    if (pp_rmem_ptr(&p->mem, nm + p->L.nm_method, &own) != 0 || own != method)
+        return -1;
+    if (sections(p, kind, nm, &s, why) != 0)
         return -1;
     *why = "the pc is before the nmethod's code";
     if (nm + pc < s.code || pc_desc(p, &s, (uint32_t)(nm + pc - s.code), &off, why) != 0)

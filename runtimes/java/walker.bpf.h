@@ -12,8 +12,8 @@
  *    unextended sp, the return address and the caller's fp in the two words below the caller's
  *    sp; an nmethod's frame is recorded (its Method*, its tier from _comp_level), a stub's is
  *    stepped over; a blob without a frame of its own (the call stub) ends the walk.
- * Each frame gives the Method* (an interpreted frame) or the nmethod (a compiled one) and a
- * word of its type, its pc's offset and a check of its method's identity (walker_info.h:
+ * Each frame gives the Method* (and a compiled frame's pc offset) and a word of its type, a
+ * compiled frame's nmethod and a check of its method's identity (walker_info.h:
  * ConstMethod*, holder's name, name and signature indexes). The walk stops on leaving the code
  * cache or at anything implausible (a sp that does not grow, a frame above 512 KiB). A thread in
  * native or VM code (pc outside the code cache) is walked from where the sampler's CFI unwind of
@@ -146,7 +146,8 @@ static long hs_frame_cb(__u32 i, void *arg)
                 return 1;
             }
             char t = lvl == 0 ? 'n' : lvl < 4 ? '1' : 'j';
-            rt_push(w, blob, PP_HSW_WORD_PC(t, check, pc - blob));
+            __u64 off = pc - blob, seg = (blob - in->code_lo) >> (in->log2seg & 31);
+            rt_push(w, PP_HSW_W0_PC(m, off, seg), PP_HSW_WORD_SEG(t, check, m, off, seg));
         }
         nsp = s->unext + (__u64)fs * 8;
         nunext = nsp;

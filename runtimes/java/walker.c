@@ -4,7 +4,8 @@
  * code and the offsets) from the layout; name() turns the recorded (Method*, type and check)
  * pairs into gProfiler's frames ("pkg/Class.method(Sig)Ret_[j]"), naming a Method* only when its
  * identity (ConstMethod*, holder's name, name and signature indexes) still gives the check
- * recorded at the sample (else a lost-symbol frame, never another method's name).
+ * recorded at the sample (else a lost-symbol frame, never another method's name); a compiled
+ * frame is followed by the methods its nmethod inlined at its pc ("..._[i]", hotspot_scopes.c).
  *
  * Splicing: the BPF walker walks a thread from its pc when that is in the code cache, else from
  * the first frame in anonymous executable memory the sampler's CFI unwind of the same sample met
@@ -97,27 +98,14 @@ static const char *suffix(char type)
     return type == PP_HS_NATIVE_WRAPPER ? "_[j]" : pp_hs_suffix(type);
 }
 
-/* The Method* of a recorded frame: an interpreted frame's first word, else read from the
- * nmethod that is its first word; 0 when unreadable. */
-static uint64_t frame_method(pp_hs_proc *p, uint64_t w0, char type)
-{
-    uint64_t m = 0;
-    if (type == PP_HS_INTERPRETED)
-        return w0;
-    if (!pp_rmem_valid_ptr(w0, 8) || p->L.nm_method == PP_HS_NONE ||
-        pp_rmem_ptr(&p->mem, w0 + p->L.nm_method, &m) != 0)
-        return 0;
-    return m;
-}
-
 size_t pp_java_frame_text(pp_hs_proc *p, uint64_t w0, uint64_t aux, char *out, size_t cap)
 {
     char type = PP_HSW_TYPE(aux);
     const char *sfx = suffix(type);
     if (!*sfx)
         sfx = "_[j]";
-    uint64_t m = frame_method(p, w0, type);
-    const char *name = m ? pp_hs_method_name_checked(p, m, PP_HSW_CHECK(aux), check_of) : NULL;
+    const char *name =
+        pp_hs_method_name_checked(p, PP_HSW_METHOD(w0, aux), PP_HSW_CHECK(aux), check_of);
     snprintf(out, cap, "%s%s", name ? name : LOST_FRAME, sfx);
     return name ? 1 : 0;
 }
@@ -132,8 +120,9 @@ static const char *inlined_name(pp_hs_proc *p, uint64_t m)
     return pp_hs_method_name_checked(p, m, check_of(&id), check_of);
 }
 
-size_t pp_java_frame_texts(pp_hs_proc *p, uint64_t w0, uint64_t aux, bool scopes,
-                           char (*out)[PP_JAVA_FRAME_TEXT], size_t cap, const char **why)
+size_t pp_java_frame_texts(pp_hs_proc *p, const struct pp_hotspot_info *in, uint64_t w0,
+                           uint64_t aux, char (*out)[PP_JAVA_FRAME_TEXT], size_t cap,
+                           const char **why)
 {
     *why = NULL;
     if (cap == 0)
@@ -141,11 +130,13 @@ size_t pp_java_frame_texts(pp_hs_proc *p, uint64_t w0, uint64_t aux, bool scopes
     if (!pp_java_frame_text(p, w0, aux, out[0], sizeof(out[0])))
         return 0;
     char type = PP_HSW_TYPE(aux);
-    uint32_t pc = PP_HSW_PCOFF(aux);
-    if (!scopes || (type != PP_HS_C1 && type != PP_HS_C2) || !pc)
+    uint32_t pc = PP_HSW_PCOFF(w0, aux);
+    if (!in || (type != PP_HS_C1 && type != PP_HS_C2) || !pc)
         return 1;
+    uint64_t nm =
+        in->code_lo + ((uint64_t)PP_HSW_SEG(aux) << (in->log2seg & 31)) + in->heapblock_size;
     uint64_t ms[PP_HS_MAX_INLINE];
-    int n = pp_hs_inlined(p, w0, frame_method(p, w0, type), pc, ms, PP_HS_MAX_INLINE, why);
+    int n = pp_hs_inlined(p, nm, PP_HSW_METHOD(w0, aux), pc, ms, PP_HS_MAX_INLINE, why);
     if (n < 0)
         return 1;
     *why = NULL;
@@ -176,7 +167,8 @@ static size_t frame_ids(hswalk *w, pp_profile *out, uint64_t w0, uint64_t aux, u
         }
     char(*text)[PP_JAVA_FRAME_TEXT] = w->text;
     const char *why;
-    size_t n = pp_java_frame_texts(&w->p, w0, aux, w->scopes, text, PP_HS_MAX_INLINE, &why);
+    size_t n = pp_java_frame_texts(&w->p, w->scopes ? &w->in : NULL, w0, aux, text,
+                                   PP_HS_MAX_INLINE, &why);
     if (n == 0) {
         (*lost)++; /* text[0] is the lost frame's */
         ids[0] = pp_profile_intern(out, text[0]);
@@ -290,6 +282,7 @@ int pp_java_walker_info(pp_hs_proc *p, struct pp_hotspot_info *in, char *why, si
         return -1;
     }
     in->ilo = c.ilo;
+    in->code_lo = UINT64_MAX;
     in->ihi = c.ihi;
     in->nheaps = (unsigned)c.nheaps;
     in->log2seg = (unsigned)c.log2seg[0];
@@ -309,6 +302,8 @@ int pp_java_walker_info(pp_hs_proc *p, struct pp_hotspot_info *in, char *why, si
             return -1;
         }
         in->heap_lo[i] = c.heap_lo[i];
+        if (c.heap_lo[i] < in->code_lo)
+            in->code_lo = c.heap_lo[i];
         in->heap_hi[i] = hi;
         in->segmap[i] = c.segmap[i];
     }

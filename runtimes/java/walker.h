@@ -3,7 +3,6 @@
 #ifndef PP_JAVA_WALKER_H
 #define PP_JAVA_WALKER_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,12 +19,15 @@ int pp_java_walker_info(pp_hs_proc *p, struct pp_hotspot_info *in, char *why, si
  * Method* does not hold the method recorded (returns 0 then, 1 when named). */
 size_t pp_java_frame_text(pp_hs_proc *p, uint64_t method, uint64_t aux, char *out, size_t cap);
 /* The texts of one recorded frame, root first: its own (pp_java_frame_text), then, for a
- * compiled frame when scopes (the debug information's layout is known), each method inlined at
- * its pc toward the innermost, "pkg/Class.method(Sig)Ret_[i]". At most cap. 0 when the frame's
- * own method is not the one recorded (nothing is named). why: NULL, or why a compiled frame's
- * inlined methods are not shown (its debug information unreadable or inconsistent). */
+ * compiled frame when in is given (the debug information's layout is known; in: the walker's
+ * data, for where the frame's nmethod is), each method inlined at its pc toward the innermost,
+ * "pkg/Class.method(Sig)Ret_[i]". At most cap. 0 when the frame's own method is not the one
+ * recorded (nothing is named). why: NULL, or why a compiled frame's inlined methods are not
+ * shown (its nmethod flushed since the sample, its debug information unreadable or
+ * inconsistent). */
 #define PP_JAVA_FRAME_TEXT (PP_HS_TEXT_MAX + 8)
-size_t pp_java_frame_texts(pp_hs_proc *p, uint64_t w0, uint64_t aux, bool scopes,
-                           char (*out)[PP_JAVA_FRAME_TEXT], size_t cap, const char **why);
+size_t pp_java_frame_texts(pp_hs_proc *p, const struct pp_hotspot_info *in, uint64_t w0,
+                           uint64_t aux, char (*out)[PP_JAVA_FRAME_TEXT], size_t cap,
+                           const char **why);
 
 #endif

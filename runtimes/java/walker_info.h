@@ -26,18 +26,21 @@ struct pp_hotspot_info {
      * next u2), ConstantPool._pool_holder, Klass._name */
     unsigned int cm_constants, cm_name_index, cp_holder, klass_name;
     int if_method, if_sender_sp; /* interpreter frame slots, words from fp (< 0) */
+    unsigned long long code_lo;  /* the lowest heap's start: nmethods are numbered from it */
 };
 
-/* A frame's two words. An interpreted frame ('0'): its Method*; a compiled one ('1', 'j', 'n'):
- * its nmethod (the CodeBlob's address; user space reads the Method* from it, and the inlined
- * methods at the pc from its debug information, hotspot_scopes.c). The second word: the type
- * (pp_hs_frame_type: '0', '1', 'j', 'n') in bits 0..7, a compiled frame's pc as an offset from
- * its nmethod in bits 8..31 (0: unknown, it did not fit), and in bits 32..63 a check value of
- * the method's identity at the sample: its ConstMethod*, its holder class's name (Symbol*) and
- * its name and signature indexes (idx: the two u2 as one u4). User space names the Method* only
- * when the memory it names from gives the same value: a class unloaded and its Method's (and
- * ConstMethod's) memory reused by another class's method is not named as that one (classes
- * loaded alike by loaders alike reuse the same addresses for both). */
+/* A frame's two words. The first: its Method*; a compiled frame ('1', 'j', 'n') adds in bits
+ * 47..63 the pc's offset from its nmethod when the second word's bit 7 (PP_HSW_HAS_PC) says so
+ * (else the pc or the nmethod did not fit). The second: its type (pp_hs_frame_type: '0', '1',
+ * 'j', 'n') in bits 0..6, then PP_HSW_HAS_PC, a compiled frame's nmethod in bits 8..31
+ * (its segment's index from code_lo: the nmethod is at code_lo + (index << log2seg) +
+ * heapblock_size; user space reads the methods it inlined at the pc from it,
+ * hotspot_scopes.c), and in bits 32..63 a check value of the method's identity at the sample:
+ * its ConstMethod*, its holder class's name (Symbol*) and its name and signature indexes (idx:
+ * the two u2 as one u4). User space names the Method* only when the memory it names from gives
+ * the same value: a class unloaded and its Method's (and ConstMethod's) memory reused by another
+ * class's method is not named as that one (classes loaded alike by loaders alike reuse the same
+ * addresses for both). */
 static inline unsigned int pp_hsw_check(unsigned long long constmethod, unsigned long long kname,
                                         unsigned int idx)
 {
@@ -48,13 +51,25 @@ static inline unsigned int pp_hsw_check(unsigned long long constmethod, unsigned
 }
 #define PP_HSW_WORD(type, check)                                                                   \
     ((unsigned long long)(unsigned char)(type) | ((unsigned long long)(unsigned int)(check) << 32))
-#define PP_HSW_PCOFF_LIMIT (1u << 24)
-/* a compiled frame's second word: off, its pc - its nmethod, when it fits */
-#define PP_HSW_WORD_PC(type, check, off)                                                           \
+#define PP_HSW_METHOD_BITS 47 /* a Method* is a user address */
+#define PP_HSW_PC_LIMIT (1u << (64 - PP_HSW_METHOD_BITS))
+#define PP_HSW_SEG_LIMIT (1u << 24)
+#define PP_HSW_HAS_PC 0x80u /* second word: the first carries the pc, this one the nmethod */
+/* a compiled frame's words for its Method* m, pc (its offset from its nmethod) and seg (the
+ * nmethod's segment index): both carried when all fit, else neither (no inlined frames) */
+#define PP_HSW_FITS(m, pc, seg)                                                                    \
+    ((m) < (1ULL << PP_HSW_METHOD_BITS) && (pc) > 0 && (pc) < PP_HSW_PC_LIMIT &&                   \
+     (seg) < PP_HSW_SEG_LIMIT)
+#define PP_HSW_W0_PC(m, pc, seg)                                                                   \
+    ((m) | (PP_HSW_FITS(m, pc, seg) ? (unsigned long long)(pc) << PP_HSW_METHOD_BITS : 0ULL))
+#define PP_HSW_WORD_SEG(type, check, m, pc, seg)                                                   \
     (PP_HSW_WORD(type, check) |                                                                    \
-     ((off) < PP_HSW_PCOFF_LIMIT ? (unsigned long long)(off) << 8 : 0ULL))
-#define PP_HSW_PCOFF(word) ((unsigned int)((word) >> 8) & (PP_HSW_PCOFF_LIMIT - 1))
-#define PP_HSW_TYPE(word) ((char)((word)&0xff))
+     (PP_HSW_FITS(m, pc, seg) ? PP_HSW_HAS_PC | (unsigned long long)(seg) << 8 : 0ULL))
+#define PP_HSW_METHOD(w0, w1)                                                                      \
+    ((w1)&PP_HSW_HAS_PC ? (w0) & ((1ULL << PP_HSW_METHOD_BITS) - 1) : (w0))
+#define PP_HSW_PCOFF(w0, w1) ((w1)&PP_HSW_HAS_PC ? (unsigned int)((w0) >> PP_HSW_METHOD_BITS) : 0u)
+#define PP_HSW_SEG(w1) ((unsigned int)((w1) >> 8) & (PP_HSW_SEG_LIMIT - 1))
+#define PP_HSW_TYPE(word) ((char)((word)&0x7f))
 #define PP_HSW_CHECK(word) ((unsigned int)((word) >> 32))
 
 #endif

@@ -69,7 +69,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (m && pp_hs_method_identity(p, m, &id) == 0) {
         static char texts[PP_HS_MAX_INLINE][PP_JAVA_FRAME_TEXT];
         unsigned check = pp_hsw_check(id.cm, id.kname, id.idx);
-        size_t k = pp_java_frame_texts(p, BASE, PP_HSW_WORD_PC('j', check, pc), true, texts,
+        /* the nmethod at BASE: segment 1 of 128-byte segments past a 16-byte block header */
+        static const struct pp_hotspot_info in = {
+            .code_lo = BASE - 16 - 128, .log2seg = 7, .heapblock_size = 16};
+        size_t k = pp_java_frame_texts(p, &in, PP_HSW_W0_PC(m, pc, 1u),
+                                       PP_HSW_WORD_SEG('j', check, m, pc, 1u), texts,
                                        PP_HS_MAX_INLINE, &why);
         if (k > PP_HS_MAX_INLINE)
             abort();

@@ -350,13 +350,22 @@ static void lay_methods(void)
     pp_test_hs_method(put, M_IN, M_IN + 0x100, FAKE_BASE + 0x9200, "pkg/In", "inner", "(J)J");
 }
 
-/* The texts of the compiled frame recorded at pc (from code_begin) with check. */
-static size_t texts(pp_hs_proc *p, uint32_t pc, unsigned check, char (*out)[PP_JAVA_FRAME_TEXT],
-                    const char **why)
+/* The walker's data for the synthetic nmethod: its segment index 3 */
+#define HEAPBLOCK 16
+#define SEG 3
+static const struct pp_hotspot_info nm_in = {
+    .code_lo = NM - HEAPBLOCK - (SEG << 7), .log2seg = 7, .heapblock_size = HEAPBLOCK};
+
+/* The texts of the compiled frame of Method* M_OUT recorded at pc (from code_begin) with check,
+ * its nmethod's segment index seg. */
+static size_t texts(pp_hs_proc *p, uint32_t pc, unsigned check, unsigned seg,
+                    char (*out)[PP_JAVA_FRAME_TEXT], const char **why)
 {
     pp_rmem_begin_sample(&p->mem);
-    return pp_java_frame_texts(p, NM, PP_HSW_WORD_PC('j', check, CODE_OFF + pc), true, out,
-                               PP_HS_MAX_INLINE, why);
+    pc += CODE_OFF;
+    return pp_java_frame_texts(p, &nm_in, PP_HSW_W0_PC(M_OUT, pc, seg),
+                               PP_HSW_WORD_SEG('j', check, M_OUT, pc, seg), out, PP_HS_MAX_INLINE,
+                               why);
 }
 
 Test(hotspot_scopes, a_compiled_frame_is_named_with_its_inlined_methods_root_first)
@@ -368,23 +377,28 @@ Test(hotspot_scopes, a_compiled_frame_is_named_with_its_inlined_methods_root_fir
     unsigned check = pp_hsw_check(M_OUT + 0x100, FAKE_BASE + 0x9000, PP_TEST_HS_IDX);
     static char out[PP_HS_MAX_INLINE][PP_JAVA_FRAME_TEXT];
     const char *why;
-    cr_assert_eq(texts(&p, 0x40, check, out, &why), 3);
+    cr_assert_eq(texts(&p, 0x40, check, SEG, out, &why), 3);
     cr_expect_str_eq(out[0], "pkg/Outer.outer()V_[j]");
     cr_expect_str_eq(out[1], "pkg/Mid.mid(I)V_[i]");
     cr_expect_str_eq(out[2], "pkg/In.inner(J)J_[i]");
     cr_expect_null(why);
-    cr_expect_eq(texts(&p, 0x41, check, out, &why), 2);
+    cr_expect_eq(texts(&p, 0x41, check, SEG, out, &why), 2);
     cr_expect_str_eq(out[1], "pkg/Mid.mid(I)V_[i]");
-    /* the pc unknown (it did not fit the word): the frame alone */
+    /* the pc unknown (it did not fit the words): the frame alone */
     pp_rmem_begin_sample(&p.mem);
-    cr_expect_eq(pp_java_frame_texts(&p, NM, PP_HSW_WORD('j', check), true, out, 8, &why), 1);
-    /* the nmethod's method is not the one recorded (flushed, reused): nothing named */
-    cr_expect_eq(texts(&p, 0x40, check ^ 2, out, &why), 0);
+    cr_expect_eq(pp_java_frame_texts(&p, &nm_in, M_OUT, PP_HSW_WORD('j', check), out, 8, &why), 1);
+    /* the nmethod there now is another method's (flushed and reused since the sample): the
+     * frame alone, named by its Method* */
+    cr_expect_eq(texts(&p, 0x40, check, SEG + 1, out, &why), 1);
+    cr_expect_str_eq(out[0], "pkg/Outer.outer()V_[j]");
+    cr_expect_not_null(why);
+    /* the Method* is not the method recorded (its class unloaded, reused): nothing named */
+    cr_expect_eq(texts(&p, 0x40, check ^ 2, SEG, out, &why), 0);
     /* an inlined method that is no method now: the frame alone, and why */
     memset(mem + (M_MID + 0x100 - FAKE_BASE), 0, 64);
     pp_hs_methods_free(&p);
     pp_hs_methods_init(&p);
-    cr_expect_eq(texts(&p, 0x40, check, out, &why), 1);
+    cr_expect_eq(texts(&p, 0x40, check, SEG, out, &why), 1);
     cr_expect_str_eq(out[0], "pkg/Outer.outer()V_[j]");
     cr_expect_not_null(why);
     fake_close(&p);

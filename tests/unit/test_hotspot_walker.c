@@ -6,9 +6,6 @@
 #include "hotspot_fake_mem.h"
 #include "runtimes/java/walker.h"
 
-#define NM (FAKE_BASE + 0xf000) /* a compiled frame's nmethod: its _method at NM_METHOD */
-#define NM_METHOD 0x38
-
 static void method(uint64_t m, uint64_t cm, uint64_t ksym, const char *klass, const char *name,
                    const char *sig)
 {
@@ -18,22 +15,17 @@ static void method(uint64_t m, uint64_t cm, uint64_t ksym, const char *klass, co
 static void open_fake(pp_hs_proc *p)
 {
     fake_open(p);
-    p->L.nm_method = NM_METHOD;
 }
 
 /* The text of a frame recorded for Method* m when its ConstMethod was at cm and its holder's
- * name at ksym: an interpreted frame records m, a compiled one its nmethod, whose _method is
- * m. */
+ * name at ksym. */
 static const char *text(pp_hs_proc *p, uint64_t m, char type, uint64_t cm, uint64_t ksym,
                         size_t *named)
 {
     static char buf[PP_HS_TEXT_MAX + 8];
     pp_rmem_begin_sample(&p->mem); /* a drain */
-    if (type != '0')
-        put64(NM + NM_METHOD, m);
-    *named = pp_java_frame_text(p, type == '0' ? m : NM,
-                                PP_HSW_WORD(type, pp_hsw_check(cm, ksym, PP_TEST_HS_IDX)), buf,
-                                sizeof(buf));
+    *named = pp_java_frame_text(p, m, PP_HSW_WORD(type, pp_hsw_check(cm, ksym, PP_TEST_HS_IDX)),
+                                buf, sizeof(buf));
     return buf;
 }
 
