@@ -3,20 +3,39 @@
  * layout passed the self-check, and its samples carry their Java frames, taken at the sample
  * instant. Nothing attaches to the JVM: no attach socket, no file in it, nothing loaded. A JVM
  * whose layout does not pass gets `[Profiling skipped: unverified HotSpot layout]`; without the
- * BPF sampler every JVM gets an error stack saying why. "auto" does not pick it yet. */
+ * BPF sampler every JVM gets an error stack saying why.
+ *
+ * "auto" is this backend too: a JVM whose layout the walker does not support is handed to
+ * async-profiler when it is found, else to JFR, and so is every JVM when the sampler cannot walk
+ * (--perf-mode perf-event); polyprof attaches only to JVMs handed over (javaopts.h). */
 #include <stdlib.h>
+#include <string.h>
 
+#include "base/log.h"
+#include "runtimes/java/javaopts.h"
 #include "runtimes/runner.h"
 #include "runtimes/runtime.h"
+
+extern const pp_backend pp_java_jfr_backend, pp_java_ap_backend;
 
 typedef struct jbsession {
     pp_skip *skips;
     size_t nskips;
+    const pp_backend *other; /* auto: async-profiler or JFR, for the JVMs handed over */
+    void *session;
 } jbsession;
+
+/* auto's profiler for the JVMs the walker does not take: async-profiler when it is found, else
+ * JFR (as auto chose before the walker). */
+static const pp_backend *other_backend(void)
+{
+    char why[512];
+    return pp_java_ap_backend.available(why, sizeof(why)) ? &pp_java_ap_backend
+                                                          : &pp_java_jfr_backend;
+}
 
 static void *jb_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n, double deadline)
 {
-    (void)deadline;
     jbsession *s = calloc(1, sizeof(*s));
     pp_proc *fallback = calloc(n ? n : 1, sizeof(*fallback));
     if (s)
@@ -28,12 +47,31 @@ static void *jb_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n,
         free(s);
         return NULL;
     }
+    bool auto_mode = ctx->mode && strcmp(ctx->mode, "auto") == 0;
+    const pp_backend *other = auto_mode ? other_backend() : NULL;
     size_t nfall = 0;
-    pp_walk_or_hand_over(ctx, procs, n, NULL,
-                         "--java-mode builtin walks Java frames in the BPF sampler, which is not "
-                         "running (--perf-mode bpf, smart or dwarf runs it), or use --java-mode "
-                         "jfr or ap",
-                         fallback, &nfall, s->skips, &s->nskips);
+    if (other && !pp_inwalk_possible(ctx)) { /* every JVM: nothing to walk them */
+        for (size_t i = 0; i < n; i++)
+            fallback[nfall++] = procs[i];
+        pp_debug("java: the sampler does not walk Java frames (no BPF sampler): %zu JVMs "
+                 "profiled with %s",
+                 n, other->name);
+    } else {
+        pp_walk_or_hand_over(ctx, procs, n,
+                             other == &pp_java_ap_backend ? "async-profiler"
+                             : other                      ? "JFR"
+                                                          : NULL,
+                             "--java-mode builtin walks Java frames in the BPF sampler, which is "
+                             "not running (--perf-mode bpf, smart or dwarf runs it), or use "
+                             "--java-mode jfr or ap",
+                             fallback, &nfall, s->skips, &s->nskips);
+    }
+    if (nfall) {
+        for (size_t i = 0; i < nfall; i++) /* before it attaches: metadata, perf maps */
+            pp_java_handed_over(fallback[i].pid, fallback[i].start_ticks);
+        s->other = other;
+        s->session = other->start(ctx, fallback, nfall, deadline);
+    }
     free(fallback);
     return s;
 }
@@ -41,12 +79,15 @@ static void *jb_start(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n,
 static int jb_collect(void *session, pp_profile *out)
 {
     jbsession *s = session;
-    return pp_skips_emit(out, s->skips, s->nskips, "java");
+    int rc = s->session ? s->other->collect(s->session, out) : 0;
+    return pp_skips_emit(out, s->skips, s->nskips, "java") < 0 ? -1 : rc;
 }
 
 static void jb_stop(void *session)
 {
-    (void)session; /* nothing runs: the sampler does the work */
+    jbsession *s = session; /* the walker needs nothing: the sampler does the work */
+    if (s->session)
+        s->other->stop(s->session);
 }
 
 static void jb_free(void *session)
@@ -54,11 +95,13 @@ static void jb_free(void *session)
     jbsession *s = session;
     if (!s)
         return;
+    if (s->session)
+        s->other->free(s->session);
     free(s->skips);
     free(s);
 }
 
-static const char *const builtin_modes[] = {"builtin", NULL};
+static const char *const builtin_modes[] = {"builtin", "auto", NULL};
 
 const pp_backend pp_java_builtin_backend = {
     .name = "builtin",

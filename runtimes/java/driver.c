@@ -72,7 +72,7 @@ static json_t *release_version(int pid, json_t **elfid)
 static bool may_attach(int pid)
 {
     char why[128];
-    return !pp_java_no_attach() && !pp_java_safemode_reason(NULL, 0) &&
+    return !pp_java_no_attach(pid) && !pp_java_safemode_reason(NULL, 0) &&
            pp_java_supported(pid, why, sizeof(why));
 }
 

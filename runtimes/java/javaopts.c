@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/procfiles.h"
 #include "runtimes/java/jvminfo.h"
 
 #define SAFEMODE_DEFAULT                                                                           \
@@ -29,7 +30,13 @@ static const char *const safemode_names[] = {"profiled-oom",
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned safemode = SAFEMODE_DEFAULT;
 static char jvm_flags[1024] = "default";
-static bool builtin; /* --java-mode builtin: nothing attaches to a JVM */
+/* who may be attached to (pp_java_no_attach) */
+static enum { ATTACH_ALL, ATTACH_NONE, ATTACH_HANDED } attach = ATTACH_ALL;
+static struct handed {
+    int pid;
+    unsigned long long start;
+} handed[PP_JAVA_HANDED_MAX];
+static size_t nhanded, handed_next; /* entries used; the next one replaced when full */
 
 int pp_java_safemode_parse(const char *v, unsigned *mask, char *bad, size_t badlen)
 {
@@ -81,7 +88,12 @@ void pp_java_options_set(const pp_runtime_ctx *ctx)
                     "java-extended-version-checks and ap-loaded-check are accepted but not acted "
                     "on (docs/java.md)");
     pthread_mutex_lock(&lock);
-    builtin = ctx && ctx->mode && strcmp(ctx->mode, "builtin") == 0;
+    if (ctx && ctx->mode && strcmp(ctx->mode, "builtin") == 0)
+        attach = ATTACH_NONE;
+    else if (ctx && ctx->mode && strcmp(ctx->mode, "auto") == 0 && pp_inwalk_possible(ctx))
+        attach = ATTACH_HANDED;
+    else
+        attach = ATTACH_ALL;
     safemode = mask;
     /* "" (the bare flag) is gProfiler's const: default */
     snprintf(jvm_flags, sizeof(jvm_flags), "%s", fl && *fl ? fl : "default");
@@ -147,10 +159,36 @@ bool pp_java_jvm_flags_none(void)
     return none;
 }
 
-bool pp_java_no_attach(void)
+void pp_java_handed_over(int pid, unsigned long long start_ticks)
 {
     pthread_mutex_lock(&lock);
-    bool b = builtin;
+    size_t i = 0;
+    while (i < nhanded && handed[i].pid != pid)
+        i++;
+    if (i == nhanded) {
+        if (nhanded < PP_JAVA_HANDED_MAX)
+            nhanded++;
+        else
+            i = handed_next++ % PP_JAVA_HANDED_MAX;
+    }
+    handed[i] = (struct handed){pid, start_ticks};
     pthread_mutex_unlock(&lock);
-    return b;
+}
+
+bool pp_java_no_attach(int pid)
+{
+    pthread_mutex_lock(&lock);
+    bool none = attach == ATTACH_NONE, all = attach == ATTACH_ALL;
+    unsigned long long start = 0;
+    bool found = false;
+    for (size_t i = 0; !none && !all && i < nhanded && !found; i++)
+        if (handed[i].pid == pid) {
+            found = true;
+            start = handed[i].start;
+        }
+    pthread_mutex_unlock(&lock);
+    if (none || all)
+        return none;
+    /* a pid reused by another JVM since is not the one handed over */
+    return !found || pp_proc_start_ticks(pid) != start;
 }

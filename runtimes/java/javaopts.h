@@ -30,9 +30,15 @@ int pp_java_safemode_parse(const char *v, unsigned *mask, char *bad, size_t badl
 /* Reads both options from ctx (logging a bad value once and keeping the default). */
 void pp_java_options_set(const pp_runtime_ctx *ctx);
 
-/* Whether --java-mode is builtin: then nothing attaches to a JVM (no metadata request, no JIT
- * perf map: the in-sampler walker names Java frames itself). */
-bool pp_java_no_attach(void);
+/* Whether polyprof must not attach to JVM pid (no metadata request, no JIT perf map: the
+ * in-sampler walker names its Java frames itself): with --java-mode builtin, every JVM; with
+ * auto while the sampler walks, every JVM but those handed over to async-profiler or JFR
+ * (pp_java_handed_over); with ap or jfr, none. */
+bool pp_java_no_attach(int pid);
+/* Records that JVM pid (started at start_ticks) is profiled by async-profiler or JFR in auto
+ * mode (the in-sampler walker does not support it): it may be attached to from now on. */
+#define PP_JAVA_HANDED_MAX 1024 /* the most recent are kept */
+void pp_java_handed_over(int pid, unsigned long long start_ticks);
 
 /* Whether safemode acts on a trigger ("profiled-oom", "profiled-signaled", "hserr"). */
 bool pp_java_safemode_on(const char *reason);

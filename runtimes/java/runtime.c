@@ -1,6 +1,7 @@
 /* The Java runtime's descriptor: detection, modes and options, frames, identity, backends and
  * session hooks (runtimes/runtime.h). */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
@@ -79,17 +80,24 @@ static const pp_opt options[] = {
 static const char *const suffixes[] = {"_[j]", "_[i]", "_[1]", "_[0]", NULL};
 
 extern const pp_backend pp_java_jfr_backend, pp_java_ap_backend, pp_java_builtin_backend;
-/* builtin last: "auto" does not pick it (yet: issue 31) */
-static const pp_backend *const backends[] = {&pp_java_ap_backend, &pp_java_jfr_backend,
-                                             &pp_java_builtin_backend, NULL};
+/* builtin first: "auto" is builtin, which hands the JVMs its walker does not support (and all of
+ * them without the BPF sampler) to async-profiler, else JFR (builtin.c) */
+static const pp_backend *const backends[] = {&pp_java_builtin_backend, &pp_java_ap_backend,
+                                             &pp_java_jfr_backend, NULL};
 
 static void perfmaps_refresh(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n)
 {
     pp_java_options_set(ctx); /* for the hooks without a context: metadata, safemode */
-    /* wanted whatever --java-mode but builtin (which attaches to nothing and names Java frames
-     * itself): the system sampler names JIT frames with them */
-    if (!pp_java_no_attach())
-        pp_java_perfmaps_refresh(procs, n);
+    /* the JVMs polyprof may attach to (not those the in-sampler walker names the frames of):
+     * the system sampler names their JIT frames with the maps */
+    pp_proc *keep = calloc(n ? n : 1, sizeof(*keep));
+    size_t k = 0;
+    for (size_t i = 0; keep && i < n; i++)
+        if (!pp_java_no_attach(procs[i].pid))
+            keep[k++] = procs[i];
+    if (keep)
+        pp_java_perfmaps_refresh(keep, k);
+    free(keep);
 }
 
 static void perfmaps_cleanup(const pp_runtime_ctx *ctx)
