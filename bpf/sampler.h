@@ -17,7 +17,7 @@
 #define PP_RT_PROCS_ENTRIES 4096
 #define PP_TID_PIDS_ENTRIES 4096 /* processes counted per thread (least recently used dropped) */
 #define PP_RT_INFO_BYTES 192     /* a walker's per-process data (addresses, offsets) */
-#define PP_RT_MAX_FRAMES 160     /* runtime frames recorded; deeper stacks are marked truncated */
+#define PP_RT_MAX_FRAMES 240     /* runtime frames recorded; deeper stacks are marked truncated */
 #define PP_RT_MAX_WORDS (1 + 2 * PP_RT_MAX_FRAMES)
 #define PP_RT_TSTATE_ENTRIES 16384
 /* A process that is not registered is walked with the data of its parent or grandparent when

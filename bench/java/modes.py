@@ -4,7 +4,8 @@ polyprof's CPU and the JVM's throughput with `--java-mode jfr` and `--java-mode 
 load, `disabled` as the baseline. Run as root, under the test lock:
 
     flock /tmp/polyprof-test.lock /usr/bin/python3 bench/java/modes.py [--seconds N] \
-        [--rounds N] [--threads N] [-f HZ] [--jdks 17,25] [--modes disabled,jfr,ap]
+        [--rounds N] [--threads N] [-f HZ] [--jdks 17,25] [--modes disabled,jfr,ap,builtin]
+        [--bpf-cost]
 
 Per JDK, one JVM runs bench/java/Load.java (--threads threads calling Busy.work, random call
 chains up to ~70 frames deep, in a loop; it prints how many calls it made when asked). One
@@ -16,6 +17,9 @@ the JVM (/proc/<pid>/stat: the profiler's work inside the JVM counts against it)
 second (also hit by polyprof taking a CPU from the JVM, and by everything else on the host),
 the runtime's samples of the sampler's (the header's polyprof.runtime_samples), and each
 figure's ratio to the first mode's. async-profiler is the pinned jar of `make deps`.
+With --bpf-cost, also the BPF sampler's time per sample of the JVM (kernel.bpf_stats_enabled:
+run_time_ns / run_cnt of pp_sample, bench/pywalk/run.py) with `--java-mode disabled` and with
+`builtin` (the HotSpot walk in the sampler), in turns, --rounds times.
 """
 import argparse
 import json
@@ -24,10 +28,14 @@ import re
 import resource
 import subprocess
 import tempfile
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "pywalk"))
+from run import per_sample_ns  # noqa: E402  (bench/pywalk/run.py)
+
 POLYPROF = ROOT / "build" / "polyprof"
 JDKS = {"17": Path("/usr/lib/jvm/java-17-openjdk-amd64"),
         "25": Path("/usr/lib/jvm/temurin-25-jdk-amd64")}
@@ -76,11 +84,15 @@ def session(seconds, freq, mode, jvm, env):
     """One polyprof session on the JVM: (polyprof CPU s, JVM CPU s, JVM calls, wall s,
     runtime samples, sampler samples)."""
     with tempfile.TemporaryDirectory() as out:
-        n0, j0, c0, t0 = jvm.calls(), proc_cpu(jvm.pid), children_cpu(), time.monotonic()
-        r = subprocess.run([str(POLYPROF), "-d", str(seconds), "-f", str(freq), "-o", out,
-                            "--no-flamegraph", "--java-mode", mode, "--pids", str(jvm.pid)],
-                           capture_output=True, text=True, env=env)
-        t1, c1, j1, n1 = time.monotonic(), children_cpu(), proc_cpu(jvm.pid), jvm.calls()
+        for _ in range(120):  # another polyprof on the host (a test) holds the lock: wait
+            n0, j0, c0, t0 = jvm.calls(), proc_cpu(jvm.pid), children_cpu(), time.monotonic()
+            r = subprocess.run([str(POLYPROF), "-d", str(seconds), "-f", str(freq), "-o", out,
+                                "--no-flamegraph", "--java-mode", mode, "--pids", str(jvm.pid)],
+                               capture_output=True, text=True, env=env)
+            t1, c1, j1, n1 = time.monotonic(), children_cpu(), proc_cpu(jvm.pid), jvm.calls()
+            if "Could not acquire polyprof's lock" not in r.stderr:
+                break
+            time.sleep(1)
         if r.returncode:
             raise SystemExit(f"polyprof --java-mode {mode} exited {r.returncode}:\n"
                              f"{r.stderr[-2000:]}")
@@ -113,9 +125,19 @@ def bench_jdk(version, a, modes, env):
                 for m in modes:
                     sums[m] = [x + y for x, y in zip(sums[m],
                                                     session(a.seconds, a.freq, m, jvm, env))]
+            cost = {}
+            for _ in range(a.rounds if a.bpf_cost else 0):
+                for m in ("disabled", "builtin"):
+                    for _ in range(120):  # no samples: another polyprof held the lock
+                        ns, n = per_sample_ns(a.seconds, "--java-mode", m, "--pids",
+                                              str(jvm.pid))
+                        if n > 0:
+                            break
+                        time.sleep(1)
+                    cost.setdefault(m, []).append((ns, n))
         finally:
             jvm.stop()
-    return sums
+    return sums, cost
 
 
 def main():
@@ -126,6 +148,8 @@ def main():
     ap.add_argument("-f", "--freq", type=int, default=99)
     ap.add_argument("--jdks", default="17,25")
     ap.add_argument("--modes", default="disabled,jfr,ap")
+    ap.add_argument("--bpf-cost", action="store_true",
+                    help="also the BPF time per sample, --java-mode disabled vs builtin")
     a = ap.parse_args()
     modes = a.modes.split(",")
     env = dict(os.environ)
@@ -135,11 +159,22 @@ def main():
             raise SystemExit(f"needs {res}/java/async-profiler.jar (make deps fetches it)")
         env["POLYPROF_RESOURCES"] = str(res)
     base = modes[0]
+    stats = Path("/proc/sys/kernel/bpf_stats_enabled")
+    was = stats.read_text().strip()
+    if a.bpf_cost:
+        stats.write_text("1")
+    try:
+        run_jdks(a, modes, base, env)
+    finally:
+        stats.write_text(was)
+
+
+def run_jdks(a, modes, base, env):
     for version in a.jdks.split(","):
         if not JDKS[version].exists():
             print(f"JDK {version}: not installed at {JDKS[version]}, skipped")
             continue
-        s = bench_jdk(version, a, modes, env)
+        s, cost = bench_jdk(version, a, modes, env)
         rate = {m: s[m][2] / s[m][1] if s[m][1] > 0 else 0.0 for m in modes}
         wall = {m: s[m][2] / s[m][3] if s[m][3] > 0 else 0.0 for m in modes}
         print(f"JDK {version} ({JDKS[version].name}): Load with {a.threads} threads, "
@@ -152,6 +187,9 @@ def main():
                   f"{wall[m]:8.0f} calls/s ({wall[m] / max(wall[base], 1e-9):5.3f}x), "
                   f"{jcpu / secs:4.2f} CPUs; runtime samples {rt / a.rounds:.0f} of "
                   f"{sampler / a.rounds:.0f}/session")
+        for m, runs in cost.items():
+            print(f"  BPF per sample, --java-mode {m:8s} " +
+                  ", ".join(f"{ns / 1000:.2f} us ({n} samples)" for ns, n in runs))
 
 
 if __name__ == "__main__":

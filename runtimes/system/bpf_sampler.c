@@ -25,6 +25,9 @@
 #include "runtimes/system/walks.h"
 #include "sampler.skel.h"
 
+_Static_assert(PP_STACKCACHE_MAX_DEPTH == PP_RT_MAX_WORDS,
+               "the stack cache keeps the longest record: a runtime trace");
+
 #define MAX_CPUS 1024
 #define BATCH 1024
 #define MAX_KEY sizeof(struct pp_sample_key) /* the largest key and value drain_map reads */
@@ -456,7 +459,7 @@ static int emit_entry(pp_bpf_sampler *s, pp_profile *out, const void *k, const v
     /* a fork is named with its ancestor's state (the frames it recorded are the ancestor's
      * code, checked per frame; the fork itself may be gone by now) */
     pp_walk_ent *namer = we->via ? pp_walks_get(&s->walks, we->via) : we;
-    uint32_t rt[PP_RT_MAX_FRAMES + 2];
+    uint32_t rt[PP_EMIT_MAX_RT]; /* a runtime's frames, inlined ones too (named from a trace) */
     if (key->rt_stack && namer && !namer->via)
         nrt = runtime_frames(s, out, namer, key->rt_stack, rt, sizeof(rt) / sizeof(rt[0]));
     we->samples += val->count;

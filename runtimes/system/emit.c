@@ -6,7 +6,7 @@
 
 #include "base/hashtab.h"
 
-#define MAX_FRAMES 640 /* native user and kernel frames, and a runtime trace */
+#define MAX_FRAMES PP_EMIT_MAX_FRAMES
 /* The cache starts over rather than grow past this many slots (3/4 of them used). */
 #define CACHE_MAX_SLOTS ((size_t)1 << 20)
 
@@ -136,8 +136,8 @@ int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, uint32_t tid, const c
 
     uint32_t frames[MAX_FRAMES], native[MAX_FRAMES];
     size_t n = 0;
-    if (nrt > MAX_FRAMES / 2)
-        nrt = MAX_FRAMES / 2; /* the runtime frames are given root first: keep the root side */
+    if (nrt > PP_EMIT_MAX_RT)
+        nrt = PP_EMIT_MAX_RT; /* the runtime frames are given root first: keep the root side */
     if (nuser + nkernel + nrt > MAX_FRAMES) {
         /* Keep the leaf-most frames. */
         size_t room = MAX_FRAMES - nrt;

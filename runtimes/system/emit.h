@@ -32,7 +32,10 @@ typedef struct pp_emit_loop {
  * ids of out, ROOT first; none when nrt is 0): one mixed stack, from
  * the root: native frames below the outermost loop frame (loop: the interpreter loop or the
  * runtime's code), the runtime frames, the native frames above the innermost loop frame,
- * the kernel frames. Without a loop frame, the runtime frames are the root. */
+ * the kernel frames. Without a loop frame, the runtime frames are the root. At most
+ * PP_EMIT_MAX_RT runtime frames are kept (the root side). */
+#define PP_EMIT_MAX_FRAMES 640 /* native user and kernel frames, and a runtime trace */
+#define PP_EMIT_MAX_RT (PP_EMIT_MAX_FRAMES / 2)
 int pp_emit_mixed(pp_emitter *e, pp_profile *out, int pid, uint32_t tid, const char *comm,
                   const uint64_t *user, size_t nuser, const uint64_t *kernel, size_t nkernel,
                   const uint32_t *rt, size_t nrt, const pp_emit_loop *loop, uint64_t count);

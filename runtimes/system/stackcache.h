@@ -21,7 +21,7 @@ void pp_stackcache_free(pp_stackcache *c);
 
 /* Adds a trace to the current generation (a hash already there is kept). 0, or -1 without
  * memory. n is capped at PP_STACKCACHE_MAX_DEPTH words. */
-#define PP_STACKCACHE_MAX_DEPTH 321 /* the longest record: a runtime trace, PP_RT_MAX_WORDS */
+#define PP_STACKCACHE_MAX_DEPTH 481 /* the longest record: a runtime trace, PP_RT_MAX_WORDS */
 int pp_stackcache_add(pp_stackcache *c, uint64_t hash, const uint64_t *ips, size_t n);
 
 /* The trace of hash (current generation first, then the old one), its length in *n; NULL when
