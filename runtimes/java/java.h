@@ -29,12 +29,17 @@
 #include <jansson.h>
 
 #include "runtimes/registry.h"
+#include "runtimes/runtime.h"
 
 /* A JVM that did not answer Compiler.perfmap (or is stopped) is asked again after this long. */
 #define PP_PERFMAP_RETRY_S 30.0
 #define PP_PERFMAP_RETRY_TEXT "30 s"
 
 void pp_java_perfmaps_refresh(const pp_proc *procs, size_t n);
+/* --java-mode auto with the BPF sampler (builtin.c): registers procs' JVMs with the in-sampler
+ * walker and hands those it does not support over to async-profiler or JFR
+ * (pp_java_set_handed); called at the session's start, before metadata and perf maps. */
+void pp_java_auto_sort(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n);
 void pp_java_perfmaps_cleanup(void);
 
 /* Application metadata keys of a JVM (java_version, libjvm_elfid, jvm_flags). */

@@ -159,36 +159,52 @@ bool pp_java_jvm_flags_none(void)
     return none;
 }
 
-void pp_java_handed_over(int pid, unsigned long long start_ticks)
+/* The entry of pid in handed[], or -1. Under lock. */
+static long handed_find(int pid)
+{
+    for (size_t i = 0; i < nhanded; i++)
+        if (handed[i].pid == pid)
+            return (long)i;
+    return -1;
+}
+
+void pp_java_set_handed(int pid, unsigned long long start_ticks, bool on)
 {
     pthread_mutex_lock(&lock);
-    size_t i = 0;
-    while (i < nhanded && handed[i].pid != pid)
-        i++;
-    if (i == nhanded) {
-        if (nhanded < PP_JAVA_HANDED_MAX)
-            nhanded++;
-        else
-            i = handed_next++ % PP_JAVA_HANDED_MAX;
+    long i = handed_find(pid);
+    if (!on) {
+        if (i >= 0)
+            handed[i] = handed[--nhanded];
+    } else if (i < 0 && nhanded < PP_JAVA_HANDED_MAX) {
+        handed[nhanded++] = (struct handed){pid, start_ticks};
+    } else if (i < 0) { /* full: an entry of a JVM that is gone, else the oldest replaced */
+        size_t k = 0;
+        while (k < nhanded && pp_proc_start_ticks(handed[k].pid) == handed[k].start)
+            k++;
+        handed[k < nhanded ? k : handed_next++ % PP_JAVA_HANDED_MAX] =
+            (struct handed){pid, start_ticks};
+    } else {
+        handed[i].start = start_ticks;
     }
-    handed[i] = (struct handed){pid, start_ticks};
     pthread_mutex_unlock(&lock);
+}
+
+bool pp_java_is_handed(int pid, unsigned long long start_ticks)
+{
+    pthread_mutex_lock(&lock);
+    long i = handed_find(pid);
+    bool b = i >= 0 && handed[i].start == start_ticks;
+    pthread_mutex_unlock(&lock);
+    return b;
 }
 
 bool pp_java_no_attach(int pid)
 {
     pthread_mutex_lock(&lock);
     bool none = attach == ATTACH_NONE, all = attach == ATTACH_ALL;
-    unsigned long long start = 0;
-    bool found = false;
-    for (size_t i = 0; !none && !all && i < nhanded && !found; i++)
-        if (handed[i].pid == pid) {
-            found = true;
-            start = handed[i].start;
-        }
     pthread_mutex_unlock(&lock);
     if (none || all)
         return none;
     /* a pid reused by another JVM since is not the one handed over */
-    return !found || pp_proc_start_ticks(pid) != start;
+    return !pp_java_is_handed(pid, pp_proc_start_ticks(pid));
 }

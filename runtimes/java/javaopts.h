@@ -35,10 +35,14 @@ void pp_java_options_set(const pp_runtime_ctx *ctx);
  * auto while the sampler walks, every JVM but those handed over to async-profiler or JFR
  * (pp_java_handed_over); with ap or jfr, none. */
 bool pp_java_no_attach(int pid);
-/* Records that JVM pid (started at start_ticks) is profiled by async-profiler or JFR in auto
- * mode (the in-sampler walker does not support it): it may be attached to from now on. */
-#define PP_JAVA_HANDED_MAX 1024 /* the most recent are kept */
-void pp_java_handed_over(int pid, unsigned long long start_ticks);
+/* Records whether JVM pid (started at start_ticks) is handed over to async-profiler or JFR in
+ * auto mode (the in-sampler walker does not support it: it may be attached to) or walked again
+ * (on false). At most PP_JAVA_HANDED_MAX are kept: when full, one of a JVM that is gone is
+ * replaced, else one in turn. Unit-tested. */
+#define PP_JAVA_HANDED_MAX 1024
+void pp_java_set_handed(int pid, unsigned long long start_ticks, bool on);
+/* Whether that JVM is handed over (a pid reused since is not). */
+bool pp_java_is_handed(int pid, unsigned long long start_ticks);
 
 /* Whether safemode acts on a trigger ("profiled-oom", "profiled-signaled", "hserr"). */
 bool pp_java_safemode_on(const char *reason);

@@ -100,6 +100,14 @@ static void perfmaps_refresh(const pp_runtime_ctx *ctx, const pp_proc *procs, si
     free(keep);
 }
 
+/* The session's start: auto's hand-over first (what may be attached to), then the maps. */
+static void session_begin(const pp_runtime_ctx *ctx, const pp_proc *procs, size_t n)
+{
+    pp_java_options_set(ctx);
+    pp_java_auto_sort(ctx, procs, n);
+    perfmaps_refresh(ctx, procs, n);
+}
+
 static void perfmaps_cleanup(const pp_runtime_ctx *ctx)
 {
     (void)ctx;
@@ -147,7 +155,7 @@ const pp_runtime pp_rt_java = {
     .appid = pp_appid_java,
     .backends = backends,
     .at_start = at_start,
-    .session_begin = perfmaps_refresh,
+    .session_begin = session_begin,
     .before_last_drain = perfmaps_refresh,
     .at_exit = perfmaps_cleanup,
     .gprofiler_conflict = gprofiler_conflict,

@@ -135,6 +135,16 @@ size_t pp_java_frame_texts(pp_hs_proc *p, const struct pp_hotspot_info *in, uint
         return 1;
     uint64_t nm =
         in->code_lo + ((uint64_t)PP_HSW_SEG(aux) << (in->log2seg & 31)) + in->heapblock_size;
+    /* a compilation of another tier at the nmethod's address since the sample (C1, then C2 of
+     * the same method) has another chain: the frame alone */
+    uint8_t lvl = 0;
+    if (pp_rmem_read(&p->mem, nm + p->L.nm_comp_level, &lvl, 1) != 0 ||
+        (lvl >= 1 && lvl < 4 ? PP_HS_C1
+         : lvl == 4          ? PP_HS_C2
+                             : 0) != type) {
+        *why = "the nmethod is of another tier now (recompiled since the sample)";
+        return 1;
+    }
     uint64_t ms[PP_HS_MAX_INLINE];
     int n = pp_hs_inlined(p, nm, PP_HSW_METHOD(w0, aux), pc, ms, PP_HS_MAX_INLINE, why);
     if (n < 0)

@@ -38,10 +38,16 @@ def builtin_session(app, outdir, seconds=6):
 
 def attach_files(pid):
     """The files an attach to pid would create: its socket and the .attach_pid trigger (in its
-    cwd or /tmp; the JVMs here share polyprof's pid namespace and /tmp)."""
+    cwd or /tmp; the JVMs here share polyprof's pid namespace and /tmp), made since the process
+    started (a JVM killed earlier under the same pid leaves its socket behind)."""
     cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    btime = next(int(x.split()[1]) for x in Path("/proc/stat").read_text().splitlines()
+                 if x.startswith("btime "))
+    born = btime + ticks / os.sysconf("SC_CLK_TCK") - 2
     return [p for p in (Path(f"/tmp/.java_pid{pid}"), cwd / f".attach_pid{pid}",
-                        Path(f"/tmp/.attach_pid{pid}")) if p.exists()]
+                        Path(f"/tmp/.attach_pid{pid}"))
+            if p.exists() and p.lstat().st_mtime >= born]
 
 
 @pytest.mark.parametrize("version", ["17", "25"])

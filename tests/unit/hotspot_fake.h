@@ -38,6 +38,7 @@
 #define PP_TEST_NM_SD_BEGIN 72   /* 17: _scopes_data_begin */
 #define PP_TEST_NM_META_OFF 80   /* 17: _metadata_offset */
 #define PP_TEST_NM_DEPS 84       /* 17: _dependencies_offset */
+#define PP_TEST_NM_LEVEL 88      /* _comp_level */
 
 /* L's version and nmethod and PcDesc fields for that nmethod (the method's left as they are). */
 static inline void pp_test_hs_scopes_layout(pp_hs_layout *L, int major)
@@ -47,6 +48,7 @@ static inline void pp_test_hs_scopes_layout(pp_hs_layout *L, int major)
     L->major = major;
     L->blob_size = PP_TEST_NM_SIZE;
     L->nm_method = PP_TEST_NM_METHOD;
+    L->nm_comp_level = PP_TEST_NM_LEVEL;
     L->nm_scopes_pcs = PP_TEST_NM_PCS;
     L->pcd_pc = 0;
     L->pcd_scope = 4;

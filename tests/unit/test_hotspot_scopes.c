@@ -75,6 +75,7 @@ static built build(pp_hs_proc *p)
     uint32_t pcs_bytes = NPCS * 16, data_len = 0x400;
     put32(NM + PP_TEST_NM_SIZE, NM_SIZE);
     put64(NM + PP_TEST_NM_METHOD, M_OUT);
+    put32(NM + PP_TEST_NM_LEVEL, 4); /* C2 */
     if (j25) {
         b.pcs = IMM + 0x10;
         b.data = b.pcs + pcs_bytes;
@@ -392,6 +393,11 @@ Test(hotspot_scopes, a_compiled_frame_is_named_with_its_inlined_methods_root_fir
     cr_expect_eq(texts(&p, 0x40, check, SEG + 1, out, &why), 1);
     cr_expect_str_eq(out[0], "pkg/Outer.outer()V_[j]");
     cr_expect_not_null(why);
+    /* the nmethod there now is a compilation of another tier (C1): the frame alone */
+    put32(NM + PP_TEST_NM_LEVEL, 3);
+    cr_expect_eq(texts(&p, 0x40, check, SEG, out, &why), 1);
+    cr_expect_not_null(why);
+    put32(NM + PP_TEST_NM_LEVEL, 4);
     /* the Method* is not the method recorded (its class unloaded, reused): nothing named */
     cr_expect_eq(texts(&p, 0x40, check ^ 2, SEG, out, &why), 0);
     /* an inlined method that is no method now: the frame alone, and why */

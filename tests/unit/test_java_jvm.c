@@ -337,3 +337,26 @@ Test(java, stat_times_of_a_process)
     cr_assert_eq(pp_proc_cpu_ticks(1 << 23), 0);
     cr_assert_eq(pp_proc_start_ticks(1 << 23), 0);
 }
+
+/* auto's hand-over set: by pid and start time (a reused pid is another JVM), taken back, and when
+ * full an entry of a JVM that is gone is replaced before a live one. */
+Test(java, handed_over_jvms)
+{
+    int me = getpid();
+    unsigned long long start = pp_proc_start_ticks(me);
+    cr_assert(start > 0);
+    cr_assert_not(pp_java_is_handed(me, start));
+    pp_java_set_handed(me, start, true);
+    cr_assert(pp_java_is_handed(me, start));
+    cr_assert_not(pp_java_is_handed(me, start + 1), "the pid reused by another process");
+    pp_java_set_handed(me, start, false);
+    cr_assert_not(pp_java_is_handed(me, start));
+
+    pp_java_set_handed(me, start, true);
+    for (int i = 1; i < PP_JAVA_HANDED_MAX; i++) /* processes that are gone (no such pid) */
+        pp_java_set_handed((1 << 23) + i, 1, true);
+    for (int i = 0; i < 8; i++) /* full: each replaces a gone one */
+        pp_java_set_handed((1 << 23) + PP_JAVA_HANDED_MAX + i, 1, true);
+    cr_assert(pp_java_is_handed(me, start), "a live JVM's entry was replaced");
+    cr_assert(pp_java_is_handed((1 << 23) + PP_JAVA_HANDED_MAX + 7, 1));
+}

@@ -21,8 +21,9 @@ Test(sampler, stackcache_generations)
 {
     pp_stackcache *c = pp_stackcache_new(3);
     cr_assert(c);
-    uint64_t a[] = {1, 2, 3}, b[] = {4, 5}, deep[400];
-    for (size_t i = 0; i < 400; i++)
+    enum { DEEP = PP_STACKCACHE_MAX_DEPTH + 80 }; /* past the longest record */
+    uint64_t a[] = {1, 2, 3}, b[] = {4, 5}, deep[DEEP];
+    for (size_t i = 0; i < DEEP; i++)
         deep[i] = 1000 + i;
     size_t n;
     cr_assert_null(pp_stackcache_get(c, 11, &n));
@@ -35,7 +36,7 @@ Test(sampler, stackcache_generations)
     cr_assert(t && n == 3 && t[0] == 1 && t[2] == 3);
     cr_assert_not(pp_stackcache_full(c));
     cr_assert_eq(pp_stackcache_add(c, 12, b, 2), 0);
-    cr_assert_eq(pp_stackcache_add(c, 13, deep, 400), 0);
+    cr_assert_eq(pp_stackcache_add(c, 13, deep, DEEP), 0);
     cr_assert(pp_stackcache_full(c));
     t = pp_stackcache_get(c, 13, &n);
     cr_assert(t && n == PP_STACKCACHE_MAX_DEPTH &&
