@@ -7,14 +7,11 @@
 #include "merge/profile.h"
 #include "base/log.h"
 #include "runtimes/java/asprof.h"
+#include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int quiet;
-    if (!quiet) {
-        pp_log_set_stderr_level(PP_LOG_CRITICAL);
-        quiet = 1;
-    }
+    pp_fuzz_quiet();
     pp_profile *prof = pp_profile_new();
     pp_pid_profile *pp = pp_profile_get(prof, 1, true);
     size_t bad = 0;

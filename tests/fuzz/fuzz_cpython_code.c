@@ -8,20 +8,7 @@
 #include <unistd.h>
 
 #include "runtimes/python/cpython_int.h"
-
-#define BASE 0x200000ull
-
-static const uint8_t *g_data;
-static size_t g_size;
-
-static int mem_hook(void *arg, uint64_t addr, void *buf, size_t len)
-{
-    (void)arg;
-    if (addr < BASE || addr - BASE > g_size || len > g_size - (addr - BASE))
-        return -1;
-    memcpy(buf, g_data + (addr - BASE), len);
-    return 0;
-}
+#include "tests/fuzz/fuzz_common.h"
 
 static int on_stack(void *arg, const pp_py_stack *st)
 {
@@ -57,20 +44,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     }
     default: {
-        /* The input is the target's memory at BASE; _PyRuntime at BASE. */
+        /* The input is the target's memory at PP_FUZZ_BASE; _PyRuntime at PP_FUZZ_BASE. */
         const pp_py_layout *lay = pp_py_layout_for(8 + (int)((unsigned)arg % 5));
         pp_py_proc *p = calloc(1, sizeof(*p));
         if (!p || !lay) {
             free(p);
             return 0;
         }
-        g_data = t;
-        g_size = n;
+        pp_fuzz_mem_set(t, n);
         p->pid = getpid();
         pp_rmem_init(&p->mem, p->pid);
-        p->mem.hook = mem_hook;
+        p->mem.hook = pp_fuzz_mem_hook;
         p->L = *lay;
-        p->runtime = BASE;
+        p->runtime = PP_FUZZ_BASE;
         p->pthread_tid = 0x2d0;
         char err[256];
         size_t total = 0;

@@ -11,14 +11,11 @@
 #include "runtimes/java/jvminfo.h"
 #include "runtimes/java/manifest.h"
 #include "runtimes/java/safemode.h"
+#include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int quiet;
-    if (!quiet) {
-        pp_log_set_stderr_level(PP_LOG_CRITICAL);
-        quiet = 1;
-    }
+    pp_fuzz_quiet();
     if (size < 1)
         return 0;
     uint8_t sel = data[0] % 6;

@@ -6,6 +6,7 @@
 #include "merge/profile.h"
 #include "base/log.h"
 #include "runtimes/java/jfr.h"
+#include "tests/fuzz/fuzz_common.h"
 
 static int keep_odd(void *arg, long tid)
 {
@@ -15,11 +16,7 @@ static int keep_odd(void *arg, long tid)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int quiet;
-    if (!quiet) {
-        pp_log_set_stderr_level(PP_LOG_CRITICAL);
-        quiet = 1;
-    }
+    pp_fuzz_quiet();
     pp_profile *prof = pp_profile_new();
     pp_pid_profile *pp = pp_profile_get(prof, 1, true);
     pp_jfr_stats st;

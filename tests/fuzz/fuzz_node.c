@@ -9,14 +9,11 @@
 #include "runtimes/appid.h"
 #include "runtimes/node/node.h"
 #include "runtimes/symbols/symbols_internal.h"
+#include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int quiet;
-    if (!quiet) {
-        pp_log_set_stderr_level(PP_LOG_CRITICAL);
-        quiet = 1;
-    }
+    pp_fuzz_quiet();
     if (size < 1)
         return 0;
     uint8_t sel = data[0] % 4;

@@ -16,14 +16,11 @@
 #include "runtimes/node/node.h"
 #include "runtimes/python/python.h"
 #include "runtimes/ruby/ruby.h"
+#include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int quiet;
-    if (!quiet) {
-        pp_log_set_stderr_level(PP_LOG_CRITICAL);
-        quiet = 1;
-    }
+    pp_fuzz_quiet();
     if (size < 1)
         return 0;
     uint8_t sel = data[0] % 5;

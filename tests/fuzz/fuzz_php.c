@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "merge/profile.h"
 #include "runtimes/php/php_int.h"
+#include "tests/fuzz/fuzz_common.h"
 
 static const uint8_t *mem_data;
 static size_t mem_size;
@@ -32,11 +33,7 @@ static int hook(void *arg, uint64_t addr, void *buf, size_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int quiet;
-    if (!quiet) {
-        pp_log_set_stderr_level(PP_LOG_CRITICAL);
-        quiet = 1;
-    }
+    pp_fuzz_quiet();
     pp_profile *p = pp_profile_new();
     long corrupt;
     pp_phpspy_parse((const char *)data, size, p, &corrupt);

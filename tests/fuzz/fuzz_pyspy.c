@@ -8,14 +8,11 @@
 #include "base/log.h"
 #include "runtimes/python/pkgversions.h"
 #include "runtimes/python/python_int.h"
+#include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int quiet;
-    if (!quiet) {
-        pp_log_set_stderr_level(PP_LOG_CRITICAL);
-        quiet = 1;
-    }
+    pp_fuzz_quiet();
     char *s = malloc(size + 1);
     memcpy(s, data, size);
     s[size] = '\0';

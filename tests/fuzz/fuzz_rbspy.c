@@ -6,14 +6,11 @@
 #include "base/log.h"
 #include "merge/profile.h"
 #include "runtimes/ruby/rbspy.h"
+#include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int quiet;
-    if (!quiet) {
-        pp_log_set_stderr_level(PP_LOG_CRITICAL);
-        quiet = 1;
-    }
+    pp_fuzz_quiet();
     char *s = malloc(size + 1);
     memcpy(s, data, size);
     s[size] = '\0';

@@ -8,20 +8,7 @@
 #include <unistd.h>
 
 #include "runtimes/ruby/ruby_int.h"
-
-#define BASE 0x200000ull
-
-static const uint8_t *g_data;
-static size_t g_size;
-
-static int mem_hook(void *arg, uint64_t addr, void *buf, size_t len)
-{
-    (void)arg;
-    if (addr < BASE || addr - BASE > g_size || len > g_size - (addr - BASE))
-        return -1;
-    memcpy(buf, g_data + (addr - BASE), len);
-    return 0;
-}
+#include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -40,19 +27,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pp_rb_proc *p = calloc(1, sizeof(*p));
     if (!p)
         return 0;
-    g_data = t;
-    g_size = n;
+    pp_fuzz_mem_set(t, n);
     p->pid = getpid();
     p->L = *pp_rb_layout_for(3, 1);
     pp_rmem_init(&p->mem, p->pid);
-    p->mem.hook = mem_hook;
+    p->mem.hook = pp_fuzz_mem_hook;
     PP_HTAB_INIT(&p->iseqs, pp_rb_iseq *, 50);
-    pp_rb_iseq *q = pp_rb_iseq_get(p, BASE, 1);
+    pp_rb_iseq *q = pp_rb_iseq_get(p, PP_FUZZ_BASE, 1);
     if (q)
         pp_rb_iseq_line(q, q->encoded + (uint64_t)(arg % 4096) * 8);
-    q = pp_rb_iseq_get(p, BASE, 2); /* validated again */
+    q = pp_rb_iseq_get(p, PP_FUZZ_BASE, 2); /* validated again */
     char s[256];
-    pp_rb_read_string(&p->mem, &p->L, BASE + (arg % 64) * 8, s, sizeof(s));
+    pp_rb_read_string(&p->mem, &p->L, PP_FUZZ_BASE + (arg % 64) * 8, s, sizeof(s));
     pp_rb_close(p);
     return 0;
 }
