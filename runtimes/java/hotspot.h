@@ -53,10 +53,11 @@ typedef struct pp_hs_layout {
     uint32_t vs_low, vs_high;          /* VirtualSpace._low/_high */
     uint32_t heapblock_size;           /* sizeof(HeapBlock): a blob follows its header */
     uint32_t blob_name, blob_size, blob_frame_size;
-    uint32_t blob_code_begin, blob_code_end;          /* pointers (<= 22) */
-    uint32_t blob_code_offset, blob_data_offset;      /* offsets from the blob (23+) */
-    uint32_t blob_kind;                               /* CodeBlob._kind (23+) */
-    int32_t kind_nmethod;                             /* CodeBlobKind::Nmethod (23+), else -1 */
+    uint32_t blob_code_begin, blob_code_end;     /* pointers (<= 22) */
+    uint32_t blob_code_offset, blob_data_offset; /* offsets from the blob (23+) */
+    uint32_t blob_kind;                          /* CodeBlob._kind (23+) */
+    uint32_t blob_fco;    /* CodeBlob._frame_complete_offset (int; int16_t in 23+) */
+    int32_t kind_nmethod; /* CodeBlobKind::Nmethod (23+), else -1 */
     uint32_t nm_method, nm_comp_level, nm_compile_id; /* nmethod (CompiledMethod <= 22) */
     uint32_t nm_scopes_pcs, nm_scopes_data, nm_metadata, nm_immutable_data, nm_orig_pc;
     /* the debug information's bounds (hotspot_scopes.c): CompiledMethod._scopes_data_begin (a

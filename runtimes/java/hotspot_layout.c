@@ -74,6 +74,7 @@ static const want wants[] = {
     {"CodeBlob", "_code_offset", O(blob_code_offset), W_OFF},
     {"CodeBlob", "_data_offset", O(blob_data_offset), W_OFF},
     {"CodeBlob", "_kind", O(blob_kind), W_OFF},
+    {"CodeBlob", "_frame_complete_offset", O(blob_fco), W_OFF},
     {"CodeBlobKind::Nmethod", NULL, O(kind_nmethod), W_INT},
     {"nmethod|CompiledMethod", "_method", O(nm_method), W_OFF},
     {"nmethod", "_comp_level", O(nm_comp_level), W_OFF},

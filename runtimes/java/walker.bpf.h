@@ -35,7 +35,48 @@ struct hs_walk {
     const struct pp_hotspot_info *in;
     struct rt_walk *w;
     __u64 pc, sp, unext, fp;
+    __u32 top; /* the next frame is the sampled one: its pc may be in a prologue or epilogue */
 };
+
+#define HS_PROLOGUE 128 /* prologue bytes scanned (C1, C2: 12-60 on JDK 17 and 25) */
+
+struct hs_scan {
+    const __u8 *b;
+    struct pp_hsw_prologue p;
+};
+
+static long hs_scan_cb(__u32 j, void *arg)
+{
+    struct hs_scan *c = arg;
+    return pp_hsw_prologue_at(&c->p, c->b + (j & (HS_PROLOGUE - 1)), (int)j);
+}
+
+/* Where the sampled compiled frame's caller is (a PP_HSW_AT_* of walker_info.h) when its pc (in
+ * the blob at blob, its header in hb) is in a prologue or an epilogue: before the blob's
+ * _frame_complete_offset the prologue's bytes tell how far it got, in the body the instruction
+ * at pc. scan: HS_PROLOGUE bytes of scratch, 4 before them and 16 after them readable too. */
+static __always_inline __u32 hs_top_at(const struct pp_hotspot_info *in, const __u8 *hb, __u64 blob,
+                                       __u64 pc, __s32 fs, __u8 *scan)
+{
+    __u8 c[8] = {};
+    if (bpf_probe_read_user(c, sizeof(c), (void *)pc) != 0)
+        return PP_HSW_AT_BODY;
+    __u32 at = pp_hsw_epilogue(c);
+    if (at != PP_HSW_AT_BODY || !in->blob_fco)
+        return at;
+    __s32 fco = *(short *)(hb + (in->blob_fco & (PP_HSW_HDR - 1)));
+    const __u8 *cp = hb + (in->blob_code & (PP_HSW_HDR - 1));
+    __u64 code =
+        in->blob_code & PP_HSW_CODE_REL ? blob + (__u64)(__s64) * (__s32 *)cp : *(__u64 *)cp;
+    if (fco <= 0 || pc < code || pc >= code + (__u64)fco)
+        return PP_HSW_AT_BODY;
+    if (bpf_probe_read_user(scan, HS_PROLOGUE, (void *)code) != 0)
+        return PP_HSW_AT_UNKNOWN;
+    struct hs_scan sc = {.b = scan};
+    pp_hsw_prologue_init(&sc.p, fco < HS_PROLOGUE ? fco : HS_PROLOGUE, fs);
+    bpf_loop(HS_PROLOGUE, hs_scan_cb, &sc, 0);
+    return pp_hsw_prologue_state(&sc.p, (int)(pc - code));
+}
 
 /* The CodeBlob holding pc (CodeHeap::find_start), 0 when none. */
 static __always_inline __u64 hs_find_blob(const struct pp_hotspot_info *in, __u64 pc)
@@ -89,6 +130,8 @@ static long hs_frame_cb(__u32 i, void *arg)
     }
     __u64 pc = s->pc, sp = s->sp, fp = s->fp, nsp, nunext, npc, nfp;
     __u64 *wd = (__u64 *)w->buf;
+    __u32 top = s->top;
+    s->top = 0;
     if (pc >= in->ilo && pc < in->ihi) {
         /* words PP_HSW_IFRAME_LO .. 1 from fp, at wd[0..7] */
         if (fp < sp || fp - sp > HS_MAX_STEP ||
@@ -149,13 +192,19 @@ static long hs_frame_cb(__u32 i, void *arg)
             __u64 off = pc - blob, seg = (blob - in->code_lo) >> (in->log2seg & 31);
             rt_push(w, PP_HSW_W0_PC(m, off, seg), PP_HSW_WORD_SEG(t, check, m, off, seg));
         }
-        nsp = s->unext + (__u64)fs * 8;
+        __u32 at = top ? hs_top_at(in, hb, blob, pc, fs, w->buf + PP_HSW_HDR) : PP_HSW_AT_BODY;
+        if (at == PP_HSW_AT_UNKNOWN)
+            return 1;
+        /* the two words below the caller's sp: the saved fp and the return address */
+        nsp = at == PP_HSW_AT_RET   ? sp + 8
+              : at == PP_HSW_AT_RBP ? sp + 16
+                                    : s->unext + (__u64)fs * 8;
         nunext = nsp;
         if (bpf_probe_read_user(wd, 16, (void *)(nsp - 16)) != 0) {
             w->flags |= PP_RT_READ_FAILED;
             return 1;
         }
-        nfp = wd[0];
+        nfp = at == PP_HSW_AT_RET || at == PP_HSW_AT_FPREG ? fp : wd[0];
         npc = wd[1];
     }
     if (nsp <= sp || nsp - sp > HS_MAX_STEP || nunext + HS_MAX_STEP < nsp ||
@@ -178,6 +227,7 @@ static __always_inline __u32 pp_walk_java(const struct pp_rt_proc *p, __u32 tid,
     if (!rt_user_regs(&s.pc, &s.sp, &s.fp))
         return PP_CNT_WALK_NO_THREAD;
     s.unext = s.sp;
+    s.top = 1;
     bpf_loop(HS_STEPS, hs_frame_cb, &s, 0);
     /* in native or VM code called from Java: from where the native unwind met the code cache */
     if (w->n == 0 && !w->flags && rt_jit_regs(&s.pc, &s.sp, &s.fp)) {

@@ -334,6 +334,16 @@ int pp_java_walker_info(pp_hs_proc *p, struct pp_hotspot_info *in, char *why, si
     in->if_sender_sp = L->if_sender_sp;
     uint32_t hi = in->blob_size > in->blob_frame_size ? in->blob_size : in->blob_frame_size;
     hi = in->blob_kind > hi ? in->blob_kind : hi;
+    /* the prologue's bounds, when the header read can hold them too (else not used) */
+    bool rel = L->blob_code_begin == PP_HS_NONE;
+    uint32_t code = rel ? L->blob_code_offset : L->blob_code_begin;
+    if (L->blob_fco != PP_HS_NONE && code != PP_HS_NONE && L->blob_fco > 0 && code > 0 &&
+        L->blob_fco <= PP_HSW_HDR - 16 && code <= PP_HSW_HDR - 16) {
+        in->blob_fco = (unsigned short)L->blob_fco;
+        in->blob_code = (unsigned short)(code | (rel ? PP_HSW_CODE_REL : 0));
+        hi = L->blob_fco > hi ? L->blob_fco : hi;
+        hi = code > hi ? code : hi;
+    }
     in->hdr_len = (hi + 8 + 7) & ~7u;
     if (in->hdr_len > PP_HSW_HDR - 8 || (kind && in->kind_nmethod < 0) || in->kind_nmethod > 255 ||
         in->nm_method == PP_HS_NONE || in->nm_comp_level == PP_HS_NONE ||

@@ -5,9 +5,10 @@
 #ifndef PP_JAVA_WALKER_INFO_H
 #define PP_JAVA_WALKER_INFO_H
 
-#define PP_HSW_HEAPS 4        /* code heaps (segmented code cache: 3) */
-#define PP_HSW_HDR 128        /* bytes of a CodeBlob's header read at once */
-#define PP_HSW_IFRAME_LO (-6) /* the lowest interpreter frame slot read (words from fp) */
+#define PP_HSW_HEAPS 4          /* code heaps (segmented code cache: 3) */
+#define PP_HSW_HDR 128          /* bytes of a CodeBlob's header read at once */
+#define PP_HSW_IFRAME_LO (-6)   /* the lowest interpreter frame slot read (words from fp) */
+#define PP_HSW_CODE_REL 0x8000u /* blob_code: an int offset from the blob, not a pointer */
 
 struct pp_hotspot_info {
     unsigned long long ilo, ihi; /* the interpreter's code (StubQueue buffer) */
@@ -26,7 +27,12 @@ struct pp_hotspot_info {
      * next u2), ConstantPool._pool_holder, Klass._name */
     unsigned int cm_constants, cm_name_index, cp_holder, klass_name;
     int if_method, if_sender_sp; /* interpreter frame slots, words from fp (< 0) */
-    unsigned long long code_lo;  /* the lowest heap's start: nmethods are numbered from it */
+    /* the top frame's prologue (walker.bpf.h hs_top_at), offsets into the blob header: of
+     * CodeBlob._frame_complete_offset (its low 16 bits: an int up to JDK 22, an int16_t since)
+     * and of where the code begins: the _code_begin pointer, or with PP_HSW_CODE_REL the
+     * _code_offset int from the blob; 0: not known */
+    unsigned short blob_fco, blob_code;
+    unsigned long long code_lo; /* the lowest heap's start: nmethods are numbered from it */
 };
 
 /* A frame's two words. The first: its Method*; a compiled frame ('1', 'j', 'n') adds in bits
@@ -71,5 +77,108 @@ static inline unsigned int pp_hsw_check(unsigned long long constmethod, unsigned
 #define PP_HSW_SEG(w1) ((unsigned int)((w1) >> 8) & (PP_HSW_SEG_LIMIT - 1))
 #define PP_HSW_TYPE(word) ((char)((word)&0x7f))
 #define PP_HSW_CHECK(word) ((unsigned int)((word) >> 32))
+
+/* The sampled (top) compiled frame's pc in its prologue or epilogue (x86_64, C1 and C2 code as
+ * HotSpot 17-25 emit it; docs/java.md "Prologues and epilogues"): where its caller's return
+ * address and fp are. PP_HSW_AT_BODY: the frame is built (the return address in its top word,
+ * the saved fp below it); _RET: not yet or no longer (the return address at sp, fp the
+ * caller's); _RBP: only the caller's fp pushed (at sp, the return address above it); _FPREG:
+ * the frame made but fp not saved in it yet (the return address in its top word, fp the
+ * caller's); _UNKNOWN: a prologue of no shape known (the walk ends at the frame). */
+enum { PP_HSW_AT_BODY, PP_HSW_AT_RET, PP_HSW_AT_RBP, PP_HSW_AT_FPREG, PP_HSW_AT_UNKNOWN };
+
+/* The instruction at pc (8 bytes): `pop rbp`, then the return poll (`cmp rsp, [r15 + d]`, `ja`
+ * to its stub, `ret`) come after the frame was taken down (`add rsp, N` before them leaves it
+ * whole). */
+static inline unsigned int pp_hsw_epilogue(const unsigned char *c)
+{
+    if (c[0] == 0x5d)
+        return PP_HSW_AT_RBP;
+    if (c[0] == 0xc3 || (c[0] == 0x49 && c[1] == 0x3b && (c[2] == 0x67 || c[2] == 0xa7)) ||
+        (c[0] == 0x0f && c[1] == 0x87 && c[6] == 0xc3))
+        return PP_HSW_AT_RET;
+    return PP_HSW_AT_BODY;
+}
+
+/* A prologue's scan, position by position (pp_hsw_prologue_at), for the instructions that make
+ * the frame of fs words: `sub rsp, fs * 8 - 16` after `push rbp` (maybe `mov rbp, rsp`
+ * between: C1, and C2 with a stack bang); or `sub rsp, imm32 fs * 8 - 8` then
+ * `mov [rsp + fs * 8 - 16], rbp` (C2 without a bang); or, a frame of two words, `push rbp`
+ * alone, ending the prologue or followed by the nmethod entry barrier (`cmp [r15 + d], imm`).
+ * The prologue is the n bytes before _frame_complete_offset; offsets are from its start. */
+struct pp_hsw_prologue {
+    int n, f1, f2;           /* its bytes; the sub's operand in each shape */
+    int push, made, fpsaved; /* where the push is (-1: none), the frame made, fp saved in it */
+};
+
+static inline void pp_hsw_prologue_init(struct pp_hsw_prologue *p, int n, int fs)
+{
+    p->n = n;
+    p->f1 = fs * 8 - 16;
+    p->f2 = fs * 8 - 8;
+    p->push = p->made = p->fpsaved = -1;
+}
+
+static inline int pp_hsw_is_barrier(const unsigned char *b)
+{
+    return b[0] == 0x41 && (b[1] == 0x81 || b[1] == 0x83) && b[2] == 0x7f;
+}
+
+/* Whether the prologue's bytes at offset j (b: 4 bytes before it to 11 after it readable) make
+ * the frame: 1 (p filled: the scan ends), 0 (go on). */
+static inline int pp_hsw_prologue_at(struct pp_hsw_prologue *p, const unsigned char *b, int j)
+{
+    if (j >= p->n)
+        return 1;
+    if (p->f1 == 0 && b[0] == 0x55) {
+        int k = b[1] == 0x48 && b[2] == 0x89 && b[3] == 0xe5 ? 4 : 1;
+        if (j + k == p->n || (j + k + 3 <= p->n && pp_hsw_is_barrier(b + k))) {
+            p->push = j;
+            p->made = p->fpsaved = j + k;
+            return 1;
+        }
+        return 0;
+    }
+    if (b[0] != 0x48 || b[2] != 0xec || (b[1] != 0x83 && b[1] != 0x81))
+        return 0;
+    int imm = b[1] == 0x83 ? (signed char)b[3]
+                           : (int)(b[3] | b[4] << 8 | b[5] << 16 | (unsigned int)b[6] << 24);
+    int end = j + (b[1] == 0x83 ? 4 : 7);
+    if (imm == p->f1 && p->f1 > 0 && end <= p->n) {
+        int at = j >= 1 && b[-1] == 0x55 ? j - 1
+                 : j >= 4 && b[-4] == 0x55 && b[-3] == 0x48 && b[-2] == 0x89 && b[-1] == 0xe5
+                     ? j - 4
+                     : -1;
+        if (at < 0)
+            return 0;
+        p->push = at;
+        p->made = p->fpsaved = end;
+        return 1;
+    }
+    /* mov [rsp], rbp; mov [rsp + d8], rbp; mov [rsp + d32], rbp */
+    const unsigned char *m = b + 7;
+    int len = m[2] == 0x2c ? 4 : m[2] == 0x6c ? 5 : m[2] == 0xac ? 8 : 0;
+    if (imm == p->f2 && b[1] == 0x81 && m[0] == 0x48 && m[1] == 0x89 && m[3] == 0x24 && len &&
+        end + len <= p->n) {
+        p->made = end;
+        p->fpsaved = end + len;
+        return 1;
+    }
+    return 0;
+}
+
+/* The state at offset off of the prologue scanned. */
+static inline unsigned int pp_hsw_prologue_state(const struct pp_hsw_prologue *p, int off)
+{
+    if (p->made < 0)
+        return PP_HSW_AT_UNKNOWN;
+    if (off >= p->fpsaved)
+        return PP_HSW_AT_BODY;
+    if (off >= p->made)
+        return PP_HSW_AT_FPREG;
+    if (p->push >= 0 && off > p->push)
+        return PP_HSW_AT_RBP;
+    return PP_HSW_AT_RET;
+}
 
 #endif

@@ -299,6 +299,44 @@ def test_builtin_inlined_frames(version, inline_classes, launchers, start_app, o
 
 
 @pytest.fixture(scope="module")
+def call_classes(tmp_path_factory):
+    return javac(tmp_path_factory.mktemp("javacall"), "CallHot.java")
+
+
+@pytest.mark.parametrize("opts,suffix", [([], "_[j]"), (["-XX:TieredStopAtLevel=1"], "_[1]")],
+                         ids=["c2", "c1"])
+@pytest.mark.parametrize("version", ["17", "25"])
+def test_builtin_prologue_and_epilogue(version, opts, suffix, call_classes, launchers,
+                                       start_app, outdir):
+    """CallHot: a loop calling a tiny method kept out of line, so most of tiny's samples land in
+    its prologue or epilogue (its frame not built yet, or taken down: 62-78 % of them lost loop
+    and main before the walker read where the caller is from the prologue's bytes and the
+    instruction at pc). Every sample in tiny (C2, or C1 alone) is under loop and main, at the
+    root or on the JVM's call into Java."""
+    jdk(version)
+    comm = f"pp_java{version}"
+    app = start_app(launchers / comm, "-XX:CompileCommand=quiet",
+                    "-XX:CompileCommand=dontinline,CallHot.tiny", *opts, "-cp", call_classes,
+                    "CallHot")
+    warm(app.pid)
+    builtin_session(app, outdir, seconds=4)
+    lines = last_profile(outdir).for_comm(comm)
+    tiny = [(f, c) for f, c in lines if f[-1] == "CallHot.tiny(J)J" + suffix]
+    n = sum(c for _, c in tiny)
+    total = sum(c for _, c in lines)
+    want = ["CallHot.main([Ljava/lang/String|)V_[0]", "CallHot.loop()V" + suffix]
+    # under main: the JVM's call into Java, or nothing when the native unwind did not get
+    # through the compiled frames (C2 code uses rbp as it likes: docs/java.md)
+    bad = [(f[-5:], c) for f, c in tiny
+           if f[-3:-1] != want or not f[-4].startswith(("JavaCalls::call_helper", "appid: "))]
+    print(f"\nJDK {version} {suffix} CallHot: tiny {n} of {total}, "
+          f"{sum(c for _, c in bad)} not under loop and main")
+    assert total >= 400, f"host starved: {total} samples"
+    assert n >= 0.3 * total, (n, total)
+    assert not bad, bad[:3]
+
+
+@pytest.fixture(scope="module")
 def per_request_classes(tmp_path_factory):
     return javac(tmp_path_factory.mktemp("javaperrequest"), "PerRequest.java")
 
