@@ -13,8 +13,9 @@
  * session, {pid, comm (UTF-8), runtime, mode, runtime_samples, sampler_samples}: the sampler
  * samples that carried the runtime's frames (in-sampler walks, cov) or the samples the runtime
  * profiler delivered (its profile in rts), and the sampler's samples of the pid (sys, before the
- * merge). "profiler" says which served it. A process with coverage below 50 % is logged (once an
- * hour). */
+ * merge). "profiler" says which served it: the sampler's walk, the profiler named by the
+ * process's runtime profile, else the task's backend. A process with coverage below 50 % is logged
+ * (once an hour). */
 json_t *pp_runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *procs,
                             const pp_runner_task *tasks, size_t ntasks, const pp_profile *sys,
                             pp_profile *const *rts, size_t nrt, const pp_walk_cov *cov, size_t ncov)
@@ -40,6 +41,8 @@ json_t *pp_runtime_coverage(const pp_runtime_ctx *ctx, const pp_proc_list *procs
             }
         for (size_t k = 0; k < nrt; k++) {
             const pp_pid_profile *r = pp_profile_get(rts[k], p->pid, false);
+            if (r && r->profiler && !walked) /* a backend handing processes over names who */
+                profiler = r->profiler;
             if (r && pp_pid_total(r) && !pp_is_error_stack(rts[k], r, NULL))
                 rt_samples = pp_pid_total(r);
         }

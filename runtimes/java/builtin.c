@@ -126,6 +126,12 @@ static int jb_collect(void *session, pp_profile *out)
 {
     jbsession *s = session;
     int rc = s->session ? s->other->collect(s->session, out) : 0;
+    /* the JVMs handed over are that profiler's (polyprof.runtime_samples names it) */
+    for (size_t i = 0; s->session && i < pp_profile_npids(out); i++) {
+        pp_pid_profile *pp = pp_profile_at(out, i);
+        if (!pp->profiler)
+            pp->profiler = s->other->name;
+    }
     return pp_skips_emit(out, s->skips, s->nskips, "java") < 0 ? -1 : rc;
 }
 

@@ -145,7 +145,7 @@ def test_auto_without_bpf_hands_every_jvm_over(hot_classes, launchers, start_app
                                                outdir):
     """Without the BPF sampler (--perf-mode perf-event) auto cannot walk: every JVM is profiled
     by the attaching profiler (async-profiler, installed by make deps), whose frames carry the
-    3:1 split."""
+    3:1 split, and which polyprof.runtime_samples names."""
     comm = "pp_java17"
     app = start_app(launchers / comm, "-cp", hot_classes, "Hot")
     warm(app.pid)
@@ -153,10 +153,15 @@ def test_auto_without_bpf_hands_every_jvm_over(hot_classes, launchers, start_app
                      "--pids", app.pid)
     assert "java: the sampler does not walk Java frames (no BPF sampler): 1 JVMs profiled with " \
         "async-profiler" in r.stderr, r.stderr[-2000:]
-    lines = last_profile(outdir).for_comm(comm)
+    prof = last_profile(outdir)
+    lines = prof.for_comm(comm)
     na = sum(c for f, c in lines if f[-1] == A)
     nb = sum(c for f, c in lines if f[-1] == B)
     assert na + nb >= 100 and abs(na / (na + nb) - 0.75) <= 0.08, (na, nb, r.stderr[-1500:])
+    # the header names the profiler that served it, not the mode's backend
+    cov = [(c["mode"], c["profiler"]) for c in prof.header["polyprof"]["runtime_samples"]
+           if c["pid"] == app.pid]
+    assert cov == [("auto", "async-profiler")], cov
 
 
 def test_auto_hands_an_unverified_layout_over(fake_jvm, outdir):

@@ -36,9 +36,9 @@ Test(hotspot_prologue, jdk17_c2_bang_push_sub)
 {
     /* mov [rsp-0x14000], eax; push rbp; sub rsp, 0x10 | the body: frame size 4, complete at 12 */
     const char *c = "89842400c0feff554883ec10666690e86c260000";
-    cr_expect_eq(at(c, 12, 4, 0), RET);  /* the stack bang */
-    cr_expect_eq(at(c, 12, 4, 7), RET);  /* at the push: where the samples landed */
-    cr_expect_eq(at(c, 12, 4, 8), RBP);  /* at the sub */
+    cr_expect_eq(at(c, 12, 4, 0), RET); /* the stack bang */
+    cr_expect_eq(at(c, 12, 4, 7), RET); /* at the push: where the samples landed */
+    cr_expect_eq(at(c, 12, 4, 8), RBP); /* at the sub */
     cr_expect_eq(at(c, 12, 4, 12), BODY);
     cr_expect_eq(at(c, 12, 5, 8), UNKNOWN, "a sub of another size is not this frame's");
 }
@@ -59,9 +59,9 @@ Test(hotspot_prologue, jdk25_c1_inline_cache_check_and_entry_barrier)
     const char *c = "660f1f840000000000660f1f840000000000448b5608443b50080f8540ff5707"
                     "89842400c0feff554883ec6041817f20010000007405e8a57a560748bf10f304ac877f";
     cr_expect_eq(at(c, 59, 14, 0), RET);
-    cr_expect_eq(at(c, 59, 14, 0x12), RET); /* the inline cache check */
-    cr_expect_eq(at(c, 59, 14, 0x27), RET); /* at the push */
-    cr_expect_eq(at(c, 59, 14, 0x28), RBP); /* at the sub */
+    cr_expect_eq(at(c, 59, 14, 0x12), RET);  /* the inline cache check */
+    cr_expect_eq(at(c, 59, 14, 0x27), RET);  /* at the push */
+    cr_expect_eq(at(c, 59, 14, 0x28), RBP);  /* at the sub */
     cr_expect_eq(at(c, 59, 14, 0x2c), BODY); /* the entry barrier, the frame made */
     cr_expect_eq(at(c, 59, 14, 0x36), BODY);
 }
