@@ -58,8 +58,8 @@ static long hs_scan_cb(__u32 j, void *arg)
 static __always_inline __u32 hs_top_at(const struct pp_hotspot_info *in, const __u8 *hb, __u64 blob,
                                        __u64 pc, __s32 fs, __u8 *scan)
 {
-    __u8 c[8] = {};
-    if (bpf_probe_read_user(c, sizeof(c), (void *)pc) != 0)
+    __u8 c[16] = {}; /* 8 bytes before pc, 8 from it */
+    if (bpf_probe_read_user(c, sizeof(c), (void *)(pc - 8)) != 0)
         return PP_HSW_AT_BODY;
     __u32 at = pp_hsw_epilogue(c);
     if (at != PP_HSW_AT_BODY || !in->blob_fco)
@@ -70,10 +70,13 @@ static __always_inline __u32 hs_top_at(const struct pp_hotspot_info *in, const _
         in->blob_code & PP_HSW_CODE_REL ? blob + (__u64)(__s64) * (__s32 *)cp : *(__u64 *)cp;
     if (fco <= 0 || pc < code || pc >= code + (__u64)fco)
         return PP_HSW_AT_BODY;
-    if (bpf_probe_read_user(scan, HS_PROLOGUE, (void *)code) != 0)
-        return PP_HSW_AT_UNKNOWN;
+    /* the prologue and the bytes the scan looks at past it (no further: the blob may end
+     * there, at the end of the committed heap) */
+    __u32 len = fco + 16 < HS_PROLOGUE ? (__u32)fco + 16 : HS_PROLOGUE;
+    if (bpf_probe_read_user(scan, len & (2 * HS_PROLOGUE - 1), (void *)code) != 0)
+        return PP_HSW_AT_FAILED;
     struct hs_scan sc = {.b = scan};
-    pp_hsw_prologue_init(&sc.p, fco < HS_PROLOGUE ? fco : HS_PROLOGUE, fs);
+    pp_hsw_prologue_init(&sc.p, fco, fs);
     bpf_loop(HS_PROLOGUE, hs_scan_cb, &sc, 0);
     return pp_hsw_prologue_state(&sc.p, (int)(pc - code));
 }
@@ -193,18 +196,27 @@ static long hs_frame_cb(__u32 i, void *arg)
             rt_push(w, PP_HSW_W0_PC(m, off, seg), PP_HSW_WORD_SEG(t, check, m, off, seg));
         }
         __u32 at = top ? hs_top_at(in, hb, blob, pc, fs, w->buf + PP_HSW_HDR) : PP_HSW_AT_BODY;
-        if (at == PP_HSW_AT_UNKNOWN)
+        if (at == PP_HSW_AT_UNKNOWN || at == PP_HSW_AT_FAILED) {
+            /* the caller unknown: the trace says it is cut (a stub's frame: nothing was
+             * recorded, the walk from the native unwind's JIT frame may still run) */
+            if (w->n)
+                w->flags |= at == PP_HSW_AT_FAILED ? PP_RT_READ_FAILED : PP_RT_TRUNCATED;
             return 1;
-        /* the two words below the caller's sp: the saved fp and the return address */
+        }
+        /* the caller's sp; below it the saved fp (not when still the register) and the
+         * return address */
         nsp = at == PP_HSW_AT_RET   ? sp + 8
               : at == PP_HSW_AT_RBP ? sp + 16
                                     : s->unext + (__u64)fs * 8;
         nunext = nsp;
-        if (bpf_probe_read_user(wd, 16, (void *)(nsp - 16)) != 0) {
+        wd[0] = fp;
+        if (at == PP_HSW_AT_RET || at == PP_HSW_AT_FPREG
+                ? bpf_probe_read_user(&wd[1], 8, (void *)(nsp - 8)) != 0
+                : bpf_probe_read_user(wd, 16, (void *)(nsp - 16)) != 0) {
             w->flags |= PP_RT_READ_FAILED;
             return 1;
         }
-        nfp = at == PP_HSW_AT_RET || at == PP_HSW_AT_FPREG ? fp : wd[0];
+        nfp = wd[0];
         npc = wd[1];
     }
     if (nsp <= sp || nsp - sp > HS_MAX_STEP || nunext + HS_MAX_STEP < nsp ||

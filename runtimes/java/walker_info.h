@@ -84,18 +84,32 @@ static inline unsigned int pp_hsw_check(unsigned long long constmethod, unsigned
  * the saved fp below it); _RET: not yet or no longer (the return address at sp, fp the
  * caller's); _RBP: only the caller's fp pushed (at sp, the return address above it); _FPREG:
  * the frame made but fp not saved in it yet (the return address in its top word, fp the
- * caller's); _UNKNOWN: a prologue of no shape known (the walk ends at the frame). */
-enum { PP_HSW_AT_BODY, PP_HSW_AT_RET, PP_HSW_AT_RBP, PP_HSW_AT_FPREG, PP_HSW_AT_UNKNOWN };
+ * caller's); _UNKNOWN: a prologue of no shape known (the walk ends at the frame, the trace
+ * marked cut: `[truncated]` at its root). */
+enum {
+    PP_HSW_AT_BODY,
+    PP_HSW_AT_RET,
+    PP_HSW_AT_RBP,
+    PP_HSW_AT_FPREG,
+    PP_HSW_AT_UNKNOWN,
+    PP_HSW_AT_FAILED /* the prologue could not be read */
+};
 
-/* The instruction at pc (8 bytes): `pop rbp`, then the return poll (`cmp rsp, [r15 + d]`, `ja`
- * to its stub, `ret`) come after the frame was taken down (`add rsp, N` before them leaves it
- * whole). */
+/* The instruction at pc, c: the 8 bytes before pc and 8 from it. `pop rbp`, then the
+ * return poll (`cmp rsp, [r15 + d]`, `ja` to its stub; with @ReservedStackAccess first the same
+ * cmp against the reserved zone, `jb`) and `ret` come after the frame was taken down (`add rsp,
+ * N` before them leaves it whole). */
 static inline unsigned int pp_hsw_epilogue(const unsigned char *c)
 {
-    if (c[0] == 0x5d)
+    const unsigned char *at = c + 8;
+    if (at[0] == 0x5d)
         return PP_HSW_AT_RBP;
-    if (c[0] == 0xc3 || (c[0] == 0x49 && c[1] == 0x3b && (c[2] == 0x67 || c[2] == 0xa7)) ||
-        (c[0] == 0x0f && c[1] == 0x87 && c[6] == 0xc3))
+    if (at[0] == 0xc3 || (at[0] == 0x49 && at[1] == 0x3b && (at[2] == 0x67 || at[2] == 0xa7)))
+        return PP_HSW_AT_RET;
+    /* a conditional jump (rel32 or rel8) right after that cmp (disp32 or disp8) */
+    int jcc = (at[0] == 0x0f && (at[1] & 0xf0) == 0x80) || (at[0] & 0xf0) == 0x70;
+    if (jcc && ((c[1] == 0x49 && c[2] == 0x3b && c[3] == 0xa7) ||
+                (c[4] == 0x49 && c[5] == 0x3b && c[6] == 0x67)))
         return PP_HSW_AT_RET;
     return PP_HSW_AT_BODY;
 }
@@ -104,8 +118,9 @@ static inline unsigned int pp_hsw_epilogue(const unsigned char *c)
  * the frame of fs words: `sub rsp, fs * 8 - 16` after `push rbp` (maybe `mov rbp, rsp`
  * between: C1, and C2 with a stack bang); or `sub rsp, imm32 fs * 8 - 8` then
  * `mov [rsp + fs * 8 - 16], rbp` (C2 without a bang); or, a frame of two words, `push rbp`
- * alone, ending the prologue or followed by the nmethod entry barrier (`cmp [r15 + d], imm`).
- * The prologue is the n bytes before _frame_complete_offset; offsets are from its start. */
+ * (maybe `mov rbp, rsp` after it) alone, ending the prologue or followed by the nmethod entry
+ * barrier (`cmp [r15 + d], imm`, maybe after a nop aligning it). The prologue is the n bytes
+ * before _frame_complete_offset; offsets are from its start. */
 struct pp_hsw_prologue {
     int n, f1, f2;           /* its bytes; the sub's operand in each shape */
     int push, made, fpsaved; /* where the push is (-1: none), the frame made, fp saved in it */
@@ -124,15 +139,37 @@ static inline int pp_hsw_is_barrier(const unsigned char *b)
     return b[0] == 0x41 && (b[1] == 0x81 || b[1] == 0x83) && b[2] == 0x7f;
 }
 
-/* Whether the prologue's bytes at offset j (b: 4 bytes before it to 11 after it readable) make
+/* `mov rbp, rsp` (HotSpot's encoding 48 8b ec, or 48 89 e5) */
+static inline int pp_hsw_is_mov_rbp_rsp(const unsigned char *b)
+{
+    return b[0] == 0x48 && ((b[1] == 0x8b && b[2] == 0xec) || (b[1] == 0x89 && b[2] == 0xe5));
+}
+
+/* The length of the nop at b (HotSpot's address nops of 1-8 bytes), 0 when none. */
+static inline int pp_hsw_nop_len(const unsigned char *b)
+{
+    if (b[0] == 0x90)
+        return 1;
+    if (b[0] == 0x66 && b[1] == 0x90)
+        return 2;
+    int p = b[0] == 0x66;
+    if (b[p] != 0x0f || b[p + 1] != 0x1f)
+        return 0;
+    unsigned char m = b[p + 2];
+    int n = m == 0x00 ? 3 : m == 0x40 ? 4 : m == 0x44 ? 5 : m == 0x80 ? 7 : m == 0x84 ? 8 : 0;
+    return n ? n + p : 0;
+}
+
+/* Whether the prologue's bytes at offset j (b: 4 bytes before it to 16 after it readable) make
  * the frame: 1 (p filled: the scan ends), 0 (go on). */
 static inline int pp_hsw_prologue_at(struct pp_hsw_prologue *p, const unsigned char *b, int j)
 {
     if (j >= p->n)
         return 1;
     if (p->f1 == 0 && b[0] == 0x55) {
-        int k = b[1] == 0x48 && b[2] == 0x89 && b[3] == 0xe5 ? 4 : 1;
-        if (j + k == p->n || (j + k + 3 <= p->n && pp_hsw_is_barrier(b + k))) {
+        int k = pp_hsw_is_mov_rbp_rsp(b + 1) ? 4 : 1;
+        int pad = pp_hsw_nop_len(b + k);
+        if (j + k == p->n || (j + k + pad + 3 <= p->n && pp_hsw_is_barrier(b + k + pad))) {
             p->push = j;
             p->made = p->fpsaved = j + k;
             return 1;
@@ -145,10 +182,9 @@ static inline int pp_hsw_prologue_at(struct pp_hsw_prologue *p, const unsigned c
                            : (int)(b[3] | b[4] << 8 | b[5] << 16 | (unsigned int)b[6] << 24);
     int end = j + (b[1] == 0x83 ? 4 : 7);
     if (imm == p->f1 && p->f1 > 0 && end <= p->n) {
-        int at = j >= 1 && b[-1] == 0x55 ? j - 1
-                 : j >= 4 && b[-4] == 0x55 && b[-3] == 0x48 && b[-2] == 0x89 && b[-1] == 0xe5
-                     ? j - 4
-                     : -1;
+        int at = j >= 1 && b[-1] == 0x55                                   ? j - 1
+                 : j >= 4 && b[-4] == 0x55 && pp_hsw_is_mov_rbp_rsp(b - 3) ? j - 4
+                                                                           : -1;
         if (at < 0)
             return 0;
         p->push = at;

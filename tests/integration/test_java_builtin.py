@@ -308,16 +308,20 @@ def call_classes(tmp_path_factory):
     return javac(tmp_path_factory.mktemp("javacall"), "CallHot.java")
 
 
-@pytest.mark.parametrize("opts,suffix", [([], "_[j]"), (["-XX:TieredStopAtLevel=1"], "_[1]")],
-                         ids=["c2", "c1"])
+@pytest.mark.parametrize("opts,suffix", [([], "_[j]"), (["-XX:TieredStopAtLevel=1"], "_[1]"),
+                                         (["-XX:+PreserveFramePointer"], "_[j]"),
+                                         (["-XX:TieredStopAtLevel=1", "-XX:+PreserveFramePointer"],
+                                          "_[1]")],
+                         ids=["c2", "c1", "c2-fp", "c1-fp"])
 @pytest.mark.parametrize("version", ["17", "25"])
 def test_builtin_prologue_and_epilogue(version, opts, suffix, call_classes, launchers,
                                        start_app, outdir):
     """CallHot: a loop calling a tiny method kept out of line, so most of tiny's samples land in
-    its prologue or epilogue (its frame not built yet, or taken down: 62-78 % of them lost loop
+    its prologue or epilogue (its frame not built yet, or taken down: 62-81 % of them lost loop
     and main before the walker read where the caller is from the prologue's bytes and the
-    instruction at pc). Every sample in tiny (C2, or C1 alone) is under loop and main, at the
-    root or on the JVM's call into Java."""
+    instruction at pc). Every sample in tiny (C2, or C1 alone; each also with
+    -XX:+PreserveFramePointer, whose prologues add `mov rbp, rsp`) is under loop and main, at
+    the root or on the JVM's call into Java."""
     jdk(version)
     comm = f"pp_java{version}"
     app = start_app(launchers / comm, "-XX:CompileCommand=quiet",
@@ -337,7 +341,7 @@ def test_builtin_prologue_and_epilogue(version, opts, suffix, call_classes, laun
     print(f"\nJDK {version} {suffix} CallHot: tiny {n} of {total}, "
           f"{sum(c for _, c in bad)} not under loop and main")
     assert total >= 400, f"host starved: {total} samples"
-    assert n >= 0.3 * total, (n, total)
+    assert n >= max(0.2 * total, 150), (n, total)
     assert not bad, bad[:3]
 
 
